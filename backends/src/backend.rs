@@ -1,0 +1,296 @@
+//! The [`SkillBackend`] trait and the values it speaks in.
+
+use std::fmt;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::vpath::VPath;
+
+/// The default read limit: 10 MiB (10,485,760 bytes).
+pub const DEFAULT_READ_LIMIT: u64 = 10 * 1024 * 1024;
+
+/// An opaque version of one object: an ETag, a content counter or a file
+/// fingerprint. Two reads that return equal versions returned equal bytes;
+/// a write changes the version.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
+pub struct Version(String);
+
+impl Version {
+    /// Wraps a backend's version string.
+    pub fn new(v: impl Into<String>) -> Self {
+        Version(v.into())
+    }
+
+    /// The version string as the backend gave it.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for Version {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for Version {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Version({:?})", self.0)
+    }
+}
+
+/// What a path holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum EntryKind {
+    /// A regular file (or an object).
+    File,
+    /// A directory (or a common key prefix).
+    Dir,
+    /// Anything else: a FIFO, socket or device, or a symbolic link the
+    /// backend's policy does not let it resolve.
+    Other,
+}
+
+/// What a backend knows of one path without reading it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Metadata {
+    /// File, directory or other.
+    pub kind: EntryKind,
+    /// The size in bytes, for files where known.
+    pub size: Option<u64>,
+    /// The version, for files where known.
+    pub version: Option<Version>,
+}
+
+/// One child of a listed directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// The child's name: one path segment.
+    pub name: String,
+    /// File, directory or other.
+    pub kind: EntryKind,
+    /// The size in bytes, for files where the listing gives it.
+    pub size: Option<u64>,
+    /// The version, for files where the listing gives it.
+    pub version: Option<Version>,
+}
+
+impl Entry {
+    /// The entry's metadata.
+    pub fn metadata(&self) -> Metadata {
+        Metadata {
+            kind: self.kind,
+            size: self.size,
+            version: self.version.clone(),
+        }
+    }
+}
+
+/// How to read one file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadOptions {
+    /// The largest object that may be read, in bytes (inclusive). A larger
+    /// object is refused with [`ErrorKind::TooLarge`] before its bytes are
+    /// held, even when only a prefix is asked for.
+    pub limit: u64,
+    /// Return at most this many bytes from the start of the object.
+    pub prefix: Option<u64>,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions {
+            limit: DEFAULT_READ_LIMIT,
+            prefix: None,
+        }
+    }
+}
+
+impl ReadOptions {
+    /// Whole-object reads with the given limit.
+    pub fn with_limit(limit: u64) -> Self {
+        ReadOptions { limit, prefix: None }
+    }
+
+    /// Reads at most `len` bytes from the start, under the default limit.
+    pub fn prefix(len: u64) -> Self {
+        ReadOptions {
+            prefix: Some(len),
+            ..Self::default()
+        }
+    }
+
+    /// How many bytes to return for an object of `size` bytes.
+    pub fn wanted(&self, size: u64) -> u64 {
+        self.prefix.map_or(size, |p| p.min(size))
+    }
+}
+
+/// The bytes of one read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Blob {
+    /// The bytes read: the whole object, or its prefix.
+    pub data: Bytes,
+    /// The whole object's size in bytes.
+    pub size: u64,
+    /// The object's version when read.
+    pub version: Version,
+}
+
+impl Blob {
+    /// True when `data` holds the whole object.
+    pub fn is_complete(&self) -> bool {
+        self.data.len() as u64 == self.size
+    }
+}
+
+/// The condition a write is made under.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum PutMode {
+    /// Replace whatever is there.
+    #[default]
+    Overwrite,
+    /// Fail with [`ErrorKind::AlreadyExists`] if the object exists.
+    Create,
+    /// Replace only the given version; fail with
+    /// [`ErrorKind::VersionConflict`] otherwise (also when nothing exists).
+    IfVersion(Version),
+}
+
+/// What a backend supports, declared up front.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Capabilities {
+    /// `put` and `delete` are available.
+    pub write: bool,
+    /// `put` honours [`PutMode::Create`] atomically.
+    pub create_only: bool,
+    /// `put` honours [`PutMode::IfVersion`] atomically.
+    pub if_version: bool,
+    /// The backend can hold symbolic links (and applies a symlink policy).
+    pub symlinks: bool,
+}
+
+impl Capabilities {
+    /// A read-only backend.
+    pub const READ_ONLY: Capabilities = Capabilities {
+        write: false,
+        create_only: false,
+        if_version: false,
+        symlinks: false,
+    };
+
+    /// A backend with atomic conditional writes and no symbolic links.
+    pub const READ_WRITE: Capabilities = Capabilities {
+        write: true,
+        create_only: true,
+        if_version: true,
+        symlinks: false,
+    };
+}
+
+/// Bytes at virtual paths, with the read guards applied on every call.
+///
+/// Every implementation guarantees, for `read`:
+/// - it reads only inside its own root (paths are [`VPath`]s; no other door);
+/// - it refuses an object larger than [`ReadOptions::limit`] before holding
+///   its bytes, and never returns more than the limit even if the object
+///   grows while being read;
+/// - it reads only regular files.
+///
+/// Paths are relative to the backend's own root: `/x/SKILL.md` in a backend
+/// rooted at some directory is that directory's `x/SKILL.md`.
+#[async_trait]
+pub trait SkillBackend: Send + Sync + fmt::Debug {
+    /// What this backend supports.
+    fn capabilities(&self) -> Capabilities;
+
+    /// The immediate children of `dir`, in no promised order.
+    /// Errors: [`ErrorKind::NotFound`], [`ErrorKind::NotADirectory`].
+    async fn list(&self, dir: &VPath) -> Result<Vec<Entry>>;
+
+    /// What `path` is, without reading it.
+    async fn stat(&self, path: &VPath) -> Result<Metadata>;
+
+    /// Reads one regular file under the guards described on the trait.
+    async fn read(&self, path: &VPath, options: ReadOptions) -> Result<Blob>;
+
+    /// Writes one file, creating parent directories as needed, and returns
+    /// the new version. The write is atomic: readers see the old bytes or
+    /// the new ones, never a mix.
+    async fn put(&self, path: &VPath, data: Bytes, mode: PutMode) -> Result<Version> {
+        let _ = (data, mode);
+        Err(Error::at(ErrorKind::Unsupported, path).with_detail("this backend is read-only"))
+    }
+
+    /// Deletes one file. Deleting nothing is [`ErrorKind::NotFound`].
+    async fn delete(&self, path: &VPath) -> Result<()> {
+        Err(Error::at(ErrorKind::Unsupported, path).with_detail("this backend is read-only"))
+    }
+}
+
+#[async_trait]
+impl<T: SkillBackend + ?Sized> SkillBackend for Arc<T> {
+    fn capabilities(&self) -> Capabilities {
+        (**self).capabilities()
+    }
+    async fn list(&self, dir: &VPath) -> Result<Vec<Entry>> {
+        (**self).list(dir).await
+    }
+    async fn stat(&self, path: &VPath) -> Result<Metadata> {
+        (**self).stat(path).await
+    }
+    async fn read(&self, path: &VPath, options: ReadOptions) -> Result<Blob> {
+        (**self).read(path, options).await
+    }
+    async fn put(&self, path: &VPath, data: Bytes, mode: PutMode) -> Result<Version> {
+        (**self).put(path, data, mode).await
+    }
+    async fn delete(&self, path: &VPath) -> Result<()> {
+        (**self).delete(path).await
+    }
+}
+
+/// Conveniences over [`SkillBackend`], available on every backend.
+#[async_trait]
+pub trait SkillBackendExt: SkillBackend {
+    /// Reads a whole file under the default 10 MiB limit.
+    async fn read_all(&self, path: &VPath) -> Result<Bytes> {
+        Ok(self.read(path, ReadOptions::default()).await?.data)
+    }
+
+    /// Reads a whole file as UTF-8 under the default limit.
+    async fn read_to_string(&self, path: &VPath) -> Result<String> {
+        let data = self.read_all(path).await?;
+        String::from_utf8(data.to_vec()).map_err(|e| {
+            Error::at(ErrorKind::Other, path)
+                .with_detail("the file is not valid UTF-8")
+                .with_source(e)
+        })
+    }
+
+    /// True when something exists at `path`.
+    async fn exists(&self, path: &VPath) -> Result<bool> {
+        match self.stat(path).await {
+            Ok(_) => Ok(true),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+impl<T: SkillBackend + ?Sized> SkillBackendExt for T {}
+
+/// Builds the [`ErrorKind::TooLarge`] error every backend returns.
+pub(crate) fn too_large(path: &VPath, size: u64, limit: u64) -> Error {
+    Error::at(ErrorKind::TooLarge, path).with_detail(format!("{size} bytes; the limit is {limit}"))
+}
+
+/// Builds the error for an object that grew past the limit while being read.
+pub(crate) fn grew_past_limit(path: &VPath, limit: u64) -> Error {
+    Error::at(ErrorKind::TooLarge, path).with_detail(format!("grew past the limit of {limit} bytes while being read"))
+}

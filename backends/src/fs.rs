@@ -1,0 +1,575 @@
+//! [`FsBackend`]: a local directory, confined by the kernel.
+//!
+//! The root is canonicalized and opened once. Every later open is an
+//! `openat2(2)` relative to that handle, with resolve flags chosen by the
+//! [`SymlinkPolicy`], so the kernel itself refuses a path that would leave
+//! the root: there is no window between checking a path and opening it.
+//! Files are opened non-blocking (a FIFO is refused, never waited on), and
+//! type and size come from `fstat` on the opened handle.
+//!
+//! Requires Linux 5.6 or later (`openat2`); on an older kernel every call
+//! fails with [`ErrorKind::Unsupported`].
+
+use std::ffi::CStr;
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use rustix::fs::{AtFlags, Dir, FileType, FlockOperation, Mode, OFlags, RenameFlags, ResolveFlags, Stat};
+use rustix::io::Errno;
+
+use crate::backend::{
+    Blob, Capabilities, Entry, EntryKind, Metadata, PutMode, ReadOptions, SkillBackend, Version, grew_past_limit,
+    too_large,
+};
+use crate::error::{Error, ErrorKind, Result};
+use crate::vpath::VPath;
+
+/// How [`FsBackend`] treats symbolic links, on every path component.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SymlinkPolicy {
+    /// Refuse every symbolic link ([`ErrorKind::SymlinkRefused`]).
+    Deny,
+    /// Follow a link only while its target stays inside the root; a link
+    /// that leads out (including any absolute link) is
+    /// [`ErrorKind::SymlinkEscape`]. The default.
+    #[default]
+    WithinRoot,
+    /// Follow every link, wherever it leads. For trusted local directories
+    /// only: the other guards (size, file type) still apply.
+    Follow,
+}
+
+impl SymlinkPolicy {
+    fn resolve_flags(self) -> ResolveFlags {
+        match self {
+            SymlinkPolicy::Deny => ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
+            SymlinkPolicy::WithinRoot => ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
+            SymlinkPolicy::Follow => ResolveFlags::empty(),
+        }
+    }
+}
+
+impl std::str::FromStr for SymlinkPolicy {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "deny" => Ok(SymlinkPolicy::Deny),
+            "within_root" | "within-root" => Ok(SymlinkPolicy::WithinRoot),
+            "follow" => Ok(SymlinkPolicy::Follow),
+            other => Err(Error::new(ErrorKind::Other).with_detail(format!(
+                "unknown symlink policy `{other}`; expected deny, within_root or follow"
+            ))),
+        }
+    }
+}
+
+/// A directory on the local filesystem, seen as a [`SkillBackend`].
+///
+/// Cheap to clone; clones share the open root handle.
+#[derive(Clone)]
+pub struct FsBackend {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    root: OwnedFd,
+    policy: SymlinkPolicy,
+    writable: bool,
+}
+
+impl std::fmt::Debug for FsBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FsBackend")
+            .field("policy", &self.inner.policy)
+            .field("writable", &self.inner.writable)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How many times an `openat2` that the kernel asks to retry (`EAGAIN`, a
+/// concurrent rename) is tried before giving up.
+const OPEN_RETRIES: usize = 16;
+
+impl FsBackend {
+    /// Opens `root` (canonicalized once, here) with the default
+    /// [`SymlinkPolicy::WithinRoot`], writable.
+    pub fn new(root: impl AsRef<Path>) -> Result<Self> {
+        Self::with_policy(root, SymlinkPolicy::default())
+    }
+
+    /// Opens `root` with the given symlink policy, writable.
+    pub fn with_policy(root: impl AsRef<Path>, policy: SymlinkPolicy) -> Result<Self> {
+        let root = root.as_ref();
+        let canonical = std::fs::canonicalize(root).map_err(|e| root_error(e.kind()).with_source(e))?;
+        let fd = rustix::fs::open(
+            &canonical,
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| root_error(std::io::Error::from(e).kind()).with_source(std::io::Error::from(e)))?;
+        Ok(FsBackend {
+            inner: Arc::new(Inner {
+                root: fd,
+                policy,
+                writable: true,
+            }),
+        })
+    }
+
+    /// The same directory, refusing `put` and `delete`.
+    pub fn read_only(self) -> Self {
+        let inner = Arc::try_unwrap(self.inner).unwrap_or_else(|shared| Inner {
+            root: shared.root.try_clone().expect("duplicating a file descriptor"),
+            policy: shared.policy,
+            writable: shared.writable,
+        });
+        FsBackend {
+            inner: Arc::new(Inner {
+                writable: false,
+                ..inner
+            }),
+        }
+    }
+
+    /// The symlink policy in force.
+    pub fn policy(&self) -> SymlinkPolicy {
+        self.inner.policy
+    }
+
+    async fn blocking<T: Send + 'static>(&self, f: impl FnOnce(&Inner) -> Result<T> + Send + 'static) -> Result<T> {
+        let inner = Arc::clone(&self.inner);
+        tokio::task::spawn_blocking(move || f(&inner)).await.map_err(|e| {
+            Error::new(ErrorKind::Other)
+                .with_detail("a filesystem task failed")
+                .with_source(e)
+        })?
+    }
+
+    fn check_writable(&self, path: &VPath) -> Result<()> {
+        if self.inner.writable {
+            Ok(())
+        } else {
+            Err(Error::at(ErrorKind::Unsupported, path).with_detail("this directory is opened read-only"))
+        }
+    }
+}
+
+fn root_error(kind: std::io::ErrorKind) -> Error {
+    let kind = match kind {
+        std::io::ErrorKind::NotFound => ErrorKind::NotFound,
+        std::io::ErrorKind::PermissionDenied => ErrorKind::PermissionDenied,
+        std::io::ErrorKind::NotADirectory => ErrorKind::NotADirectory,
+        _ => ErrorKind::Other,
+    };
+    Error::new(kind).with_detail("cannot open the backend's root directory")
+}
+
+/// The path handed to the kernel: relative to the root handle.
+fn relative(path: &VPath) -> &str {
+    if path.is_root() { "." } else { path.relative_str() }
+}
+
+impl Inner {
+    /// Opens `path` confined to the root under the policy.
+    fn open(&self, path: &VPath, flags: OFlags) -> Result<OwnedFd> {
+        self.open_raw(path, flags).map_err(|errno| self.open_error(errno, path))
+    }
+
+    fn open_raw(&self, path: &VPath, flags: OFlags) -> std::result::Result<OwnedFd, Errno> {
+        // openat2 refuses O_PATH combined with anything but a few flags.
+        let flags = if flags.contains(OFlags::PATH) {
+            flags | OFlags::CLOEXEC
+        } else {
+            flags | OFlags::CLOEXEC | OFlags::NOCTTY
+        };
+        let resolve = self.policy.resolve_flags();
+        let mut attempts = 0;
+        loop {
+            match rustix::fs::openat2(&self.root, relative(path), flags, Mode::empty(), resolve) {
+                Err(Errno::AGAIN) if attempts < OPEN_RETRIES => attempts += 1,
+                other => return other,
+            }
+        }
+    }
+
+    /// Turns an `openat2` failure into the error kind the contract names.
+    fn open_error(&self, errno: Errno, path: &VPath) -> Error {
+        let kind = match errno {
+            Errno::NOENT => self.classify_missing(path),
+            Errno::LOOP if self.policy == SymlinkPolicy::Deny => ErrorKind::SymlinkRefused,
+            Errno::LOOP => ErrorKind::SymlinkLoop,
+            Errno::XDEV => ErrorKind::SymlinkEscape,
+            Errno::NOTDIR => ErrorKind::NotADirectory,
+            Errno::ISDIR => ErrorKind::IsADirectory,
+            Errno::ACCESS | Errno::PERM => ErrorKind::PermissionDenied,
+            Errno::NAMETOOLONG => ErrorKind::InvalidPath,
+            Errno::NXIO | Errno::OPNOTSUPP => ErrorKind::NotRegularFile,
+            Errno::NOSYS => ErrorKind::Unsupported,
+            Errno::AGAIN | Errno::MFILE | Errno::NFILE | Errno::NOMEM | Errno::INTR => ErrorKind::Unavailable,
+            _ => ErrorKind::Other,
+        };
+        Error::at(kind, path).with_source(std::io::Error::from(errno))
+    }
+
+    /// After `ENOENT`: was the missing piece a symbolic link pointing at
+    /// nothing, or plainly absent? Walks up to the deepest existing parent
+    /// and looks at the next component without following it.
+    fn classify_missing(&self, path: &VPath) -> ErrorKind {
+        let mut candidate = path.clone();
+        while let Some(parent) = candidate.parent() {
+            match self.open_raw(&parent, OFlags::PATH | OFlags::DIRECTORY) {
+                Ok(dir) => {
+                    let name = candidate.file_name().unwrap_or(".");
+                    return match rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+                        Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::Symlink => {
+                            ErrorKind::DanglingSymlink
+                        }
+                        _ => ErrorKind::NotFound,
+                    };
+                }
+                Err(Errno::NOENT) => candidate = parent,
+                Err(_) => return ErrorKind::NotFound,
+            }
+        }
+        ErrorKind::NotFound
+    }
+
+    fn read(&self, path: &VPath, options: ReadOptions) -> Result<Blob> {
+        let fd = self.open(path, OFlags::RDONLY | OFlags::NONBLOCK)?;
+        let st = rustix::fs::fstat(&fd).map_err(|e| io_error(e, path))?;
+        match FileType::from_raw_mode(st.st_mode) {
+            FileType::RegularFile => {}
+            FileType::Directory => return Err(Error::at(ErrorKind::IsADirectory, path)),
+            other => {
+                return Err(Error::at(ErrorKind::NotRegularFile, path).with_detail(format!("{other:?}")));
+            }
+        }
+        let size = st.st_size.max(0) as u64;
+        if size > options.limit {
+            return Err(too_large(path, size, options.limit));
+        }
+        // At most one byte past the limit, so a file that grows after the
+        // `fstat` cannot slip by.
+        let cap = options.prefix.unwrap_or(u64::MAX).min(options.limit.saturating_add(1));
+        let mut data = Vec::with_capacity(options.wanted(size).min(cap) as usize);
+        File::from(fd)
+            .take(cap)
+            .read_to_end(&mut data)
+            .map_err(|e| Error::at(ErrorKind::Other, path).with_source(e))?;
+        let read = data.len() as u64;
+        if read > options.limit {
+            return Err(grew_past_limit(path, options.limit));
+        }
+        // End of file came before the cap: what was read is the whole file.
+        let reached_end = options.prefix.is_none_or(|p| read < p);
+        let size = if reached_end { read } else { size.max(read) };
+        Ok(Blob {
+            data: Bytes::from(data),
+            size,
+            version: fingerprint(&st),
+        })
+    }
+
+    fn stat(&self, path: &VPath) -> Result<Metadata> {
+        let fd = self.open(path, OFlags::PATH)?;
+        let st = rustix::fs::fstat(&fd).map_err(|e| io_error(e, path))?;
+        Ok(metadata(&st))
+    }
+
+    fn list(&self, dir: &VPath) -> Result<Vec<Entry>> {
+        let fd = self.open(dir, OFlags::RDONLY | OFlags::DIRECTORY)?;
+        let listing = Dir::read_from(&fd).map_err(|e| io_error(e, dir))?;
+        let mut entries = Vec::new();
+        for item in listing {
+            let item = item.map_err(|e| io_error(e, dir))?;
+            let raw = item.file_name();
+            if raw == c"." || raw == c".." {
+                continue;
+            }
+            let Some(name) = child_name(raw, dir) else { continue };
+            let child = dir.join(name).expect("checked by child_name");
+            let meta = match item.file_type() {
+                FileType::Directory => Metadata {
+                    kind: EntryKind::Dir,
+                    size: None,
+                    version: None,
+                },
+                FileType::Symlink => self.resolve_link(&child),
+                _ => match rustix::fs::statat(&fd, raw, AtFlags::SYMLINK_NOFOLLOW) {
+                    Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::Symlink => self.resolve_link(&child),
+                    Ok(st) => metadata(&st),
+                    // Removed since the directory was read.
+                    Err(Errno::NOENT) => continue,
+                    Err(e) => return Err(io_error(e, &child)),
+                },
+            };
+            entries.push(Entry {
+                name: name.to_owned(),
+                kind: meta.kind,
+                size: meta.size,
+                version: meta.version,
+            });
+        }
+        Ok(entries)
+    }
+
+    /// What a link in a listing leads to under the policy; a link the policy
+    /// will not resolve is listed as [`EntryKind::Other`], and reading
+    /// through it gives the precise error.
+    fn resolve_link(&self, link: &VPath) -> Metadata {
+        match self.stat(link) {
+            Ok(meta) => meta,
+            Err(_) => Metadata {
+                kind: EntryKind::Other,
+                size: None,
+                version: None,
+            },
+        }
+    }
+
+    /// Opens the directory `dir`, creating it and its parents as needed.
+    fn ensure_dir(&self, dir: &VPath) -> Result<OwnedFd> {
+        match self.open_raw(dir, OFlags::RDONLY | OFlags::DIRECTORY) {
+            Ok(fd) => Ok(fd),
+            Err(Errno::NOENT) if !dir.is_root() => {
+                let parent = dir.parent().expect("not the root");
+                let parent_fd = self.ensure_dir(&parent)?;
+                let name = dir.file_name().expect("not the root");
+                match rustix::fs::mkdirat(&parent_fd, name, Mode::from_raw_mode(0o755)) {
+                    Ok(()) | Err(Errno::EXIST) => {}
+                    Err(e) => return Err(self.open_error(e, dir)),
+                }
+                self.open(dir, OFlags::RDONLY | OFlags::DIRECTORY)
+            }
+            Err(e) => Err(self.open_error(e, dir)),
+        }
+    }
+
+    fn put(&self, path: &VPath, data: &[u8], mode: &PutMode) -> Result<Version> {
+        let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+            return Err(Error::at(ErrorKind::IsADirectory, path));
+        };
+        let dir = self.ensure_dir(&parent)?;
+        let tmp = temp_name(name);
+        let file = rustix::fs::openat(
+            &dir,
+            tmp.as_str(),
+            OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o644),
+        )
+        .map_err(|e| io_error(e, path))?;
+        let written = write_and_sync(file, data).map_err(|e| Error::at(ErrorKind::Other, path).with_source(e));
+        let result = written.and_then(|st| {
+            // Writers of one directory take turns: the condition check and
+            // the rename are one step for every writer using this lock.
+            let _lock = DirLock::exclusive(&dir, path)?;
+            self.check_put_condition(&dir, name, path, mode)?;
+            let flags = if *mode == PutMode::Create {
+                RenameFlags::NOREPLACE
+            } else {
+                RenameFlags::empty()
+            };
+            match rustix::fs::renameat_with(&dir, tmp.as_str(), &dir, name, flags) {
+                Ok(()) => Ok(fingerprint(&st)),
+                Err(Errno::EXIST) => Err(Error::at(ErrorKind::AlreadyExists, path)),
+                Err(Errno::ISDIR) => Err(Error::at(ErrorKind::IsADirectory, path)),
+                Err(e) => Err(io_error(e, path)),
+            }
+        });
+        if result.is_err() {
+            let _ = rustix::fs::unlinkat(&dir, tmp.as_str(), AtFlags::empty());
+        }
+        result
+    }
+
+    fn check_put_condition(&self, dir: &OwnedFd, name: &str, path: &VPath, mode: &PutMode) -> Result<()> {
+        let current = match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => Some(st),
+            Err(Errno::NOENT) => None,
+            Err(e) => return Err(io_error(e, path)),
+        };
+        if let Some(st) = &current
+            && FileType::from_raw_mode(st.st_mode) == FileType::Directory
+        {
+            return Err(Error::at(ErrorKind::IsADirectory, path));
+        }
+        match (mode, current) {
+            (PutMode::Overwrite, _) | (PutMode::Create, None) => Ok(()),
+            (PutMode::Create, Some(_)) => Err(Error::at(ErrorKind::AlreadyExists, path)),
+            (PutMode::IfVersion(expected), Some(st))
+                if FileType::from_raw_mode(st.st_mode) == FileType::RegularFile && fingerprint(&st) == *expected =>
+            {
+                Ok(())
+            }
+            (PutMode::IfVersion(expected), found) => {
+                let found = found.map_or_else(|| "nothing".to_owned(), |st| fingerprint(&st).to_string());
+                Err(Error::at(ErrorKind::VersionConflict, path)
+                    .with_detail(format!("expected version {expected}, found {found}")))
+            }
+        }
+    }
+
+    fn delete(&self, path: &VPath) -> Result<()> {
+        let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+            return Err(Error::at(ErrorKind::IsADirectory, path));
+        };
+        let dir = self.open(&parent, OFlags::RDONLY | OFlags::DIRECTORY)?;
+        {
+            let _lock = DirLock::exclusive(&dir, path)?;
+            match rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+                Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::Directory => {
+                    return Err(Error::at(ErrorKind::IsADirectory, path));
+                }
+                Ok(_) => {}
+                Err(e) => return Err(self.open_error(e, path)),
+            }
+            rustix::fs::unlinkat(&dir, name, AtFlags::empty()).map_err(|e| self.open_error(e, path))?;
+        }
+        self.prune_empty_parents(parent);
+        Ok(())
+    }
+
+    /// Removes directories left empty by a delete, so that, as in the other
+    /// backends, a directory exists only while something is under it.
+    fn prune_empty_parents(&self, mut dir: VPath) {
+        while let (Some(parent), Some(name)) = (dir.parent(), dir.file_name()) {
+            let Ok(parent_fd) = self.open_raw(&parent, OFlags::PATH | OFlags::DIRECTORY) else {
+                return;
+            };
+            if rustix::fs::unlinkat(&parent_fd, name, AtFlags::REMOVEDIR).is_err() {
+                return;
+            }
+            dir = parent;
+        }
+    }
+}
+
+/// An exclusive `flock` on a directory, released when dropped (or by the
+/// kernel if the process dies).
+struct DirLock<'a>(&'a OwnedFd);
+
+impl<'a> DirLock<'a> {
+    fn exclusive(dir: &'a OwnedFd, path: &VPath) -> Result<Self> {
+        rustix::fs::flock(dir, FlockOperation::LockExclusive).map_err(|e| io_error(e, path))?;
+        Ok(DirLock(dir))
+    }
+}
+
+impl Drop for DirLock<'_> {
+    fn drop(&mut self) {
+        let _ = rustix::fs::flock(self.0.as_fd(), FlockOperation::Unlock);
+    }
+}
+
+fn write_and_sync(fd: OwnedFd, data: &[u8]) -> std::io::Result<Stat> {
+    let mut file = File::from(fd);
+    file.write_all(data)?;
+    file.sync_all()?;
+    Ok(rustix::fs::fstat(&file)?)
+}
+
+fn temp_name(name: &str) -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    format!(".{name}.{}-{n}.skillstore-tmp", std::process::id())
+}
+
+/// A child name usable as a [`VPath`] segment; other names (not UTF-8, or
+/// holding characters `VPath` refuses) cannot be addressed and are skipped.
+fn child_name<'a>(raw: &'a CStr, dir: &VPath) -> Option<&'a str> {
+    let name = raw.to_str().ok()?;
+    match dir.join(name) {
+        Ok(_) => Some(name),
+        Err(_) => {
+            tracing::debug!(dir = %dir, "skipping an entry whose name is not a valid path segment");
+            None
+        }
+    }
+}
+
+fn metadata(st: &Stat) -> Metadata {
+    match FileType::from_raw_mode(st.st_mode) {
+        FileType::RegularFile => Metadata {
+            kind: EntryKind::File,
+            size: Some(st.st_size.max(0) as u64),
+            version: Some(fingerprint(st)),
+        },
+        FileType::Directory => Metadata {
+            kind: EntryKind::Dir,
+            size: None,
+            version: None,
+        },
+        _ => Metadata {
+            kind: EntryKind::Other,
+            size: None,
+            version: None,
+        },
+    }
+}
+
+/// A file's version: device, inode, size and modification time. Writes made
+/// through this backend replace the inode, so they always change it.
+fn fingerprint(st: &Stat) -> Version {
+    Version::new(format!(
+        "{:x}.{:x}.{:x}.{:x}.{:x}",
+        st.st_dev, st.st_ino, st.st_size, st.st_mtime, st.st_mtime_nsec
+    ))
+}
+
+fn io_error(errno: Errno, path: &VPath) -> Error {
+    let kind = match errno {
+        Errno::ACCESS | Errno::PERM => ErrorKind::PermissionDenied,
+        Errno::NOENT => ErrorKind::NotFound,
+        Errno::NOTDIR => ErrorKind::NotADirectory,
+        Errno::ISDIR => ErrorKind::IsADirectory,
+        Errno::AGAIN | Errno::INTR | Errno::MFILE | Errno::NFILE | Errno::NOMEM => ErrorKind::Unavailable,
+        Errno::NOSPC | Errno::ROFS | Errno::DQUOT => ErrorKind::PermissionDenied,
+        _ => ErrorKind::Other,
+    };
+    Error::at(kind, path).with_source(std::io::Error::from(errno))
+}
+
+#[async_trait]
+impl SkillBackend for FsBackend {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            write: self.inner.writable,
+            create_only: self.inner.writable,
+            if_version: self.inner.writable,
+            symlinks: true,
+        }
+    }
+
+    async fn list(&self, dir: &VPath) -> Result<Vec<Entry>> {
+        let dir = dir.clone();
+        self.blocking(move |inner| inner.list(&dir)).await
+    }
+
+    async fn stat(&self, path: &VPath) -> Result<Metadata> {
+        let path = path.clone();
+        self.blocking(move |inner| inner.stat(&path)).await
+    }
+
+    async fn read(&self, path: &VPath, options: ReadOptions) -> Result<Blob> {
+        let path = path.clone();
+        self.blocking(move |inner| inner.read(&path, options)).await
+    }
+
+    async fn put(&self, path: &VPath, data: Bytes, mode: PutMode) -> Result<Version> {
+        self.check_writable(path)?;
+        let path = path.clone();
+        self.blocking(move |inner| inner.put(&path, &data, &mode)).await
+    }
+
+    async fn delete(&self, path: &VPath) -> Result<()> {
+        self.check_writable(path)?;
+        let path = path.clone();
+        self.blocking(move |inner| inner.delete(&path)).await
+    }
+}

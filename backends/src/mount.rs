@@ -1,0 +1,179 @@
+//! [`MountTable`]: one namespace built from several backends.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+
+use crate::backend::{Blob, Capabilities, Entry, EntryKind, Metadata, PutMode, ReadOptions, SkillBackend, Version};
+use crate::error::{Error, ErrorKind, Result};
+use crate::vpath::VPath;
+
+/// Backends mounted at virtual paths, routed by the longest mount point that
+/// is an ancestor of the path by whole segments (`/team` never serves
+/// `/teamwork`). A backend sees paths relative to its own root; errors come
+/// back with paths in the shared namespace. Listing a directory shows the
+/// mount points below it as directories.
+#[derive(Clone, Default)]
+pub struct MountTable {
+    /// Deepest mount points first, so the first match is the longest.
+    mounts: Vec<Mount>,
+}
+
+#[derive(Clone)]
+struct Mount {
+    at: VPath,
+    backend: Arc<dyn SkillBackend>,
+}
+
+impl std::fmt::Debug for MountTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_map()
+            .entries(self.mounts.iter().map(|m| (m.at.as_str(), &m.backend)))
+            .finish()
+    }
+}
+
+impl MountTable {
+    /// An empty table.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Mounts `backend` at `at`. Mounting twice at the same point is
+    /// [`ErrorKind::AlreadyExists`].
+    pub fn mount(&mut self, at: VPath, backend: Arc<dyn SkillBackend>) -> Result<()> {
+        if self.mounts.iter().any(|m| m.at == at) {
+            return Err(Error::at(ErrorKind::AlreadyExists, &at).with_detail("something is already mounted here"));
+        }
+        self.mounts.push(Mount { at, backend });
+        self.mounts.sort_by_key(|m| std::cmp::Reverse(m.at.segments().count()));
+        Ok(())
+    }
+
+    /// Builder form of [`MountTable::mount`].
+    pub fn with(mut self, at: VPath, backend: Arc<dyn SkillBackend>) -> Result<Self> {
+        self.mount(at, backend)?;
+        Ok(self)
+    }
+
+    /// The mount points, deepest first.
+    pub fn mount_points(&self) -> impl Iterator<Item = &VPath> {
+        self.mounts.iter().map(|m| &m.at)
+    }
+
+    /// The backend serving `path` and the path as that backend sees it.
+    pub fn resolve(&self, path: &VPath) -> Option<(&Arc<dyn SkillBackend>, VPath)> {
+        self.mounts
+            .iter()
+            .find_map(|m| path.strip_prefix(&m.at).map(|inner| (&m.backend, inner)))
+    }
+
+    fn route(&self, path: &VPath) -> Result<(&Mount, VPath)> {
+        self.mounts
+            .iter()
+            .find_map(|m| path.strip_prefix(&m.at).map(|inner| (m, inner)))
+            .ok_or_else(|| Error::at(ErrorKind::NotFound, path).with_detail("no backend is mounted here"))
+    }
+
+    /// Names of the children of `dir` that lead to a mount point below it.
+    fn mount_children(&self, dir: &VPath) -> Vec<String> {
+        self.mounts
+            .iter()
+            .filter(|m| m.at != *dir)
+            .filter_map(|m| m.at.strip_prefix(dir))
+            .filter_map(|below| below.segments().next().map(str::to_owned))
+            .collect()
+    }
+}
+
+impl MountTable {
+    /// A path with a mount point below it is a directory, whatever the
+    /// backend above holds there.
+    fn refuse_mount_ancestor(&self, path: &VPath) -> Result<()> {
+        if self.mount_children(path).is_empty() {
+            Ok(())
+        } else {
+            Err(Error::at(ErrorKind::IsADirectory, path))
+        }
+    }
+}
+
+fn outer(err: Error, mount: &Mount) -> Error {
+    err.map_path(|inner| inner.rebase(&mount.at).ok())
+}
+
+#[async_trait]
+impl SkillBackend for MountTable {
+    /// The union of the mounted backends' capabilities; a write still fails
+    /// where the backend serving the path is read-only.
+    fn capabilities(&self) -> Capabilities {
+        self.mounts.iter().fold(Capabilities::READ_ONLY, |acc, m| {
+            let c = m.backend.capabilities();
+            Capabilities {
+                write: acc.write || c.write,
+                create_only: acc.create_only || c.create_only,
+                if_version: acc.if_version || c.if_version,
+                symlinks: acc.symlinks || c.symlinks,
+            }
+        })
+    }
+
+    async fn list(&self, dir: &VPath) -> Result<Vec<Entry>> {
+        let mounted = self.mount_children(dir);
+        let listed = match self.route(dir) {
+            Ok((mount, inner)) => match mount.backend.list(&inner).await {
+                Ok(entries) => entries,
+                Err(e) if e.kind() == ErrorKind::NotFound && !mounted.is_empty() => Vec::new(),
+                Err(e) => return Err(outer(e, mount)),
+            },
+            Err(e) if mounted.is_empty() => return Err(e),
+            Err(_) => Vec::new(),
+        };
+        let mut by_name: BTreeMap<String, Entry> = listed.into_iter().map(|e| (e.name.clone(), e)).collect();
+        for name in mounted {
+            // A mount point hides whatever the parent backend has there.
+            by_name.insert(
+                name.clone(),
+                Entry {
+                    name,
+                    kind: EntryKind::Dir,
+                    size: None,
+                    version: None,
+                },
+            );
+        }
+        Ok(by_name.into_values().collect())
+    }
+
+    async fn stat(&self, path: &VPath) -> Result<Metadata> {
+        if !self.mount_children(path).is_empty() {
+            return Ok(Metadata {
+                kind: EntryKind::Dir,
+                size: None,
+                version: None,
+            });
+        }
+        let (mount, inner) = self.route(path)?;
+        mount.backend.stat(&inner).await.map_err(|e| outer(e, mount))
+    }
+
+    async fn read(&self, path: &VPath, options: ReadOptions) -> Result<Blob> {
+        self.refuse_mount_ancestor(path)?;
+        let (mount, inner) = self.route(path)?;
+        mount.backend.read(&inner, options).await.map_err(|e| outer(e, mount))
+    }
+
+    async fn put(&self, path: &VPath, data: Bytes, mode: PutMode) -> Result<Version> {
+        self.refuse_mount_ancestor(path)?;
+        let (mount, inner) = self.route(path)?;
+        mount.backend.put(&inner, data, mode).await.map_err(|e| outer(e, mount))
+    }
+
+    async fn delete(&self, path: &VPath) -> Result<()> {
+        self.refuse_mount_ancestor(path)?;
+        let (mount, inner) = self.route(path)?;
+        mount.backend.delete(&inner).await.map_err(|e| outer(e, mount))
+    }
+}

@@ -1,0 +1,366 @@
+//! [`ObjectStoreBackend`]: any `object_store` store (S3-compatible servers,
+//! GCS, Azure, R2, or `object_store`'s in-memory store) under a key prefix.
+//!
+//! A [`VPath`] becomes a key with `object_store::path::Path::parse` (which
+//! refuses `.`/`..` segments instead of encoding them), under the prefix.
+//! Reads are one ranged GET of at most `limit + 1` bytes: the object's whole
+//! size comes from that response's metadata, so an oversized object is
+//! refused without its body being downloaded.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use bytes::{Bytes, BytesMut};
+use futures::StreamExt;
+use object_store::path::Path as KeyPath;
+use object_store::{
+    GetOptions, GetRange, ObjectMeta, ObjectStore, ObjectStoreExt, PutMode as StorePutMode, PutOptions, PutPayload,
+    UpdateVersion,
+};
+
+use crate::backend::{
+    Blob, Capabilities, Entry, EntryKind, Metadata, PutMode, ReadOptions, SkillBackend, Version, grew_past_limit,
+    too_large,
+};
+use crate::error::{Error, ErrorKind, Result};
+use crate::vpath::VPath;
+
+/// A [`SkillBackend`] over an `object_store` store, rooted at a key prefix.
+///
+/// Cheap to clone. Versions are ETags (or, for stores without them, the
+/// modification time and size). Conditional writes map to `PutMode::Create`
+/// and `PutMode::Update`; object_store's own retries apply to every request.
+#[derive(Clone)]
+pub struct ObjectStoreBackend {
+    store: Arc<dyn ObjectStore>,
+    prefix: KeyPath,
+    writable: bool,
+}
+
+impl std::fmt::Debug for ObjectStoreBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ObjectStoreBackend")
+            .field("store", &self.store.to_string())
+            .field("prefix", &self.prefix.as_ref())
+            .field("writable", &self.writable)
+            .finish()
+    }
+}
+
+impl ObjectStoreBackend {
+    /// A backend whose root is `prefix` (`""` for the whole store, or
+    /// `tenants/acme/skills`). The prefix obeys the same rules as a
+    /// [`VPath`]'s segments.
+    pub fn new(store: Arc<dyn ObjectStore>, prefix: &str) -> Result<Self> {
+        let trimmed = prefix.trim_matches('/');
+        let prefix = if trimmed.is_empty() {
+            KeyPath::default()
+        } else {
+            VPath::new(format!("/{trimmed}"))?;
+            KeyPath::parse(trimmed).map_err(|e| {
+                Error::new(ErrorKind::InvalidPath)
+                    .with_detail(format!("bad key prefix `{trimmed}`"))
+                    .with_source(e)
+            })?
+        };
+        Ok(ObjectStoreBackend {
+            store,
+            prefix,
+            writable: true,
+        })
+    }
+
+    /// The same store, refusing `put` and `delete`.
+    pub fn read_only(mut self) -> Self {
+        self.writable = false;
+        self
+    }
+
+    /// The underlying store.
+    pub fn store(&self) -> &Arc<dyn ObjectStore> {
+        &self.store
+    }
+
+    /// The key of `path` under the prefix.
+    fn key(&self, path: &VPath) -> Result<KeyPath> {
+        if path.is_root() {
+            return Ok(self.prefix.clone());
+        }
+        let raw = if self.prefix.as_ref().is_empty() {
+            path.relative_str().to_owned()
+        } else {
+            format!("{}/{}", self.prefix.as_ref(), path.relative_str())
+        };
+        KeyPath::parse(&raw).map_err(|e| Error::at(ErrorKind::InvalidPath, path).with_source(e))
+    }
+
+    fn check_writable(&self, path: &VPath) -> Result<()> {
+        if self.writable {
+            Ok(())
+        } else {
+            Err(Error::at(ErrorKind::Unsupported, path).with_detail("this store is opened read-only"))
+        }
+    }
+
+    async fn list_raw(&self, path: &VPath) -> Result<object_store::ListResult> {
+        let key = self.key(path)?;
+        let prefix = if key.as_ref().is_empty() { None } else { Some(&key) };
+        self.store
+            .list_with_delimiter(prefix)
+            .await
+            .map_err(|e| store_error(e, path))
+    }
+
+    /// True when some object lives below `path`.
+    async fn has_children(&self, path: &VPath) -> Result<bool> {
+        let listing = self.list_raw(path).await?;
+        Ok(!listing.objects.is_empty() || !listing.common_prefixes.is_empty())
+    }
+
+    /// The error for a missing object: a directory, or nothing at all.
+    async fn missing(&self, path: &VPath, err: Error) -> Error {
+        match self.has_children(path).await {
+            Ok(true) => Error::at(ErrorKind::IsADirectory, path),
+            _ => err,
+        }
+    }
+
+    async fn ranged_get(&self, path: &VPath, key: &KeyPath, cap: u64) -> Result<object_store::GetResult> {
+        let options = GetOptions {
+            range: Some(GetRange::Bounded(0..cap)),
+            ..GetOptions::default()
+        };
+        self.store
+            .get_opts(key, options)
+            .await
+            .map_err(|e| store_error(e, path))
+    }
+}
+
+/// The version a listing reports: the ETag, or nothing when the store's
+/// listings carry none (a version from other metadata would not match the
+/// one a read reports).
+fn listed_version(meta: &ObjectMeta) -> Option<Version> {
+    meta.e_tag.as_ref().map(|tag| Version::new(tag.clone()))
+}
+
+fn version_of(meta: &ObjectMeta) -> Version {
+    match &meta.e_tag {
+        Some(tag) => Version::new(tag.clone()),
+        None => Version::new(format!(
+            "{}-{}",
+            meta.last_modified.timestamp_nanos_opt().unwrap_or(0),
+            meta.size
+        )),
+    }
+}
+
+/// Maps an `object_store` error to a kind. The message keeps the store's own
+/// words (a URL or status), which never hold a local host path for the
+/// remote stores this backend is for.
+fn store_error(err: object_store::Error, path: &VPath) -> Error {
+    use object_store::Error as E;
+    let kind = match &err {
+        E::NotFound { .. } => ErrorKind::NotFound,
+        E::AlreadyExists { .. } => ErrorKind::AlreadyExists,
+        E::Precondition { .. } => ErrorKind::VersionConflict,
+        E::InvalidPath { .. } => ErrorKind::InvalidPath,
+        E::NotSupported { .. } | E::NotImplemented { .. } => ErrorKind::Unsupported,
+        E::PermissionDenied { .. } | E::Unauthenticated { .. } => ErrorKind::PermissionDenied,
+        E::Generic { .. } => ErrorKind::Unavailable,
+        _ => ErrorKind::Other,
+    };
+    let detail = match kind {
+        ErrorKind::Unavailable | ErrorKind::Other | ErrorKind::PermissionDenied => Some(err.to_string()),
+        _ => None,
+    };
+    let e = Error::at(kind, path).with_source(err);
+    match detail {
+        Some(d) => e.with_detail(d),
+        None => e,
+    }
+}
+
+#[async_trait]
+impl SkillBackend for ObjectStoreBackend {
+    fn capabilities(&self) -> Capabilities {
+        if self.writable {
+            Capabilities::READ_WRITE
+        } else {
+            Capabilities::READ_ONLY
+        }
+    }
+
+    async fn list(&self, dir: &VPath) -> Result<Vec<Entry>> {
+        let listing = self.list_raw(dir).await?;
+        let mut entries = Vec::with_capacity(listing.common_prefixes.len() + listing.objects.len());
+        for prefix in &listing.common_prefixes {
+            if let Some(name) = prefix.filename().filter(|n| dir.join(n).is_ok()) {
+                entries.push(Entry {
+                    name: name.to_owned(),
+                    kind: EntryKind::Dir,
+                    size: None,
+                    version: None,
+                });
+            }
+        }
+        for meta in &listing.objects {
+            if let Some(name) = meta.location.filename().filter(|n| dir.join(n).is_ok()) {
+                entries.push(Entry {
+                    name: name.to_owned(),
+                    kind: EntryKind::File,
+                    size: Some(meta.size),
+                    version: listed_version(meta),
+                });
+            }
+        }
+        if entries.is_empty() && !dir.is_root() {
+            let key = self.key(dir)?;
+            return Err(match self.store.head(&key).await {
+                Ok(_) => Error::at(ErrorKind::NotADirectory, dir),
+                Err(_) => Error::at(ErrorKind::NotFound, dir),
+            });
+        }
+        Ok(entries)
+    }
+
+    async fn stat(&self, path: &VPath) -> Result<Metadata> {
+        if path.is_root() {
+            return Ok(Metadata {
+                kind: EntryKind::Dir,
+                size: None,
+                version: None,
+            });
+        }
+        let key = self.key(path)?;
+        match self.store.head(&key).await {
+            Ok(meta) => Ok(Metadata {
+                kind: EntryKind::File,
+                size: Some(meta.size),
+                version: Some(version_of(&meta)),
+            }),
+            Err(object_store::Error::NotFound { .. }) if self.has_children(path).await? => Ok(Metadata {
+                kind: EntryKind::Dir,
+                size: None,
+                version: None,
+            }),
+            Err(e) => Err(store_error(e, path)),
+        }
+    }
+
+    async fn read(&self, path: &VPath, options: ReadOptions) -> Result<Blob> {
+        if path.is_root() {
+            return Err(Error::at(ErrorKind::IsADirectory, path));
+        }
+        let key = self.key(path)?;
+        // Never more than one byte past the limit, even from a server that
+        // ignores the range.
+        let cap = options.prefix.unwrap_or(u64::MAX).min(options.limit.saturating_add(1));
+        if cap == 0 {
+            let meta = self.store.head(&key).await.map_err(|e| store_error(e, path))?;
+            if meta.size > options.limit {
+                return Err(too_large(path, meta.size, options.limit));
+            }
+            return Ok(Blob {
+                data: Bytes::new(),
+                size: meta.size,
+                version: version_of(&meta),
+            });
+        }
+        let result = match self.ranged_get(path, &key, cap).await {
+            Ok(result) => result,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Err(self.missing(path, e).await),
+            Err(e) => {
+                // A range over an empty object is unsatisfiable on S3 (416);
+                // a HEAD tells an empty object from a real failure.
+                return match self.store.head(&key).await {
+                    Ok(meta) if meta.size == 0 => Ok(Blob {
+                        data: Bytes::new(),
+                        size: 0,
+                        version: version_of(&meta),
+                    }),
+                    _ => Err(e),
+                };
+            }
+        };
+        let size = result.meta.size;
+        if size > options.limit {
+            return Err(too_large(path, size, options.limit));
+        }
+        let version = version_of(&result.meta);
+        let expected = result.range.end.saturating_sub(result.range.start);
+        let mut data = BytesMut::with_capacity(expected.min(cap) as usize);
+        let mut stream = result.into_stream();
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(|e| store_error(e, path))?;
+            let room = (cap - data.len() as u64) as usize;
+            data.extend_from_slice(&chunk[..chunk.len().min(room)]);
+            if data.len() as u64 >= cap {
+                break;
+            }
+        }
+        let read = data.len() as u64;
+        if read > options.limit {
+            return Err(grew_past_limit(path, options.limit));
+        }
+        if read < expected.min(cap) {
+            return Err(Error::at(ErrorKind::Unavailable, path)
+                .with_detail(format!("the response ended after {read} of {expected} bytes")));
+        }
+        Ok(Blob {
+            data: data.freeze(),
+            size,
+            version,
+        })
+    }
+
+    async fn put(&self, path: &VPath, data: Bytes, mode: PutMode) -> Result<Version> {
+        self.check_writable(path)?;
+        if path.is_root() {
+            return Err(Error::at(ErrorKind::IsADirectory, path));
+        }
+        let key = self.key(path)?;
+        let store_mode = match &mode {
+            PutMode::Overwrite => StorePutMode::Overwrite,
+            PutMode::Create => StorePutMode::Create,
+            PutMode::IfVersion(v) => StorePutMode::Update(UpdateVersion {
+                e_tag: Some(v.as_str().to_owned()),
+                version: None,
+            }),
+        };
+        let options = PutOptions {
+            mode: store_mode,
+            ..PutOptions::default()
+        };
+        match self.store.put_opts(&key, PutPayload::from_bytes(data), options).await {
+            Ok(result) => Ok(match result.e_tag {
+                Some(tag) => Version::new(tag),
+                None => self.stat(path).await?.version.unwrap_or_else(|| Version::new("")),
+            }),
+            Err(e) => {
+                let err = store_error(e, path);
+                Err(match (&mode, err.kind()) {
+                    (PutMode::Create, ErrorKind::VersionConflict) => Error::at(ErrorKind::AlreadyExists, path),
+                    (PutMode::IfVersion(_), ErrorKind::NotFound | ErrorKind::AlreadyExists) => {
+                        Error::at(ErrorKind::VersionConflict, path).with_detail("the object changed or is gone")
+                    }
+                    _ => err,
+                })
+            }
+        }
+    }
+
+    async fn delete(&self, path: &VPath) -> Result<()> {
+        self.check_writable(path)?;
+        let key = self.key(path)?;
+        if let Err(e) = self.store.head(&key).await {
+            let err = store_error(e, path);
+            return Err(if err.kind() == ErrorKind::NotFound {
+                self.missing(path, err).await
+            } else {
+                err
+            });
+        }
+        self.store.delete(&key).await.map_err(|e| store_error(e, path))
+    }
+}

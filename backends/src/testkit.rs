@@ -1,0 +1,245 @@
+//! The conformance suite every [`SkillBackend`] must pass, written once.
+//!
+//! [`conformance_tests!`](crate::conformance_tests) expands every case into a
+//! `#[test]` in the calling module, so each backend's tests carry its module
+//! name (`memory::size_guard_refuses_one_byte_over`, `s3::...`):
+//!
+//! ```ignore
+//! mod memory {
+//!     skillstore_backends::conformance_tests!(skillstore_backends::testkit::memory_fixture);
+//! }
+//! ```
+//!
+//! A factory returns a fresh, empty, writable [`Fixture`]. Cases that need
+//! special files (FIFOs, symbolic links) use [`Fixture::specials`]; for a
+//! backend that cannot hold them, the same cases check that it declares so.
+
+use std::any::Any;
+use std::future::Future;
+use std::sync::Arc;
+
+use crate::backend::SkillBackend;
+
+pub mod cases;
+pub mod hostile;
+#[cfg(feature = "s3-server")]
+pub mod s3_server;
+
+/// A backend under test, with whatever keeps it alive (a temporary
+/// directory, a bucket).
+pub struct Fixture {
+    /// The backend, empty and writable.
+    pub backend: Arc<dyn SkillBackend>,
+    /// How to create special files behind the backend's back, where it can
+    /// hold them.
+    pub specials: Option<Box<dyn Specials>>,
+    _keep: Box<dyn Any + Send + Sync>,
+}
+
+impl Fixture {
+    /// A fixture for a backend that needs nothing kept alive.
+    pub fn new(backend: impl SkillBackend + 'static) -> Self {
+        Fixture {
+            backend: Arc::new(backend),
+            specials: None,
+            _keep: Box::new(()),
+        }
+    }
+
+    /// Keeps `value` alive as long as the fixture.
+    pub fn keeping(mut self, value: impl Any + Send + Sync) -> Self {
+        self._keep = Box::new(value);
+        self
+    }
+
+    /// Sets the special-file maker.
+    pub fn with_specials(mut self, specials: impl Specials + 'static) -> Self {
+        self.specials = Some(Box::new(specials));
+        self
+    }
+}
+
+/// Creates objects a backend's own API cannot: FIFOs and symbolic links.
+pub trait Specials: Send + Sync {
+    /// Makes a FIFO at `path` (parents must exist).
+    fn make_fifo(&self, path: &crate::VPath);
+    /// Makes a symbolic link at `link` whose target is the raw `target`.
+    fn make_symlink(&self, link: &crate::VPath, target: &str);
+    /// A host path to an existing file outside the backend's root.
+    fn outside_file(&self) -> String;
+}
+
+/// Runs one case against a fresh fixture on a multi-threaded runtime.
+pub fn run_case<F, Fut>(factory: fn() -> Fixture, case: F)
+where
+    F: FnOnce(Fixture) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    runtime.block_on(case(factory()));
+}
+
+/// A fresh [`crate::MemoryBackend`].
+pub fn memory_fixture() -> Fixture {
+    Fixture::new(crate::MemoryBackend::new())
+}
+
+/// A [`crate::MemoryBackend`] mounted at `/` of a [`crate::MountTable`].
+pub fn mount_fixture() -> Fixture {
+    let mut table = crate::MountTable::new();
+    table
+        .mount(crate::VPath::root(), Arc::new(crate::MemoryBackend::new()))
+        .expect("mounting at the root");
+    Fixture::new(table)
+}
+
+/// An [`crate::ObjectStoreBackend`] over `object_store`'s in-memory store,
+/// under a key prefix.
+#[cfg(feature = "object-store")]
+pub fn object_store_memory_fixture() -> Fixture {
+    let store = Arc::new(object_store::memory::InMemory::new());
+    Fixture::new(crate::ObjectStoreBackend::new(store, "tenant/skills").expect("a valid prefix"))
+}
+
+/// An [`crate::FsBackend`] with the default policy over a fresh temporary
+/// directory, with a sibling `outside/secret.txt` that must stay unreachable.
+#[cfg(all(feature = "fs", target_os = "linux"))]
+pub fn fs_fixture() -> Fixture {
+    fs_fixture_with(crate::SymlinkPolicy::default())
+}
+
+/// Like [`fs_fixture`], with the given symlink policy.
+#[cfg(all(feature = "fs", target_os = "linux"))]
+pub fn fs_fixture_with(policy: crate::SymlinkPolicy) -> Fixture {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let root = dir.path().join("root");
+    let outside = dir.path().join("outside");
+    std::fs::create_dir(&root).expect("creating the root");
+    std::fs::create_dir(&outside).expect("creating the outside directory");
+    std::fs::write(outside.join("secret.txt"), b"outside the root").expect("writing the outside file");
+    let backend = crate::FsBackend::with_policy(&root, policy).expect("opening the root");
+    Fixture::new(backend)
+        .with_specials(HostSpecials { root: root.clone() })
+        .keeping(dir)
+}
+
+/// Special files in a host directory.
+#[cfg(all(feature = "fs", target_os = "linux"))]
+#[derive(Debug, Clone)]
+pub struct HostSpecials {
+    /// The backend's root on the host.
+    pub root: std::path::PathBuf,
+}
+
+#[cfg(all(feature = "fs", target_os = "linux"))]
+impl HostSpecials {
+    /// The host path of `path` below the root.
+    pub fn host(&self, path: &crate::VPath) -> std::path::PathBuf {
+        self.root.join(path.relative_str())
+    }
+}
+
+#[cfg(all(feature = "fs", target_os = "linux"))]
+impl Specials for HostSpecials {
+    fn make_fifo(&self, path: &crate::VPath) {
+        use rustix::fs::{CWD, FileType, Mode, mknodat};
+        mknodat(CWD, &self.host(path), FileType::Fifo, Mode::from_raw_mode(0o644), 0).expect("mkfifo");
+    }
+
+    fn make_symlink(&self, link: &crate::VPath, target: &str) {
+        std::os::unix::fs::symlink(target, self.host(link)).expect("symlink");
+    }
+
+    fn outside_file(&self) -> String {
+        let outside = self
+            .root
+            .parent()
+            .expect("root has a parent")
+            .join("outside/secret.txt");
+        outside.to_string_lossy().into_owned()
+    }
+}
+
+/// Expands the conformance suite into `#[test]` functions in the calling
+/// module. The argument is a `fn() -> Fixture` path. Prefix it with
+/// `#[ignore = "..."]` to mark every case ignored (for targets that need an
+/// external server).
+#[macro_export]
+macro_rules! conformance_tests {
+    (#[ignore = $why:literal] $factory:path) => {
+        $crate::__conformance_cases!([#[ignore = $why]] $factory);
+    };
+    ($factory:path) => {
+        $crate::__conformance_cases!([] $factory);
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __conformance_cases {
+    ([$($attr:tt)*] $factory:path) => {
+        $crate::__conformance_expand!([$($attr)*] $factory;
+            list_root_shows_files_and_directories,
+            list_gives_the_size_and_version_reads_see,
+            list_missing_directory_is_not_found,
+            list_file_is_not_a_directory,
+            stat_file_directory_and_missing,
+            read_whole_file,
+            read_missing_is_not_found,
+            read_directory_is_refused,
+            read_root_is_refused,
+            read_below_a_file_fails,
+            read_empty_file,
+            prefix_read_returns_prefix_and_whole_size,
+            prefix_read_longer_than_the_file_is_complete,
+            prefix_read_of_zero_bytes,
+            size_guard_allows_exactly_the_limit,
+            size_guard_refuses_one_byte_over,
+            size_guard_applies_to_prefix_reads,
+            default_limit_is_ten_mebibytes,
+            versions_change_when_content_changes,
+            versions_are_stable_between_reads,
+            put_overwrite_replaces_content,
+            put_create_only_creates,
+            put_create_only_refuses_an_existing_object,
+            put_if_version_replaces_the_matching_version,
+            put_if_version_refuses_a_stale_version,
+            put_if_version_refuses_a_missing_object,
+            put_creates_parent_directories,
+            put_returns_the_version_reads_see,
+            concurrent_create_only_has_one_winner,
+            delete_removes_the_file_and_empty_directories,
+            delete_missing_is_not_found,
+            unicode_and_punctuation_names_round_trip,
+            percent_encoded_dots_are_literal_names,
+            hostile_paths_are_refused_before_any_backend_call,
+            concurrent_reads_agree,
+            fifo_is_refused_not_waited_on,
+            symlink_out_of_the_root_is_refused,
+        );
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __conformance_expand {
+    ($attrs:tt $factory:path; $($case:ident),* $(,)?) => {
+        $( $crate::__conformance_case!($attrs $factory; $case); )*
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __conformance_case {
+    ([$($attr:tt)*] $factory:path; $case:ident) => {
+        #[test]
+        $($attr)*
+        fn $case() {
+            $crate::testkit::run_case($factory, $crate::testkit::cases::$case);
+        }
+    };
+}

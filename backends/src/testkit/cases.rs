@@ -1,0 +1,503 @@
+//! The cases of the conformance suite. Each takes a fresh [`Fixture`].
+
+use std::collections::BTreeMap;
+
+use bytes::Bytes;
+use futures::future::join_all;
+
+use super::Fixture;
+use super::hostile::HOSTILE_PATHS;
+use crate::backend::{DEFAULT_READ_LIMIT, EntryKind, PutMode, ReadOptions, SkillBackend, Version};
+use crate::error::{ErrorKind, Result};
+use crate::vpath::VPath;
+
+fn p(s: &str) -> VPath {
+    VPath::new(s).expect("test paths are valid")
+}
+
+async fn put(f: &Fixture, path: &str, data: impl Into<Bytes>) -> Version {
+    f.backend
+        .put(&p(path), data.into(), PutMode::Overwrite)
+        .await
+        .unwrap_or_else(|e| panic!("put {path}: {e}"))
+}
+
+async fn read(f: &Fixture, path: &str) -> crate::Blob {
+    f.backend
+        .read(&p(path), ReadOptions::default())
+        .await
+        .unwrap_or_else(|e| panic!("read {path}: {e}"))
+}
+
+#[track_caller]
+fn assert_kind<T: std::fmt::Debug>(result: Result<T>, kind: ErrorKind) {
+    match result {
+        Ok(v) => panic!("expected {kind}, got Ok({v:?})"),
+        Err(e) => assert_eq!(e.kind(), kind, "unexpected error: {e}"),
+    }
+}
+
+/// Names and kinds of a listing, sorted by name.
+async fn names(f: &Fixture, dir: &str) -> Vec<(String, EntryKind)> {
+    let mut entries: Vec<_> = f
+        .backend
+        .list(&p(dir))
+        .await
+        .unwrap_or_else(|e| panic!("list {dir}: {e}"))
+        .into_iter()
+        .map(|e| (e.name, e.kind))
+        .collect();
+    entries.sort();
+    entries
+}
+
+fn pattern(len: usize) -> Bytes {
+    (0..len).map(|i| (i % 251) as u8).collect::<Vec<u8>>().into()
+}
+
+/// Listing shows files and directories, one level deep.
+pub async fn list_root_shows_files_and_directories(f: Fixture) {
+    put(&f, "/top.txt", "top").await;
+    put(&f, "/dir/inner.txt", "inner").await;
+    put(&f, "/dir/sub/deep.txt", "deep").await;
+    assert_eq!(
+        names(&f, "/").await,
+        [("dir".into(), EntryKind::Dir), ("top.txt".into(), EntryKind::File)]
+    );
+    assert_eq!(
+        names(&f, "/dir").await,
+        [("inner.txt".into(), EntryKind::File), ("sub".into(), EntryKind::Dir)]
+    );
+    assert_eq!(names(&f, "/dir/sub").await, [("deep.txt".into(), EntryKind::File)]);
+}
+
+/// A listing's size for a file, and its version where the listing gives
+/// one, are the ones a read returns.
+pub async fn list_gives_the_size_and_version_reads_see(f: Fixture) {
+    put(&f, "/d/a.md", "alpha").await;
+    let entries = f.backend.list(&p("/d")).await.unwrap();
+    let entry = entries.iter().find(|e| e.name == "a.md").expect("a.md listed");
+    assert_eq!(entry.size, Some(5));
+    let blob = read(&f, "/d/a.md").await;
+    if let Some(listed) = &entry.version {
+        assert_eq!(listed, &blob.version);
+    }
+}
+
+/// Listing a directory that does not exist is `not_found`.
+pub async fn list_missing_directory_is_not_found(f: Fixture) {
+    put(&f, "/present/x", "x").await;
+    assert_kind(f.backend.list(&p("/absent")).await, ErrorKind::NotFound);
+    assert_kind(f.backend.list(&p("/present/absent")).await, ErrorKind::NotFound);
+}
+
+/// Listing a file is `not_a_directory`.
+pub async fn list_file_is_not_a_directory(f: Fixture) {
+    put(&f, "/file.txt", "x").await;
+    assert_kind(f.backend.list(&p("/file.txt")).await, ErrorKind::NotADirectory);
+}
+
+/// `stat` tells files (with size and version) from directories and absence.
+pub async fn stat_file_directory_and_missing(f: Fixture) {
+    let version = put(&f, "/d/file.txt", "12345").await;
+    let meta = f.backend.stat(&p("/d/file.txt")).await.unwrap();
+    assert_eq!(meta.kind, EntryKind::File);
+    assert_eq!(meta.size, Some(5));
+    assert_eq!(meta.version, Some(version));
+    assert_eq!(f.backend.stat(&p("/d")).await.unwrap().kind, EntryKind::Dir);
+    assert_eq!(f.backend.stat(&VPath::root()).await.unwrap().kind, EntryKind::Dir);
+    assert_kind(f.backend.stat(&p("/d/nothing")).await, ErrorKind::NotFound);
+}
+
+/// A read returns the whole file, its size and its version.
+pub async fn read_whole_file(f: Fixture) {
+    let data = pattern(70_000);
+    let version = put(&f, "/a/b/c.bin", data.clone()).await;
+    let blob = read(&f, "/a/b/c.bin").await;
+    assert_eq!(blob.data, data);
+    assert_eq!(blob.size, 70_000);
+    assert!(blob.is_complete());
+    assert_eq!(blob.version, version);
+}
+
+/// Reading nothing is `not_found`.
+pub async fn read_missing_is_not_found(f: Fixture) {
+    put(&f, "/a/x", "x").await;
+    assert_kind(
+        f.backend.read(&p("/a/y"), ReadOptions::default()).await,
+        ErrorKind::NotFound,
+    );
+    assert_kind(
+        f.backend.read(&p("/b/y"), ReadOptions::default()).await,
+        ErrorKind::NotFound,
+    );
+}
+
+/// Reading a directory is `is_a_directory`.
+pub async fn read_directory_is_refused(f: Fixture) {
+    put(&f, "/dir/x", "x").await;
+    assert_kind(
+        f.backend.read(&p("/dir"), ReadOptions::default()).await,
+        ErrorKind::IsADirectory,
+    );
+}
+
+/// Reading the root is `is_a_directory`.
+pub async fn read_root_is_refused(f: Fixture) {
+    put(&f, "/x", "x").await;
+    assert_kind(
+        f.backend.read(&VPath::root(), ReadOptions::default()).await,
+        ErrorKind::IsADirectory,
+    );
+}
+
+/// A path below a file reads nothing.
+pub async fn read_below_a_file_fails(f: Fixture) {
+    put(&f, "/file", "x").await;
+    let err = f
+        .backend
+        .read(&p("/file/child"), ReadOptions::default())
+        .await
+        .expect_err("a file has no children");
+    assert!(
+        matches!(err.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory),
+        "{err}"
+    );
+}
+
+/// An empty file reads as zero bytes.
+pub async fn read_empty_file(f: Fixture) {
+    put(&f, "/empty", Bytes::new()).await;
+    let blob = read(&f, "/empty").await;
+    assert!(blob.data.is_empty());
+    assert_eq!(blob.size, 0);
+    let prefix = f.backend.read(&p("/empty"), ReadOptions::prefix(16)).await.unwrap();
+    assert!(prefix.data.is_empty());
+    assert_eq!(prefix.size, 0);
+}
+
+/// A prefix read of a big object returns the prefix and the whole size.
+pub async fn prefix_read_returns_prefix_and_whole_size(f: Fixture) {
+    let data = pattern(1 << 20);
+    put(&f, "/big.bin", data.clone()).await;
+    let blob = f.backend.read(&p("/big.bin"), ReadOptions::prefix(4096)).await.unwrap();
+    assert_eq!(blob.data, data.slice(..4096));
+    assert_eq!(blob.size, 1 << 20);
+    assert!(!blob.is_complete());
+}
+
+/// A prefix longer than the file returns the whole file.
+pub async fn prefix_read_longer_than_the_file_is_complete(f: Fixture) {
+    put(&f, "/small", "hello").await;
+    let blob = f.backend.read(&p("/small"), ReadOptions::prefix(4096)).await.unwrap();
+    assert_eq!(&blob.data[..], b"hello");
+    assert_eq!(blob.size, 5);
+    assert!(blob.is_complete());
+}
+
+/// A zero-byte prefix returns no bytes and the whole size.
+pub async fn prefix_read_of_zero_bytes(f: Fixture) {
+    put(&f, "/small", "hello").await;
+    let blob = f.backend.read(&p("/small"), ReadOptions::prefix(0)).await.unwrap();
+    assert!(blob.data.is_empty());
+    assert_eq!(blob.size, 5);
+}
+
+/// An object of exactly the limit is read.
+pub async fn size_guard_allows_exactly_the_limit(f: Fixture) {
+    put(&f, "/at-limit", pattern(1000)).await;
+    let blob = f
+        .backend
+        .read(&p("/at-limit"), ReadOptions::with_limit(1000))
+        .await
+        .unwrap();
+    assert_eq!(blob.data.len(), 1000);
+}
+
+/// An object one byte over the limit is `too_large`.
+pub async fn size_guard_refuses_one_byte_over(f: Fixture) {
+    put(&f, "/over", pattern(1001)).await;
+    assert_kind(
+        f.backend.read(&p("/over"), ReadOptions::with_limit(1000)).await,
+        ErrorKind::TooLarge,
+    );
+}
+
+/// The limit is on the object, so a prefix read of an oversized one fails.
+pub async fn size_guard_applies_to_prefix_reads(f: Fixture) {
+    put(&f, "/over", pattern(1001)).await;
+    let options = ReadOptions {
+        limit: 1000,
+        prefix: Some(10),
+    };
+    assert_kind(f.backend.read(&p("/over"), options).await, ErrorKind::TooLarge);
+}
+
+/// The default limit is 10 MiB = 10,485,760 bytes, inclusive.
+pub async fn default_limit_is_ten_mebibytes(f: Fixture) {
+    assert_eq!(DEFAULT_READ_LIMIT, 10_485_760);
+    let limit = DEFAULT_READ_LIMIT as usize;
+    put(&f, "/exact", pattern(limit)).await;
+    put(&f, "/over", pattern(limit + 1)).await;
+    assert_eq!(read(&f, "/exact").await.data.len(), limit);
+    assert_kind(
+        f.backend.read(&p("/over"), ReadOptions::default()).await,
+        ErrorKind::TooLarge,
+    );
+    let prefix = f.backend.read(&p("/over"), ReadOptions::prefix(64)).await;
+    assert_kind(prefix, ErrorKind::TooLarge);
+}
+
+/// A write of different bytes (even of the same length) changes the version.
+pub async fn versions_change_when_content_changes(f: Fixture) {
+    let first = put(&f, "/v", "one").await;
+    let second = put(&f, "/v", "two").await;
+    assert_ne!(first, second);
+    assert_eq!(read(&f, "/v").await.version, second);
+    assert_eq!(f.backend.stat(&p("/v")).await.unwrap().version, Some(second));
+}
+
+/// Reading does not change a version.
+pub async fn versions_are_stable_between_reads(f: Fixture) {
+    put(&f, "/v", "same").await;
+    let a = read(&f, "/v").await.version;
+    let b = read(&f, "/v").await.version;
+    assert_eq!(a, b);
+}
+
+/// An overwrite replaces the bytes.
+pub async fn put_overwrite_replaces_content(f: Fixture) {
+    put(&f, "/o", "before, and longer").await;
+    put(&f, "/o", "after").await;
+    assert_eq!(&read(&f, "/o").await.data[..], b"after");
+}
+
+/// A create-only write makes a new object.
+pub async fn put_create_only_creates(f: Fixture) {
+    let v = f
+        .backend
+        .put(&p("/new/file"), "x".into(), PutMode::Create)
+        .await
+        .unwrap();
+    assert_eq!(read(&f, "/new/file").await.version, v);
+}
+
+/// A create-only write over an existing object is `already_exists` and
+/// leaves it as it was.
+pub async fn put_create_only_refuses_an_existing_object(f: Fixture) {
+    put(&f, "/c", "original").await;
+    assert_kind(
+        f.backend.put(&p("/c"), "new".into(), PutMode::Create).await,
+        ErrorKind::AlreadyExists,
+    );
+    assert_eq!(&read(&f, "/c").await.data[..], b"original");
+}
+
+/// A conditional write on the current version succeeds.
+pub async fn put_if_version_replaces_the_matching_version(f: Fixture) {
+    let v1 = put(&f, "/u", "one").await;
+    let v2 = f
+        .backend
+        .put(&p("/u"), "two".into(), PutMode::IfVersion(v1.clone()))
+        .await
+        .unwrap();
+    assert_ne!(v1, v2);
+    assert_eq!(&read(&f, "/u").await.data[..], b"two");
+}
+
+/// A conditional write on an old version is `version_conflict` and leaves
+/// the newer bytes alone.
+pub async fn put_if_version_refuses_a_stale_version(f: Fixture) {
+    let v1 = put(&f, "/u", "one").await;
+    put(&f, "/u", "two").await;
+    assert_kind(
+        f.backend.put(&p("/u"), "three".into(), PutMode::IfVersion(v1)).await,
+        ErrorKind::VersionConflict,
+    );
+    assert_eq!(&read(&f, "/u").await.data[..], b"two");
+}
+
+/// A conditional write where nothing exists is `version_conflict`.
+pub async fn put_if_version_refuses_a_missing_object(f: Fixture) {
+    let v = put(&f, "/elsewhere", "x").await;
+    assert_kind(
+        f.backend.put(&p("/missing"), "x".into(), PutMode::IfVersion(v)).await,
+        ErrorKind::VersionConflict,
+    );
+    assert_kind(f.backend.stat(&p("/missing")).await, ErrorKind::NotFound);
+}
+
+/// Writing deep creates the directories above.
+pub async fn put_creates_parent_directories(f: Fixture) {
+    put(&f, "/a/b/c/d/e.txt", "deep").await;
+    assert_eq!(names(&f, "/a/b/c").await, [("d".into(), EntryKind::Dir)]);
+    assert_eq!(f.backend.stat(&p("/a/b")).await.unwrap().kind, EntryKind::Dir);
+}
+
+/// The version a put returns is the one later reads and stats report.
+pub async fn put_returns_the_version_reads_see(f: Fixture) {
+    let v = put(&f, "/r", "content").await;
+    assert_eq!(read(&f, "/r").await.version, v);
+    assert_eq!(f.backend.stat(&p("/r")).await.unwrap().version, Some(v));
+}
+
+/// Of many simultaneous create-only writes to one path, exactly one wins.
+pub async fn concurrent_create_only_has_one_winner(f: Fixture) {
+    let path = p("/race/SKILL.md");
+    let attempts = (0..16).map(|i| {
+        let backend = f.backend.clone();
+        let path = path.clone();
+        async move { backend.put(&path, format!("writer {i}").into(), PutMode::Create).await }
+    });
+    let results = join_all(attempts).await;
+    let winners: Vec<_> = results.iter().filter(|r| r.is_ok()).collect();
+    assert_eq!(winners.len(), 1, "{results:?}");
+    for r in results.iter().filter(|r| r.is_err()) {
+        assert_eq!(r.as_ref().unwrap_err().kind(), ErrorKind::AlreadyExists);
+    }
+    let text = read(&f, "/race/SKILL.md").await.data;
+    assert!(text.starts_with(b"writer "));
+}
+
+/// Deleting a file removes it, and a directory left empty goes with it.
+pub async fn delete_removes_the_file_and_empty_directories(f: Fixture) {
+    put(&f, "/keep.txt", "k").await;
+    put(&f, "/d/only.txt", "x").await;
+    f.backend.delete(&p("/d/only.txt")).await.unwrap();
+    assert_kind(f.backend.stat(&p("/d/only.txt")).await, ErrorKind::NotFound);
+    assert_eq!(names(&f, "/").await, [("keep.txt".into(), EntryKind::File)]);
+}
+
+/// Deleting nothing is `not_found`.
+pub async fn delete_missing_is_not_found(f: Fixture) {
+    put(&f, "/x", "x").await;
+    assert_kind(f.backend.delete(&p("/y")).await, ErrorKind::NotFound);
+}
+
+/// Non-ASCII and punctuation survive a round trip through names.
+pub async fn unicode_and_punctuation_names_round_trip(f: Fixture) {
+    let names_in = [
+        "café-outil",
+        "日本語",
+        "emoji-🦀",
+        "spaces and+plus",
+        "hash#question?",
+        "semi;colon=eq&amp",
+        "quote'dq\"",
+        "ümlaut",
+    ];
+    for (i, name) in names_in.iter().enumerate() {
+        put(&f, &format!("/u/{name}/SKILL.md"), format!("body {i}")).await;
+    }
+    let listed: Vec<String> = names(&f, "/u").await.into_iter().map(|(n, _)| n).collect();
+    let mut expected: Vec<String> = names_in.iter().map(|s| s.to_string()).collect();
+    expected.sort();
+    assert_eq!(listed, expected);
+    for (i, name) in names_in.iter().enumerate() {
+        let blob = read(&f, &format!("/u/{name}/SKILL.md")).await;
+        assert_eq!(blob.data, format!("body {i}").as_bytes());
+    }
+}
+
+/// `%2e%2e` is a name of its own, never decoded into a parent step.
+pub async fn percent_encoded_dots_are_literal_names(f: Fixture) {
+    put(&f, "/top.txt", "top").await;
+    put(&f, "/a/%2e%2e/top.txt", "inner").await;
+    assert_eq!(&read(&f, "/a/%2e%2e/top.txt").await.data[..], b"inner");
+    assert_eq!(&read(&f, "/top.txt").await.data[..], b"top");
+    assert_eq!(names(&f, "/a").await, [("%2e%2e".into(), EntryKind::Dir)]);
+    assert_kind(
+        f.backend.read(&p("/%2e%2e"), ReadOptions::default()).await,
+        ErrorKind::NotFound,
+    );
+}
+
+/// Every hostile path string is refused by [`VPath`], so no backend call can
+/// be made with it; and the backend's tree is untouched.
+pub async fn hostile_paths_are_refused_before_any_backend_call(f: Fixture) {
+    put(&f, "/inside/SKILL.md", "inside").await;
+    assert!(HOSTILE_PATHS.len() >= 50);
+    for raw in HOSTILE_PATHS {
+        let err = VPath::new(raw).expect_err(raw);
+        assert_eq!(err.kind(), ErrorKind::InvalidPath, "{raw:?}");
+        if let Some(relative) = raw.strip_prefix('/') {
+            assert!(p("/inside").join(relative).is_err(), "join accepted {raw:?}");
+        }
+    }
+    assert_eq!(names(&f, "/").await, [("inside".into(), EntryKind::Dir)]);
+}
+
+/// Many simultaneous reads see the same bytes.
+pub async fn concurrent_reads_agree(f: Fixture) {
+    let mut expected = BTreeMap::new();
+    for i in 0..20 {
+        let data = format!("skill {i} {}", "x".repeat(i * 100));
+        put(&f, &format!("/many/s{i}/SKILL.md"), data.clone()).await;
+        expected.insert(i, data);
+    }
+    let reads = (0..20).flat_map(|i| std::iter::repeat_n(i, 3)).map(|i| {
+        let backend = f.backend.clone();
+        async move {
+            let blob = backend
+                .read(&p(&format!("/many/s{i}/SKILL.md")), ReadOptions::default())
+                .await
+                .unwrap();
+            (i, blob.data)
+        }
+    });
+    for (i, data) in join_all(reads).await {
+        assert_eq!(data, expected[&i].as_bytes());
+    }
+}
+
+/// A FIFO is listed as `Other`, and reading it is `not_regular_file` at
+/// once (never waiting for a writer). A backend without special files must
+/// say it cannot hold symbolic links either.
+pub async fn fifo_is_refused_not_waited_on(f: Fixture) {
+    let Some(specials) = &f.specials else {
+        assert!(
+            !f.backend.capabilities().symlinks,
+            "a backend with special files needs a Specials maker"
+        );
+        return;
+    };
+    put(&f, "/d/regular", "r").await;
+    specials.make_fifo(&p("/d/pipe"));
+    let read = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        f.backend.read(&p("/d/pipe"), ReadOptions::default()),
+    )
+    .await
+    .expect("reading a FIFO must not block");
+    assert_kind(read, ErrorKind::NotRegularFile);
+    assert_eq!(f.backend.stat(&p("/d/pipe")).await.unwrap().kind, EntryKind::Other);
+    assert!(names(&f, "/d").await.contains(&("pipe".into(), EntryKind::Other)));
+}
+
+/// Under the default policy, a link out of the root is `symlink_escape` for
+/// read and stat, whether it points at a file or a directory.
+pub async fn symlink_out_of_the_root_is_refused(f: Fixture) {
+    let Some(specials) = &f.specials else {
+        assert!(
+            !f.backend.capabilities().symlinks,
+            "a backend with symlinks needs a Specials maker"
+        );
+        return;
+    };
+    put(&f, "/d/regular", "r").await;
+    let outside = specials.outside_file();
+    specials.make_symlink(&p("/d/file-link"), &outside);
+    specials.make_symlink(&p("/d/dir-link"), "../../outside");
+    assert_kind(
+        f.backend.read(&p("/d/file-link"), ReadOptions::default()).await,
+        ErrorKind::SymlinkEscape,
+    );
+    assert_kind(
+        f.backend
+            .read(&p("/d/dir-link/secret.txt"), ReadOptions::default())
+            .await,
+        ErrorKind::SymlinkEscape,
+    );
+    assert_kind(f.backend.list(&p("/d/dir-link")).await, ErrorKind::SymlinkEscape);
+    assert_kind(f.backend.stat(&p("/d/file-link")).await, ErrorKind::SymlinkEscape);
+}
