@@ -147,7 +147,7 @@ impl HostSpecials {
 impl Specials for HostSpecials {
     fn make_fifo(&self, path: &crate::VPath) {
         use rustix::fs::{CWD, FileType, Mode, mknodat};
-        mknodat(CWD, &self.host(path), FileType::Fifo, Mode::from_raw_mode(0o644), 0).expect("mkfifo");
+        mknodat(CWD, self.host(path), FileType::Fifo, Mode::from_raw_mode(0o644), 0).expect("mkfifo");
     }
 
     fn make_symlink(&self, link: &crate::VPath, target: &str) {

@@ -11,3 +11,16 @@ mod s3_moto {
         skillstore_backends::testkit::s3_server::moto_fixture
     );
 }
+
+/// Under CI the moto endpoint must be present: its absence fails the run
+/// instead of leaving the S3 cases unexercised.
+#[test]
+fn s3_moto_endpoint_is_set_under_ci() {
+    let var = skillstore_backends::testkit::s3_server::MOTO_ENV;
+    if std::env::var_os("CI").is_some() {
+        assert!(
+            std::env::var_os(var).is_some(),
+            "CI is set but {var} is not: the moto conformance run would not happen"
+        );
+    }
+}
