@@ -1,1 +1,56 @@
+//! Store, layer and serve Agent Skills.
+//!
+//! An Agent Skill is a directory holding a `SKILL.md`: YAML frontmatter
+//! (`name`, `description`, optional `license`, `compatibility`, `metadata`,
+//! `allowed-tools`) and a Markdown body, beside optional `scripts/`,
+//! `references/` and `assets/`. `skillstore` loads skills from an ordered
+//! [`SourceList`] over any storage backend (a directory, memory, S3), merges
+//! them into a [`Catalog`] where a later source's skill wins, keeps where
+//! every skill came from and what it shadowed, and renders the catalog for
+//! a system prompt.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use skillstore::{Catalog, LoadOptions, Source, SourceList};
+//! use skillstore::backends::{MemoryBackend, PutMode, SkillBackend, VPath};
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let files = MemoryBackend::new();
+//! for (path, text) in [
+//!     ("/base/pdf/SKILL.md", "---\nname: pdf\ndescription: Read PDFs.\n---\nSteps..."),
+//!     ("/team/pdf/SKILL.md", "---\nname: pdf\ndescription: Read PDFs, the team's way.\n---\n..."),
+//! ] {
+//!     files.put(&VPath::new(path)?, text.into(), PutMode::Overwrite).await?;
+//! }
+//! let sources = SourceList::from_sources([Source::parse("/base/")?, Source::parse("/team/")?])?;
+//! let catalog = Catalog::load(Arc::new(files), sources, LoadOptions::default()).await;
+//!
+//! let pdf = catalog.get("pdf").unwrap();
+//! assert_eq!(pdf.source, "team");
+//! assert_eq!(pdf.shadowed[0].path.as_str(), "/base/pdf/SKILL.md");
+//! let body = catalog.read_skill("pdf").await?;
+//! assert!(body.starts_with(b"---\nname: pdf"));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # }).unwrap();
+//! ```
 
+#![warn(missing_docs)]
+
+pub mod catalog;
+pub mod diagnostic;
+pub mod error;
+mod frontmatter;
+pub mod prompt;
+pub mod skill;
+pub mod source;
+mod yaml_tokens;
+
+pub use skillstore_backends as backends;
+
+pub use catalog::{Catalog, LoadOptions, SKILL_FILE, Shadowed, Skill, SkillFilter};
+pub use diagnostic::Diagnostic;
+pub use error::{Error, Result};
+pub use frontmatter::MAX_FRONTMATTER_BYTES;
+pub use prompt::{Prompt, PromptOptions, PromptStyle, render};
+pub use skill::{Parsed, Problem, ProblemKind, Severity, SkillMetadata, Strictness, parse_frontmatter, parse_skill_md};
+pub use source::{Patterns, Source, SourceList};

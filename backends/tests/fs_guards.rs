@@ -67,7 +67,10 @@ async fn fs_file_symlink_out_of_root_is_an_escape() {
     let tree = Tree::new();
     symlink(tree.outside().join("secret.txt"), tree.at("skills/leak")).unwrap();
     let backend = tree.backend(SymlinkPolicy::WithinRoot);
-    let err = backend.read(&p("/skills/leak"), ReadOptions::default()).await.unwrap_err();
+    let err = backend
+        .read(&p("/skills/leak"), ReadOptions::default())
+        .await
+        .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::SymlinkEscape);
     tree.assert_no_host_path(&err);
 }
@@ -77,14 +80,21 @@ async fn fs_relative_directory_symlink_out_of_root_is_an_escape() {
     let tree = Tree::new();
     symlink("../../outside", tree.at("skills/evil")).unwrap();
     let backend = tree.backend(SymlinkPolicy::WithinRoot);
-    assert_eq!(read_kind(&backend, "/skills/evil/SKILL.md").await, ErrorKind::SymlinkEscape);
+    assert_eq!(
+        read_kind(&backend, "/skills/evil/SKILL.md").await,
+        ErrorKind::SymlinkEscape
+    );
     assert_eq!(
         backend.list(&p("/skills/evil")).await.unwrap_err().kind(),
         ErrorKind::SymlinkEscape
     );
     let listed = backend.list(&p("/skills")).await.unwrap();
     let evil = listed.iter().find(|e| e.name == "evil").unwrap();
-    assert_eq!(evil.kind, EntryKind::Other, "an escaping link is not listed as a directory");
+    assert_eq!(
+        evil.kind,
+        EntryKind::Other,
+        "an escaping link is not listed as a directory"
+    );
 }
 
 #[tokio::test]
@@ -105,7 +115,10 @@ async fn fs_dangling_link_has_its_own_kind() {
     symlink("nowhere", tree.at("skills/dangling")).unwrap();
     symlink("gone-dir", tree.at("skills/dangling-dir")).unwrap();
     let backend = tree.backend(SymlinkPolicy::WithinRoot);
-    assert_eq!(read_kind(&backend, "/skills/dangling").await, ErrorKind::DanglingSymlink);
+    assert_eq!(
+        read_kind(&backend, "/skills/dangling").await,
+        ErrorKind::DanglingSymlink
+    );
     assert_eq!(
         read_kind(&backend, "/skills/dangling-dir/SKILL.md").await,
         ErrorKind::DanglingSymlink
@@ -115,8 +128,14 @@ async fn fs_dangling_link_has_its_own_kind() {
         ErrorKind::DanglingSymlink
     );
     // A plain missing file is still just missing.
-    assert_eq!(read_kind(&backend, "/skills/real/missing.md").await, ErrorKind::NotFound);
-    assert_eq!(read_kind(&backend, "/skills/missing/SKILL.md").await, ErrorKind::NotFound);
+    assert_eq!(
+        read_kind(&backend, "/skills/real/missing.md").await,
+        ErrorKind::NotFound
+    );
+    assert_eq!(
+        read_kind(&backend, "/skills/missing/SKILL.md").await,
+        ErrorKind::NotFound
+    );
 }
 
 #[tokio::test]
@@ -153,7 +172,10 @@ async fn fs_file_that_grows_past_the_limit_while_read_is_refused() {
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::TooLarge);
-    let whole = backend.read(&p("/skills/growing"), ReadOptions::default()).await.unwrap();
+    let whole = backend
+        .read(&p("/skills/growing"), ReadOptions::default())
+        .await
+        .unwrap();
     assert!(whole.data.len() > 10);
     assert_eq!(whole.size, whole.data.len() as u64, "the size is what was read");
 }
@@ -175,7 +197,10 @@ async fn fs_directory_swapped_for_a_symlink_after_listing_is_not_followed_out() 
     // And a relative link out is refused the same way.
     std::fs::remove_file(tree.at("skills/real")).unwrap();
     symlink("../../outside", tree.at("skills/real")).unwrap();
-    assert_eq!(read_kind(&backend, "/skills/real/SKILL.md").await, ErrorKind::SymlinkEscape);
+    assert_eq!(
+        read_kind(&backend, "/skills/real/SKILL.md").await,
+        ErrorKind::SymlinkEscape
+    );
 }
 
 #[tokio::test]
@@ -184,8 +209,14 @@ async fn fs_within_root_follows_internal_links() {
     symlink("real", tree.at("skills/alias")).unwrap();
     symlink("../skills/real/SKILL.md", tree.at("skills/file-alias")).unwrap();
     let backend = tree.backend(SymlinkPolicy::WithinRoot);
-    assert_eq!(backend.read_to_string(&p("/skills/alias/SKILL.md")).await.unwrap(), "inside");
-    assert_eq!(backend.read_to_string(&p("/skills/file-alias")).await.unwrap(), "inside");
+    assert_eq!(
+        backend.read_to_string(&p("/skills/alias/SKILL.md")).await.unwrap(),
+        "inside"
+    );
+    assert_eq!(
+        backend.read_to_string(&p("/skills/file-alias")).await.unwrap(),
+        "inside"
+    );
     let listed = backend.list(&p("/skills")).await.unwrap();
     let alias = listed.iter().find(|e| e.name == "alias").unwrap();
     assert_eq!(alias.kind, EntryKind::Dir);
@@ -211,7 +242,10 @@ async fn fs_deny_refuses_every_link_even_internal_ones() {
     let tree = Tree::new();
     symlink("real", tree.at("skills/alias")).unwrap();
     let backend = tree.backend(SymlinkPolicy::Deny);
-    assert_eq!(read_kind(&backend, "/skills/alias/SKILL.md").await, ErrorKind::SymlinkRefused);
+    assert_eq!(
+        read_kind(&backend, "/skills/alias/SKILL.md").await,
+        ErrorKind::SymlinkRefused
+    );
     assert_eq!(
         backend.stat(&p("/skills/alias")).await.unwrap_err().kind(),
         ErrorKind::SymlinkRefused
@@ -221,9 +255,15 @@ async fn fs_deny_refuses_every_link_even_internal_ones() {
         ErrorKind::SymlinkRefused
     );
     let listed = backend.list(&p("/skills")).await.unwrap();
-    assert_eq!(listed.iter().find(|e| e.name == "alias").unwrap().kind, EntryKind::Other);
+    assert_eq!(
+        listed.iter().find(|e| e.name == "alias").unwrap().kind,
+        EntryKind::Other
+    );
     // Plain files still read.
-    assert_eq!(backend.read_to_string(&p("/skills/real/SKILL.md")).await.unwrap(), "inside");
+    assert_eq!(
+        backend.read_to_string(&p("/skills/real/SKILL.md")).await.unwrap(),
+        "inside"
+    );
 }
 
 #[tokio::test]
@@ -252,7 +292,10 @@ async fn fs_root_given_through_a_symlink_is_canonicalized_once() {
     // Repointing the link afterwards changes nothing: the root was opened.
     std::fs::remove_file(&link).unwrap();
     symlink(tree.outside(), &link).unwrap();
-    assert_eq!(backend.read_to_string(&p("/skills/real/SKILL.md")).await.unwrap(), "inside");
+    assert_eq!(
+        backend.read_to_string(&p("/skills/real/SKILL.md")).await.unwrap(),
+        "inside"
+    );
 }
 
 #[tokio::test]
@@ -292,7 +335,10 @@ async fn fs_writes_never_follow_a_link_out_of_the_root() {
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::SymlinkEscape);
-    assert_eq!(std::fs::read_to_string(tree.outside().join("SKILL.md")).unwrap(), "SECRET SKILL");
+    assert_eq!(
+        std::fs::read_to_string(tree.outside().join("SKILL.md")).unwrap(),
+        "SECRET SKILL"
+    );
 }
 
 #[tokio::test]
@@ -342,9 +388,11 @@ async fn fs_put_leaves_no_temporary_files_behind() {
 #[test]
 fn fs_policy_names_parse() {
     assert_eq!("deny".parse::<SymlinkPolicy>().unwrap(), SymlinkPolicy::Deny);
-    assert_eq!("within_root".parse::<SymlinkPolicy>().unwrap(), SymlinkPolicy::WithinRoot);
+    assert_eq!(
+        "within_root".parse::<SymlinkPolicy>().unwrap(),
+        SymlinkPolicy::WithinRoot
+    );
     assert_eq!("follow".parse::<SymlinkPolicy>().unwrap(), SymlinkPolicy::Follow);
     assert!("maybe".parse::<SymlinkPolicy>().is_err());
     assert_eq!(SymlinkPolicy::default(), SymlinkPolicy::WithinRoot);
 }
-

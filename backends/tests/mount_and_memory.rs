@@ -50,19 +50,37 @@ async fn mount_routes_by_longest_whole_segment_prefix() {
 #[tokio::test]
 async fn mount_listing_shows_mount_points_as_directories() {
     let ns = table().await;
-    let root: Vec<_> = ns.list(&VPath::root()).await.unwrap().into_iter().map(|e| (e.name, e.kind)).collect();
+    let root: Vec<_> = ns
+        .list(&VPath::root())
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.name, e.kind))
+        .collect();
     assert_eq!(
         root,
         [("team".into(), EntryKind::Dir), ("teamwork".into(), EntryKind::Dir)]
     );
-    let team: Vec<_> = ns.list(&p("/team")).await.unwrap().into_iter().map(|e| (e.name, e.kind)).collect();
-    assert_eq!(team, [("special".into(), EntryKind::Dir), ("x".into(), EntryKind::File)]);
+    let team: Vec<_> = ns
+        .list(&p("/team"))
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.name, e.kind))
+        .collect();
+    assert_eq!(
+        team,
+        [("special".into(), EntryKind::Dir), ("x".into(), EntryKind::File)]
+    );
 }
 
 #[tokio::test]
 async fn mount_errors_carry_namespace_paths() {
     let ns = table().await;
-    let err = ns.read(&p("/team/special/missing"), ReadOptions::default()).await.unwrap_err();
+    let err = ns
+        .read(&p("/team/special/missing"), ReadOptions::default())
+        .await
+        .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::NotFound);
     assert_eq!(err.path(), Some(&p("/team/special/missing")));
     let err = ns.read(&p("/team/x"), ReadOptions::with_limit(1)).await.unwrap_err();
@@ -78,8 +96,14 @@ async fn mount_without_a_backend_for_a_path_is_not_found() {
     assert_eq!(ns.read_to_string(&p("/a/b/c/f")).await.unwrap(), "x");
     assert_eq!(ns.stat(&p("/a")).await.unwrap().kind, EntryKind::Dir);
     assert_eq!(ns.list(&p("/a")).await.unwrap()[0].name, "b");
-    assert_eq!(ns.read_to_string(&p("/other")).await.unwrap_err().kind(), ErrorKind::NotFound);
-    assert_eq!(ns.read_to_string(&p("/a/b")).await.unwrap_err().kind(), ErrorKind::IsADirectory);
+    assert_eq!(
+        ns.read_to_string(&p("/other")).await.unwrap_err().kind(),
+        ErrorKind::NotFound
+    );
+    assert_eq!(
+        ns.read_to_string(&p("/a/b")).await.unwrap_err().kind(),
+        ErrorKind::IsADirectory
+    );
     assert_eq!(ns.list(&p("/other")).await.unwrap_err().kind(), ErrorKind::NotFound);
     assert_eq!(ns.list(&p("/a/bc")).await.unwrap_err().kind(), ErrorKind::NotFound);
 }
@@ -96,7 +120,9 @@ async fn mount_twice_at_one_point_is_refused() {
 async fn mount_writes_go_to_the_routed_backend() {
     let team = MemoryBackend::new();
     let ns = MountTable::new().with(p("/team"), Arc::new(team.clone())).unwrap();
-    ns.put(&p("/team/new/SKILL.md"), "hello".into(), PutMode::Create).await.unwrap();
+    ns.put(&p("/team/new/SKILL.md"), "hello".into(), PutMode::Create)
+        .await
+        .unwrap();
     assert_eq!(team.read_to_string(&p("/new/SKILL.md")).await.unwrap(), "hello");
 }
 
@@ -105,10 +131,16 @@ async fn memory_json_round_trip() {
     let json = r#"{"/base/a/SKILL.md": "---\nname: a\n---\n", "/user/b/references/r.md": "café"}"#;
     let backend = MemoryBackend::from_json(json).unwrap();
     assert_eq!(backend.len(), 2);
-    assert_eq!(backend.read_to_string(&p("/user/b/references/r.md")).await.unwrap(), "café");
+    assert_eq!(
+        backend.read_to_string(&p("/user/b/references/r.md")).await.unwrap(),
+        "café"
+    );
     let dumped = backend.to_json().unwrap();
     let again = MemoryBackend::from_json(&dumped).unwrap();
-    assert_eq!(again.read_to_string(&p("/base/a/SKILL.md")).await.unwrap(), "---\nname: a\n---\n");
+    assert_eq!(
+        again.read_to_string(&p("/base/a/SKILL.md")).await.unwrap(),
+        "---\nname: a\n---\n"
+    );
 }
 
 #[tokio::test]
@@ -141,7 +173,10 @@ async fn memory_clones_share_state_and_versions_are_unique() {
 #[tokio::test]
 async fn memory_refuses_a_file_where_a_directory_is_needed() {
     let backend = memory_with(&[("/a/b", "x")]).await;
-    let err = backend.put(&p("/a/b/c"), "y".into(), PutMode::Overwrite).await.unwrap_err();
+    let err = backend
+        .put(&p("/a/b/c"), "y".into(), PutMode::Overwrite)
+        .await
+        .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::NotADirectory);
     let err = backend.put(&p("/a"), "y".into(), PutMode::Overwrite).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::IsADirectory);

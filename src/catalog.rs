@@ -1,0 +1,598 @@
+//! The catalog: skills from an ordered source list, merged, with
+//! provenance and diagnostics.
+//!
+//! Loading lists every source, then reads the head of every candidate
+//! SKILL.md concurrently (bounded), parses the frontmatter, and merges:
+//! the key is the frontmatter name; a later source wins; a winner keeps the
+//! position where its name first appeared; within a source, directories are
+//! taken in ascending order of `"<name>/"`. That is the order LangChain
+//! deepagents produces, so on a spec-valid tree both give the same list.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures::StreamExt;
+use indexmap::IndexMap;
+use serde::Serialize;
+use skillstore_backends::{DEFAULT_READ_LIMIT, EntryKind, ErrorKind, ReadOptions, SkillBackend, VPath, Version};
+
+use crate::diagnostic::Diagnostic;
+use crate::error::{Error, Result};
+use crate::frontmatter::MAX_FRONTMATTER_BYTES;
+use crate::skill::{Parsed, Problem, ProblemKind, Scan, Severity, SkillMetadata, Strictness, parse_frontmatter, scan};
+use crate::source::{Patterns, Source, SourceList};
+
+/// The file that makes a directory a skill.
+pub const SKILL_FILE: &str = "SKILL.md";
+
+/// How a catalog is loaded.
+#[derive(Debug, Clone)]
+pub struct LoadOptions {
+    /// Reads and stats in flight at once, across all sources.
+    pub concurrency: usize,
+    /// Bytes read from the start of each SKILL.md; a longer read follows
+    /// only when the frontmatter does not close inside them.
+    pub prefix_bytes: u64,
+    /// The largest SKILL.md accepted, in bytes (refused from its size even
+    /// though only a prefix is read).
+    pub read_limit: u64,
+    /// Which skills are enabled.
+    pub filter: SkillFilter,
+}
+
+impl Default for LoadOptions {
+    fn default() -> Self {
+        LoadOptions {
+            concurrency: 32,
+            prefix_bytes: 2048,
+            read_limit: DEFAULT_READ_LIMIT,
+            filter: SkillFilter::default(),
+        }
+    }
+}
+
+/// Enables and disables skills by name or glob. A disabled skill is still
+/// listed (marked disabled) but left out of prompts.
+#[derive(Debug, Clone, Default)]
+pub struct SkillFilter {
+    enabled: Option<Patterns>,
+    disabled: Patterns,
+}
+
+impl SkillFilter {
+    /// Only skills matching `enabled` (when given) and not matching
+    /// `disabled` are enabled.
+    pub fn new(enabled: Option<Patterns>, disabled: Patterns) -> Self {
+        SkillFilter { enabled, disabled }
+    }
+
+    /// Whether the skill named `name` is enabled.
+    pub fn is_enabled(&self, name: &str) -> bool {
+        self.enabled.as_ref().is_none_or(|e| e.matches(name)) && !self.disabled.matches(name)
+    }
+}
+
+/// Where a shadowed skill was.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Shadowed {
+    /// The source's name.
+    pub source: String,
+    /// Its SKILL.md.
+    pub path: VPath,
+}
+
+/// A skill of the catalog: the winner for its name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Skill {
+    /// What its frontmatter says.
+    #[serde(flatten)]
+    pub metadata: SkillMetadata,
+    /// Its SKILL.md in the namespace.
+    pub path: VPath,
+    /// The name of the source it came from.
+    pub source: String,
+    /// Whether it is enabled (disabled skills stay out of prompts).
+    pub enabled: bool,
+    /// Every skill of the same name it overrode, lowest priority first.
+    pub shadowed: Vec<Shadowed>,
+    /// The version of its SKILL.md when read.
+    #[serde(skip)]
+    pub version: Version,
+}
+
+impl Skill {
+    /// The skill's name.
+    pub fn name(&self) -> &str {
+        &self.metadata.name
+    }
+
+    /// The skill's directory.
+    pub fn dir(&self) -> VPath {
+        self.path.parent().expect("a SKILL.md has a parent")
+    }
+}
+
+/// A merged view of all sources at one moment, able to read the skills it
+/// lists and to refresh itself. Cheap to clone.
+#[derive(Clone)]
+pub struct Catalog {
+    backend: Arc<dyn SkillBackend>,
+    sources: Arc<SourceList>,
+    options: Arc<LoadOptions>,
+    states: Vec<SourceState>,
+    skills: Vec<Skill>,
+    index: HashMap<String, usize>,
+    diagnostics: Vec<Diagnostic>,
+}
+
+impl std::fmt::Debug for Catalog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Catalog")
+            .field("skills", &self.skills.len())
+            .field("diagnostics", &self.diagnostics.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the last listing of a source gave.
+#[derive(Debug, Clone)]
+enum Listing {
+    Loaded,
+    Failed(Diagnostic),
+}
+
+#[derive(Debug, Clone)]
+struct SourceState {
+    listing: Listing,
+    /// Skill directories, in ascending order of `"<name>/"`.
+    candidates: Vec<Candidate>,
+}
+
+#[derive(Debug, Clone)]
+struct Candidate {
+    dir_name: String,
+    skill_md: VPath,
+    /// The SKILL.md's version when last read, if it was read.
+    version: Option<Version>,
+    outcome: Outcome,
+}
+
+#[derive(Debug, Clone)]
+enum Outcome {
+    /// No SKILL.md: not a skill, and nothing to report.
+    NotASkill,
+    /// Parsed; the diagnostics are warnings.
+    Loaded {
+        metadata: SkillMetadata,
+        diagnostics: Vec<Diagnostic>,
+    },
+    /// Unusable; the diagnostics say why.
+    Rejected { diagnostics: Vec<Diagnostic> },
+}
+
+/// Work for one candidate during a load or refresh.
+enum Task {
+    Read,
+    /// Reuse the previous outcome if the SKILL.md is unchanged.
+    Check(Box<Candidate>),
+}
+
+impl Catalog {
+    /// Loads every source of `sources` from `backend`. Never fails as a
+    /// whole: an unreachable source or a bad skill becomes a diagnostic and
+    /// the rest loads.
+    pub async fn load(backend: Arc<dyn SkillBackend>, sources: SourceList, options: LoadOptions) -> Catalog {
+        let empty = Catalog {
+            backend,
+            sources: Arc::new(sources),
+            options: Arc::new(options),
+            states: Vec::new(),
+            skills: Vec::new(),
+            index: HashMap::new(),
+            diagnostics: Vec::new(),
+        };
+        empty.reload(None).await
+    }
+
+    /// A new catalog reflecting the sources now. Unchanged SKILL.md files
+    /// are not read again (their versions are checked with a stat); a
+    /// source that cannot be listed keeps its last good skills, with a
+    /// `source_stale` diagnostic.
+    pub async fn refresh(&self) -> Catalog {
+        self.reload(Some(&self.states)).await
+    }
+
+    async fn reload(&self, previous: Option<&[SourceState]>) -> Catalog {
+        let listings = futures::future::join_all(self.sources.iter().map(|s| list_source(&*self.backend, s))).await;
+        let mut states = Vec::with_capacity(listings.len());
+        let mut work = Vec::new();
+        for (i, (source, listing)) in self.sources.iter().zip(listings).enumerate() {
+            let before = previous.and_then(|p| p.get(i));
+            match listing {
+                Ok(dirs) => {
+                    let known: HashMap<&str, &Candidate> = before
+                        .map(|s| s.candidates.iter().map(|c| (c.dir_name.as_str(), c)).collect())
+                        .unwrap_or_default();
+                    let mut candidates = Vec::with_capacity(dirs.len());
+                    for dir_name in dirs {
+                        let skill_md = source
+                            .path()
+                            .join(&dir_name)
+                            .and_then(|d| d.join(SKILL_FILE))
+                            .expect("listed names are valid segments");
+                        let task = match known.get(dir_name.as_str()) {
+                            Some(old) => Task::Check(Box::new((*old).clone())),
+                            None => Task::Read,
+                        };
+                        work.push((i, candidates.len(), task));
+                        candidates.push(Candidate {
+                            dir_name,
+                            skill_md,
+                            version: None,
+                            outcome: Outcome::NotASkill,
+                        });
+                    }
+                    states.push(SourceState {
+                        listing: Listing::Loaded,
+                        candidates,
+                    });
+                }
+                Err(err) => states.push(match before {
+                    Some(old) if matches!(old.listing, Listing::Loaded) || !old.candidates.is_empty() => SourceState {
+                        listing: Listing::Failed(Diagnostic::new(
+                            Severity::Warning,
+                            "source_stale",
+                            Some(source.name()),
+                            Some(source.path()),
+                            format!("cannot list the source now ({err}); keeping the skills it had at the last load"),
+                        )),
+                        candidates: old.candidates.clone(),
+                    },
+                    _ => SourceState {
+                        listing: Listing::Failed(source_failure(source, &err)),
+                        candidates: Vec::new(),
+                    },
+                }),
+            }
+        }
+
+        let backend = &*self.backend;
+        let options = &*self.options;
+        let sources = &*self.sources;
+        let done: Vec<(usize, usize, Option<Version>, Outcome)> = futures::stream::iter(work)
+            .map(|(s, c, task)| {
+                let source = sources.iter().nth(s).expect("index from the same list");
+                let candidate = &states[s].candidates[c];
+                let (dir_name, skill_md) = (candidate.dir_name.clone(), candidate.skill_md.clone());
+                async move {
+                    let (version, outcome) = match task {
+                        Task::Read => read_candidate(backend, source, &dir_name, &skill_md, options).await,
+                        Task::Check(old) => check_candidate(backend, source, *old, options).await,
+                    };
+                    (s, c, version, outcome)
+                }
+            })
+            .buffer_unordered(self.options.concurrency.max(1))
+            .collect()
+            .await;
+        for (s, c, version, outcome) in done {
+            let candidate = &mut states[s].candidates[c];
+            candidate.version = version;
+            candidate.outcome = outcome;
+        }
+
+        let (skills, diagnostics) = merge(sources, &states, &self.options.filter);
+        let index = skills
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.metadata.name.clone(), i))
+            .collect();
+        Catalog {
+            backend: Arc::clone(&self.backend),
+            sources: Arc::clone(&self.sources),
+            options: Arc::clone(&self.options),
+            states,
+            skills,
+            index,
+            diagnostics,
+        }
+    }
+
+    /// The skills, in deepagents' order, one per name.
+    pub fn skills(&self) -> &[Skill] {
+        &self.skills
+    }
+
+    /// The enabled skills, in order.
+    pub fn enabled(&self) -> impl Iterator<Item = &Skill> {
+        self.skills.iter().filter(|s| s.enabled)
+    }
+
+    /// The skill named `name`.
+    pub fn get(&self, name: &str) -> Option<&Skill> {
+        self.index.get(name).map(|&i| &self.skills[i])
+    }
+
+    /// Everything worth reporting about the load, sources first.
+    pub fn diagnostics(&self) -> &[Diagnostic] {
+        &self.diagnostics
+    }
+
+    /// The sources, lowest priority first.
+    pub fn sources(&self) -> &SourceList {
+        &self.sources
+    }
+
+    /// The namespace the catalog reads from.
+    pub fn backend(&self) -> &Arc<dyn SkillBackend> {
+        &self.backend
+    }
+
+    /// True when some source could not be listed at the last refresh and
+    /// its skills are the ones of an earlier load.
+    pub fn is_stale(&self) -> bool {
+        self.diagnostics.iter().any(|d| d.kind == "source_stale")
+    }
+
+    fn skill(&self, name: &str) -> Result<&Skill> {
+        self.get(name).ok_or_else(|| Error::SkillNotFound(name.to_owned()))
+    }
+
+    /// Level 2: the whole SKILL.md of the winning skill, read through the
+    /// source that won, under the read limit.
+    pub async fn read_skill(&self, name: &str) -> Result<Bytes> {
+        let skill = self.skill(name)?;
+        let options = ReadOptions::with_limit(self.options.read_limit);
+        Ok(self.backend.read(&skill.path, options).await?.data)
+    }
+
+    /// Level 3: a file inside the skill's directory, by a relative path
+    /// such as `references/forms.md`. `..`, `.`, empty segments, absolute
+    /// paths and anything else that could leave the directory are refused
+    /// before any read.
+    pub async fn read_file(&self, name: &str, relative: &str) -> Result<Bytes> {
+        let skill = self.skill(name)?;
+        let path = resolve_inside(skill, relative)?;
+        let options = ReadOptions::with_limit(self.options.read_limit);
+        Ok(self.backend.read(&path, options).await?.data)
+    }
+
+    /// The files of a skill as relative paths, breadth first, at most
+    /// `max_depth` directories deep and `max_files` in all. The second value
+    /// is true when the listing was cut short.
+    pub async fn list_files(&self, name: &str, max_depth: usize, max_files: usize) -> Result<(Vec<String>, bool)> {
+        let skill = self.skill(name)?;
+        let root = skill.dir();
+        let mut files = Vec::new();
+        let mut level = vec![(root.clone(), String::new())];
+        for depth in 0..=max_depth {
+            let mut next = Vec::new();
+            for (dir, prefix) in level {
+                let mut entries = self.backend.list(&dir).await?;
+                entries.sort_by(|a, b| a.name.cmp(&b.name));
+                for entry in entries {
+                    let relative = format!("{prefix}{}", entry.name);
+                    match entry.kind {
+                        EntryKind::File => {
+                            if files.len() == max_files {
+                                return Ok((files, true));
+                            }
+                            files.push(relative);
+                        }
+                        EntryKind::Dir if depth < max_depth => {
+                            next.push((dir.join(&entry.name)?, format!("{relative}/")));
+                        }
+                        EntryKind::Dir => return Ok((files, true)),
+                        EntryKind::Other => {}
+                    }
+                }
+            }
+            if next.is_empty() {
+                break;
+            }
+            level = next;
+        }
+        Ok((files, false))
+    }
+}
+
+/// The path of `relative` inside the skill's directory, or why not.
+fn resolve_inside(skill: &Skill, relative: &str) -> Result<VPath> {
+    let refuse = |reason: String| Error::InvalidSkillPath {
+        skill: skill.metadata.name.clone(),
+        path: relative.escape_debug().to_string(),
+        reason,
+    };
+    if relative.starts_with('/') {
+        return Err(refuse("expected a path relative to the skill's directory".into()));
+    }
+    let path = skill.dir().join(relative).map_err(|e| refuse(e.to_string()))?;
+    debug_assert!(path.starts_with(&skill.dir()));
+    Ok(path)
+}
+
+/// Lists a source: the names of its subdirectories (or entries that may be
+/// links to some) it admits, in ascending order of `"<name>/"`.
+async fn list_source(backend: &dyn SkillBackend, source: &Source) -> skillstore_backends::Result<Vec<String>> {
+    let entries = backend.list(source.path()).await?;
+    let mut names: Vec<String> = entries
+        .into_iter()
+        .filter(|e| matches!(e.kind, EntryKind::Dir | EntryKind::Other))
+        .map(|e| e.name)
+        .filter(|name| source.admits(name))
+        .collect();
+    names.sort_by_cached_key(|name| format!("{name}/"));
+    Ok(names)
+}
+
+fn source_failure(source: &Source, err: &skillstore_backends::Error) -> Diagnostic {
+    let (severity, kind) = match err.kind() {
+        ErrorKind::NotFound => (Severity::Warning, "source_not_found"),
+        ErrorKind::Unavailable => (Severity::Error, "source_unavailable"),
+        other => (Severity::Error, other.as_str()),
+    };
+    Diagnostic::new(
+        severity,
+        kind,
+        Some(source.name()),
+        Some(source.path()),
+        format!("cannot list the source: {err}"),
+    )
+}
+
+/// Reads and parses one candidate SKILL.md.
+async fn read_candidate(
+    backend: &dyn SkillBackend,
+    source: &Source,
+    dir_name: &str,
+    skill_md: &VPath,
+    options: &LoadOptions,
+) -> (Option<Version>, Outcome) {
+    let head = ReadOptions {
+        limit: options.read_limit,
+        prefix: Some(options.prefix_bytes),
+    };
+    let first = match backend.read(skill_md, head).await {
+        Ok(blob) => blob,
+        Err(err) => return (None, outcome_of_error(source, skill_md, &err)),
+    };
+    let parsed = match scan(&first.data, first.is_complete()) {
+        Scan::Yaml(yaml) => Some(parse_frontmatter(yaml, Some(dir_name), Strictness::Lenient)),
+        Scan::Failed(parsed) => Some(parsed),
+        Scan::NeedMore => None,
+    };
+    let (parsed, version) = match parsed {
+        Some(parsed) => (parsed, first.version),
+        None => {
+            let longer = ReadOptions {
+                limit: options.read_limit,
+                prefix: Some(MAX_FRONTMATTER_BYTES as u64 + 16),
+            };
+            let second = match backend.read(skill_md, longer).await {
+                Ok(blob) => blob,
+                Err(err) => return (None, outcome_of_error(source, skill_md, &err)),
+            };
+            let parsed = match scan(&second.data, second.is_complete()) {
+                Scan::Yaml(yaml) => parse_frontmatter(yaml, Some(dir_name), Strictness::Lenient),
+                Scan::Failed(parsed) => parsed,
+                Scan::NeedMore => unreachable!("a prefix past the frontmatter limit never needs more"),
+            };
+            (parsed, second.version)
+        }
+    };
+    (Some(version), outcome_of_parse(source, skill_md, parsed))
+}
+
+/// Reuses a candidate's outcome when its SKILL.md is unchanged, else reads
+/// it again.
+async fn check_candidate(
+    backend: &dyn SkillBackend,
+    source: &Source,
+    old: Candidate,
+    options: &LoadOptions,
+) -> (Option<Version>, Outcome) {
+    match backend.stat(&old.skill_md).await {
+        Ok(meta) if meta.version.is_some() && meta.version == old.version => (old.version, old.outcome),
+        Err(err) if matches!(err.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => (None, Outcome::NotASkill),
+        _ => read_candidate(backend, source, &old.dir_name, &old.skill_md, options).await,
+    }
+}
+
+fn outcome_of_error(source: &Source, skill_md: &VPath, err: &skillstore_backends::Error) -> Outcome {
+    let kind = match err.kind() {
+        ErrorKind::NotFound | ErrorKind::NotADirectory => return Outcome::NotASkill,
+        ErrorKind::TooLarge => ProblemKind::FileTooLarge.as_str(),
+        other => other.as_str(),
+    };
+    Outcome::Rejected {
+        diagnostics: vec![Diagnostic::new(
+            Severity::Error,
+            kind,
+            Some(source.name()),
+            Some(skill_md),
+            format!("cannot read the skill: {err}"),
+        )],
+    }
+}
+
+fn outcome_of_parse(source: &Source, skill_md: &VPath, parsed: Parsed) -> Outcome {
+    let diagnostics = parsed
+        .problems
+        .iter()
+        .map(|p: &Problem| {
+            Diagnostic::new(
+                p.severity,
+                p.kind.as_str(),
+                Some(source.name()),
+                Some(skill_md),
+                &p.message,
+            )
+        })
+        .collect();
+    match parsed.skill {
+        Some(metadata) => Outcome::Loaded { metadata, diagnostics },
+        None => Outcome::Rejected { diagnostics },
+    }
+}
+
+/// Merges the sources' skills: later sources win, first positions stay.
+fn merge(sources: &SourceList, states: &[SourceState], filter: &SkillFilter) -> (Vec<Skill>, Vec<Diagnostic>) {
+    let mut winners: IndexMap<String, Skill> = IndexMap::new();
+    let mut diagnostics = Vec::new();
+    for (source, state) in sources.iter().zip(states) {
+        if let Listing::Failed(diagnostic) = &state.listing {
+            diagnostics.push(diagnostic.clone());
+        }
+        for candidate in &state.candidates {
+            let metadata = match &candidate.outcome {
+                Outcome::NotASkill => continue,
+                Outcome::Rejected { diagnostics: found } => {
+                    diagnostics.extend(found.iter().cloned());
+                    continue;
+                }
+                Outcome::Loaded {
+                    metadata,
+                    diagnostics: found,
+                } => {
+                    diagnostics.extend(found.iter().cloned());
+                    metadata
+                }
+            };
+            let mut skill = Skill {
+                enabled: filter.is_enabled(&metadata.name),
+                metadata: metadata.clone(),
+                path: candidate.skill_md.clone(),
+                source: source.name().to_owned(),
+                shadowed: Vec::new(),
+                version: candidate.version.clone().unwrap_or_else(|| Version::new("")),
+            };
+            match winners.get_mut(&metadata.name) {
+                Some(previous) => {
+                    if previous.source == skill.source {
+                        diagnostics.push(Diagnostic::new(
+                            Severity::Warning,
+                            "duplicate_name",
+                            Some(source.name()),
+                            Some(&skill.path),
+                            format!(
+                                "the name `{}` is also used by {} in the same source; this one wins",
+                                metadata.name, previous.path
+                            ),
+                        ));
+                    }
+                    skill.shadowed = std::mem::take(&mut previous.shadowed);
+                    skill.shadowed.push(Shadowed {
+                        source: previous.source.clone(),
+                        path: previous.path.clone(),
+                    });
+                    *previous = skill;
+                }
+                None => {
+                    winners.insert(metadata.name.clone(), skill);
+                }
+            }
+        }
+    }
+    (winners.into_values().collect(), diagnostics)
+}

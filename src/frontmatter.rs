@@ -1,0 +1,161 @@
+//! Finding the YAML frontmatter of a SKILL.md and checking it is safe to
+//! parse.
+//!
+//! A frontmatter is an optional UTF-8 byte order mark, a first line `---`,
+//! YAML, and a closing line `---`; lines end in LF or CRLF, and the closing
+//! fence may end the file without a newline. Trailing spaces after a fence
+//! are tolerated.
+
+/// The largest frontmatter accepted, in bytes (64 KiB).
+pub const MAX_FRONTMATTER_BYTES: usize = 64 * 1024;
+
+/// Where the frontmatter is, in a text that may be only a prefix of the
+/// file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fence<'a> {
+    /// The YAML between the fences.
+    Closed { yaml: &'a str },
+    /// An opening fence and no closing one yet.
+    Unclosed,
+    /// The text does not start with a fence.
+    Missing,
+}
+
+/// Locates the frontmatter in `text`. When `complete` is false, `text` is
+/// a prefix of the file and a last line without a newline is not trusted
+/// to be a closing fence (the file may go on: `----`).
+pub(crate) fn locate(text: &str, complete: bool) -> Fence<'_> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut lines = Lines { text, pos: 0 };
+    match lines.next() {
+        Some((line, terminated)) if is_fence(line) && terminated => {}
+        Some((line, false)) if is_fence(line) => return Fence::Unclosed,
+        _ => return Fence::Missing,
+    }
+    let yaml_start = lines.pos;
+    loop {
+        let line_start = lines.pos;
+        match lines.next() {
+            Some((line, terminated)) if is_fence(line) && (terminated || complete) => {
+                return Fence::Closed {
+                    yaml: &text[yaml_start..line_start],
+                };
+            }
+            Some(_) => {}
+            None => return Fence::Unclosed,
+        }
+    }
+}
+
+fn is_fence(line: &str) -> bool {
+    line.trim_end_matches([' ', '\t', '\r']) == "---"
+}
+
+/// Lines of a text, each with whether a `\n` ended it.
+struct Lines<'a> {
+    text: &'a str,
+    pos: usize,
+}
+
+impl<'a> Iterator for Lines<'a> {
+    type Item = (&'a str, bool);
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.pos >= self.text.len() {
+            return None;
+        }
+        let rest = &self.text[self.pos..];
+        match rest.find('\n') {
+            Some(end) => {
+                self.pos += end + 1;
+                Some((&rest[..end], true))
+            }
+            None => {
+                self.pos = self.text.len();
+                Some((rest, false))
+            }
+        }
+    }
+}
+
+/// Decodes a possibly cut UTF-8 prefix: a character cut at the very end of
+/// an incomplete prefix is dropped, anything else invalid is an error.
+pub(crate) fn decode(bytes: &[u8], complete: bool) -> Result<&str, std::str::Utf8Error> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => Ok(text),
+        Err(e) if !complete && e.error_len().is_none() => {
+            Ok(std::str::from_utf8(&bytes[..e.valid_up_to()]).expect("valid up to here"))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// True when the YAML uses an anchor (`&a`) or an alias (`*a`). Only the
+/// YAML tokenizer can tell `*a` the alias from `*a*` inside a quoted
+/// string, so texts holding `&` or `*` are tokenized; others cannot hold
+/// either and are passed at once.
+pub(crate) fn uses_anchors(yaml: &str) -> bool {
+    if !yaml.bytes().any(|b| b == b'&' || b == b'*') {
+        return false;
+    }
+    crate::yaml_tokens::has_anchor_or_alias(yaml.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn yaml(text: &str) -> Option<&str> {
+        match locate(text, true) {
+            Fence::Closed { yaml } => Some(yaml),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn finds_lf_crlf_bom_and_eof_fences() {
+        assert_eq!(yaml("---\nname: a\n---\nbody"), Some("name: a\n"));
+        assert_eq!(yaml("---\r\nname: a\r\n---\r\nbody"), Some("name: a\r\n"));
+        assert_eq!(yaml("\u{feff}---\nname: a\n---\n"), Some("name: a\n"));
+        assert_eq!(yaml("---\nname: a\n---"), Some("name: a\n"));
+        assert_eq!(yaml("---  \nname: a\n---\t\n"), Some("name: a\n"));
+        assert_eq!(yaml("---\n---\n"), Some(""));
+    }
+
+    #[test]
+    fn a_thematic_break_in_the_body_is_not_the_fence() {
+        assert_eq!(yaml("---\na: 1\n---\n# body\n---\nmore"), Some("a: 1\n"));
+        assert_eq!(yaml("---\na: ----\n----\n---\n"), Some("a: ----\n----\n"));
+    }
+
+    #[test]
+    fn missing_and_unclosed() {
+        assert_eq!(locate("# no fence\n---\n", true), Fence::Missing);
+        assert_eq!(locate("", true), Fence::Missing);
+        assert_eq!(locate(" ---\na: 1\n---\n", true), Fence::Missing);
+        assert_eq!(locate("---\na: 1\n", true), Fence::Unclosed);
+        assert_eq!(locate("---", true), Fence::Unclosed);
+    }
+
+    #[test]
+    fn a_prefix_ending_in_dashes_is_not_trusted() {
+        assert_eq!(locate("---\na: 1\n---", false), Fence::Unclosed);
+        assert_eq!(locate("---\na: 1\n---\n", false), Fence::Closed { yaml: "a: 1\n" });
+    }
+
+    #[test]
+    fn decode_drops_only_a_cut_last_character() {
+        let text = "é".as_bytes();
+        assert_eq!(decode(&text[..1], false).unwrap(), "");
+        assert!(decode(&text[..1], true).is_err());
+        assert!(decode(b"a\xffb", false).is_err());
+    }
+
+    #[test]
+    fn anchors_and_aliases_are_found_only_where_they_are() {
+        assert!(uses_anchors("a: &x 1\nb: *x\n"));
+        assert!(uses_anchors("base: &b {k: v}\n"));
+        assert!(!uses_anchors("description: \"use *bold* & more\"\n"));
+        assert!(!uses_anchors("description: Tom & Jerry\n"));
+        assert!(!uses_anchors("description: plain text\n"));
+    }
+}
