@@ -37,6 +37,7 @@
 #![warn(missing_docs)]
 
 pub mod catalog;
+pub mod config;
 pub mod diagnostic;
 pub mod error;
 mod frontmatter;

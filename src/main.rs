@@ -1,1 +1,9 @@
-fn main() {}
+//! The `skillstore` command.
+
+mod cli;
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    cli::main()
+}

@@ -483,10 +483,14 @@ impl Rules {
         if chars <= limit {
             return text;
         }
+        let kept = match self.strictness {
+            Strictness::Lenient => format!("; only the first {limit} are kept"),
+            Strictness::Strict => String::new(),
+        };
         self.report(
             kind,
             Severity::Warning,
-            format!("`{field}` is {chars} characters long; the limit is {limit}, and only the first {limit} are kept"),
+            format!("`{field}` is {chars} characters long; the limit is {limit}{kept}"),
         );
         text.chars().take(limit).collect()
     }

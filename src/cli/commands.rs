@@ -1,0 +1,217 @@
+//! `list`, `show`, `read` and `prompt`.
+
+use std::fmt::Write as _;
+use std::io::IsTerminal;
+use std::path::Path;
+
+use serde::Serialize;
+use skillstore::{Catalog, Diagnostic, PromptOptions, PromptStyle, Skill, render};
+
+use super::namespace::build;
+use super::{Failure, Global, emit};
+
+#[derive(Serialize)]
+struct ListOutput<'a> {
+    skills: &'a [Skill],
+    diagnostics: &'a [Diagnostic],
+}
+
+pub async fn list(global: &Global, json: bool) -> Result<(), Failure> {
+    let catalog = build(global)?.load().await;
+    if json {
+        let output = ListOutput {
+            skills: catalog.skills(),
+            diagnostics: catalog.diagnostics(),
+        };
+        let mut text = serde_json::to_vec(&output).map_err(|e| Failure::failed(e.to_string()))?;
+        text.push(b'\n');
+        return emit(&text);
+    }
+    report_diagnostics(catalog.diagnostics());
+    emit(table(&catalog).as_bytes())
+}
+
+/// The catalog as an aligned table, descriptions cut to the terminal.
+fn table(catalog: &Catalog) -> String {
+    let skills = catalog.skills();
+    if skills.is_empty() {
+        return "no skills found\n".into();
+    }
+    let name_width = skills
+        .iter()
+        .map(|s| s.name().chars().count())
+        .max()
+        .unwrap_or(4)
+        .max(4);
+    let source_width = skills
+        .iter()
+        .map(|s| s.source.chars().count())
+        .max()
+        .unwrap_or(6)
+        .max(6);
+    let fixed = name_width + source_width + 8 + 8 + 8;
+    let width = std::io::stdout()
+        .is_terminal()
+        .then(|| terminal_size::terminal_size().map(|(w, _)| w.0 as usize))
+        .flatten();
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:name_width$}  {:source_width$}  SHADOWS  ENABLED  DESCRIPTION",
+        "NAME", "SOURCE"
+    );
+    for skill in skills {
+        let description = skill.metadata.description.replace('\n', " ");
+        let description = match width {
+            Some(w) if w > fixed + 10 => cut(&description, w - fixed),
+            _ => description,
+        };
+        let _ = writeln!(
+            out,
+            "{:name_width$}  {:source_width$}  {:>7}  {:7}  {}",
+            skill.name(),
+            skill.source,
+            skill.shadowed.len(),
+            if skill.enabled { "yes" } else { "no" },
+            description
+        );
+    }
+    out
+}
+
+fn cut(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        return text.to_owned();
+    }
+    let mut out: String = text.chars().take(width.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+fn report_diagnostics(diagnostics: &[Diagnostic]) {
+    for d in diagnostics {
+        let path = d.path.as_ref().map(|p| p.as_str()).unwrap_or("-");
+        eprintln!("{}: [{}] {path}: {}", d.severity.as_str(), d.kind, d.message);
+    }
+}
+
+#[derive(Serialize)]
+struct ShowOutput<'a> {
+    #[serde(flatten)]
+    skill: &'a Skill,
+    files: Vec<String>,
+    diagnostics: Vec<&'a Diagnostic>,
+}
+
+pub async fn show(global: &Global, name: &str, json: bool) -> Result<(), Failure> {
+    let catalog = build(global)?.load().await;
+    let skill = catalog
+        .get(name)
+        .ok_or_else(|| Failure::failed(format!("no skill named `{name}` in the catalog")))?;
+    let (files, truncated) = catalog.list_files(name, 6, 500).await?;
+    let diagnostics: Vec<&Diagnostic> = catalog
+        .diagnostics()
+        .iter()
+        .filter(|d| {
+            d.path
+                .as_ref()
+                .is_some_and(|p| *p == skill.path || skill.shadowed.iter().any(|s| s.path == *p))
+        })
+        .collect();
+    if json {
+        let output = ShowOutput {
+            skill,
+            files,
+            diagnostics,
+        };
+        let mut text = serde_json::to_vec_pretty(&output).map_err(|e| Failure::failed(e.to_string()))?;
+        text.push(b'\n');
+        return emit(&text);
+    }
+    let meta = &skill.metadata;
+    let mut out = String::new();
+    let _ = writeln!(out, "name:          {}", meta.name);
+    let _ = writeln!(out, "description:   {}", meta.description);
+    let _ = writeln!(out, "source:        {} ({})", skill.source, skill.path);
+    if let Some(license) = &meta.license {
+        let _ = writeln!(out, "license:       {license}");
+    }
+    if let Some(compatibility) = &meta.compatibility {
+        let _ = writeln!(out, "compatibility: {compatibility}");
+    }
+    if !meta.allowed_tools.is_empty() {
+        let _ = writeln!(out, "allowed tools: {}", meta.allowed_tools.join(", "));
+    }
+    for (key, value) in &meta.metadata {
+        let _ = writeln!(out, "metadata:      {key} = {value}");
+    }
+    let _ = writeln!(out, "enabled:       {}", if skill.enabled { "yes" } else { "no" });
+    if skill.shadowed.is_empty() {
+        let _ = writeln!(out, "shadows:       nothing");
+    }
+    for shadowed in &skill.shadowed {
+        let _ = writeln!(out, "shadows:       {} ({})", shadowed.source, shadowed.path);
+    }
+    let _ = writeln!(
+        out,
+        "files:         {}{}",
+        files.join(", "),
+        if truncated { ", ..." } else { "" }
+    );
+    for d in diagnostics {
+        let _ = writeln!(out, "{}:       [{}] {}", d.severity.as_str(), d.kind, d.message);
+    }
+    emit(out.as_bytes())
+}
+
+pub async fn read(global: &Global, name: &str, relpath: Option<&str>) -> Result<(), Failure> {
+    let catalog = build(global)?.load().await;
+    let bytes = match relpath {
+        None => catalog.read_skill(name).await?,
+        Some(relative) => catalog.read_file(name, relative).await?,
+    };
+    emit(&bytes)
+}
+
+pub async fn prompt(
+    global: &Global,
+    style: Option<&str>,
+    max_chars: Option<usize>,
+    template: Option<&Path>,
+) -> Result<(), Failure> {
+    let namespace = build(global)?;
+    let style = match style.or(namespace.prompt.style.as_deref()) {
+        Some(text) => text.parse::<PromptStyle>()?,
+        None => PromptStyle::default(),
+    };
+    let template_path = template
+        .map(Path::to_path_buf)
+        .or(namespace.prompt.template.clone().map(Into::into));
+    let template = match template_path {
+        Some(path) => Some(
+            std::fs::read_to_string(&path)
+                .map_err(|e| Failure::usage(format!("cannot read the template {}: {e}", path.display())))?,
+        ),
+        None => None,
+    };
+    let options = PromptOptions {
+        style,
+        max_chars: max_chars.or(namespace.prompt.max_chars),
+        template,
+    };
+    let catalog = namespace.load().await;
+    let prompt = render(&catalog, &options);
+    if prompt.omitted > 0 || prompt.shortened > 0 {
+        eprintln!(
+            "note: to fit {} characters, {} description(s) were shortened and {} skill(s) left out",
+            options.max_chars.unwrap_or(0),
+            prompt.shortened,
+            prompt.omitted
+        );
+    }
+    let mut text = prompt.text;
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    emit(text.as_bytes())
+}

@@ -1,0 +1,191 @@
+//! Argument parsing and dispatch. Exit codes: 0 success (diagnostics
+//! allowed), 1 the command's own failure, 2 bad usage.
+
+mod commands;
+mod namespace;
+mod publish;
+mod validate;
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Store, layer and serve Agent Skills from directories, memory or S3.
+#[derive(Debug, Parser)]
+#[command(name = "skillstore", version, about, long_about = None)]
+pub struct Args {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options every command takes.
+#[derive(Debug, clap::Args)]
+pub struct Global {
+    /// Configuration file (default: ./skillstore.yaml when present and no --source is given).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Mount a location into the namespace: a directory, s3://bucket[/prefix] or memory:FILE.json.
+    #[arg(long = "mount", global = true, value_name = "VPATH=LOCATION")]
+    pub mounts: Vec<String>,
+    /// A source of skills, lowest priority first; replaces the configuration's sources.
+    #[arg(long = "source", global = true, value_name = "[LABEL=]VPATH")]
+    pub sources: Vec<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// List the merged catalog.
+    List {
+        /// Print one JSON object with skills and diagnostics.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show one skill, where it came from and what it shadowed.
+    Show {
+        /// The skill's name.
+        name: String,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a skill's SKILL.md, or a file inside it, through the winning source.
+    Read {
+        /// The skill's name.
+        name: String,
+        /// A path inside the skill's directory (e.g. references/forms.md).
+        relpath: Option<String>,
+    },
+    /// Render the catalog for a system prompt.
+    Prompt {
+        /// markdown (also: deepagents) or xml.
+        #[arg(long)]
+        style: Option<String>,
+        /// The most characters the prompt may have.
+        #[arg(long, value_name = "N")]
+        max_chars: Option<usize>,
+        /// A template with {sources}, {skills} and {warnings} placeholders.
+        #[arg(long, value_name = "FILE")]
+        template: Option<PathBuf>,
+    },
+    /// Validate skill directories (or SKILL.md files) against the specification.
+    Validate {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+        /// Skill directories or SKILL.md files.
+        #[arg(required = true, value_name = "PATH")]
+        paths: Vec<PathBuf>,
+    },
+    /// Upload a local skills tree to a location.
+    Publish {
+        /// The local directory holding the layer folders.
+        dir: PathBuf,
+        /// A directory, s3://bucket[/prefix] or memory:FILE.json.
+        location: String,
+        /// Uploads in flight at once.
+        #[arg(long, default_value_t = 16)]
+        concurrency: usize,
+    },
+}
+
+/// Why a command failed, and with which exit code.
+#[derive(Debug)]
+pub struct Failure {
+    pub code: u8,
+    pub message: String,
+}
+
+impl Failure {
+    /// Bad usage: exit 2.
+    pub fn usage(message: impl Into<String>) -> Self {
+        Failure {
+            code: 2,
+            message: message.into(),
+        }
+    }
+
+    /// The command's own failure: exit 1.
+    pub fn failed(message: impl Into<String>) -> Self {
+        Failure {
+            code: 1,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<skillstore::Error> for Failure {
+    fn from(err: skillstore::Error) -> Self {
+        match err {
+            skillstore::Error::Usage(_) | skillstore::Error::Config(_) => Failure::usage(err.to_string()),
+            _ => Failure::failed(err.to_string()),
+        }
+    }
+}
+
+impl From<skillstore::backends::Error> for Failure {
+    fn from(err: skillstore::backends::Error) -> Self {
+        Failure::failed(err.to_string())
+    }
+}
+
+/// Writes to stdout, treating a closed pipe as success.
+pub fn emit(bytes: &[u8]) -> Result<(), Failure> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(bytes).and_then(|()| out.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(Failure::failed(format!("cannot write to standard output: {e}"))),
+    }
+}
+
+pub fn main() -> ExitCode {
+    let args = Args::parse();
+    init_tracing();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    match runtime.block_on(run(args)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => {
+            eprintln!("error: {}", failure.message);
+            ExitCode::from(failure.code)
+        }
+    }
+}
+
+fn init_tracing() {
+    if std::env::var_os("RUST_LOG").is_none() {
+        return;
+    }
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+async fn run(args: Args) -> Result<(), Failure> {
+    match args.command {
+        Command::List { json } => commands::list(&args.global, json).await,
+        Command::Show { name, json } => commands::show(&args.global, &name, json).await,
+        Command::Read { name, relpath } => commands::read(&args.global, &name, relpath.as_deref()).await,
+        Command::Prompt {
+            style,
+            max_chars,
+            template,
+        } => commands::prompt(&args.global, style.as_deref(), max_chars, template.as_deref()).await,
+        Command::Validate { json, paths } => validate::run(&paths, json).await,
+        Command::Publish {
+            dir,
+            location,
+            concurrency,
+        } => publish::run(&dir, &location, concurrency).await,
+    }
+}

@@ -1,0 +1,204 @@
+//! `publish`: upload a local skills tree, with the read guards, skipping
+//! what the destination already holds.
+
+use std::io::IsTerminal;
+use std::path::Path;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures::StreamExt;
+use indicatif::{ProgressBar, ProgressStyle};
+use md5::{Digest, Md5};
+use skillstore::backends::{
+    DEFAULT_READ_LIMIT, EntryKind, ErrorKind, FsBackend, MemoryBackend, Metadata, PutMode, ReadOptions, SkillBackend,
+    SymlinkPolicy, VPath,
+};
+
+use super::namespace::open_location;
+use super::{Failure, emit};
+
+/// A file found in the local tree.
+struct LocalFile {
+    path: VPath,
+    size: u64,
+}
+
+/// Why a local entry was not published.
+struct Skipped {
+    path: VPath,
+    reason: String,
+}
+
+enum Sent {
+    Uploaded(u64),
+    Unchanged,
+    Skipped(String),
+    Failed(String),
+}
+
+pub async fn run(dir: &Path, location: &str, concurrency: usize) -> Result<(), Failure> {
+    let local = FsBackend::with_policy(dir, SymlinkPolicy::WithinRoot)
+        .map_err(|e| Failure::usage(format!("cannot open the directory {}: {e}", dir.display())))?
+        .read_only();
+    let (destination, memory_file): (Arc<dyn SkillBackend>, Option<(MemoryBackend, &str)>) =
+        match location.strip_prefix("memory:") {
+            Some(file) => {
+                let memory = if Path::new(file).exists() {
+                    let text = std::fs::read_to_string(file)
+                        .map_err(|e| Failure::usage(format!("cannot read the memory file `{file}`: {e}")))?;
+                    MemoryBackend::from_json(&text)
+                        .map_err(|e| Failure::usage(format!("cannot load the memory file `{file}`: {e}")))?
+                } else {
+                    MemoryBackend::new()
+                };
+                (Arc::new(memory.clone()), Some((memory, file)))
+            }
+            None => (open_location(location, SymlinkPolicy::WithinRoot, true)?, None),
+        };
+    if !destination.capabilities().write {
+        return Err(Failure::usage(format!("`{location}` cannot be written to")));
+    }
+
+    let (files, mut skipped) = walk(&local).await?;
+    let total: u64 = files.iter().map(|f| f.size).sum();
+    let bar = if std::io::stderr().is_terminal() {
+        let bar = ProgressBar::new(total);
+        bar.set_style(
+            ProgressStyle::with_template("{bar:40} {bytes}/{total_bytes} {pos} files {msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        );
+        bar
+    } else {
+        ProgressBar::hidden()
+    };
+    let compare_md5 = location.starts_with("s3://");
+    let local = Arc::new(local);
+    let results: Vec<(VPath, Sent)> = futures::stream::iter(files)
+        .map(|file| {
+            let local = Arc::clone(&local);
+            let destination = Arc::clone(&destination);
+            let bar = bar.clone();
+            async move {
+                let sent = send(&*local, &*destination, &file, compare_md5).await;
+                bar.inc(file.size);
+                (file.path, sent)
+            }
+        })
+        .buffer_unordered(concurrency.max(1))
+        .collect()
+        .await;
+    bar.finish_and_clear();
+
+    let (mut uploaded, mut bytes, mut unchanged) = (0usize, 0u64, 0usize);
+    let mut failed = Vec::new();
+    for (path, sent) in results {
+        match sent {
+            Sent::Uploaded(size) => {
+                uploaded += 1;
+                bytes += size;
+            }
+            Sent::Unchanged => unchanged += 1,
+            Sent::Skipped(reason) => skipped.push(Skipped { path, reason }),
+            Sent::Failed(reason) => failed.push((path, reason)),
+        }
+    }
+    if let Some((memory, file)) = memory_file {
+        let json = memory.to_json().map_err(|e| Failure::failed(e.to_string()))?;
+        std::fs::write(file, json).map_err(|e| Failure::failed(format!("cannot write `{file}`: {e}")))?;
+    }
+
+    skipped.sort_by(|a, b| a.path.cmp(&b.path));
+    let mut summary = format!(
+        "published {uploaded} file(s), {bytes} bytes, to {location}; {unchanged} unchanged, {} skipped, {} failed\n",
+        skipped.len(),
+        failed.len()
+    );
+    for s in &skipped {
+        summary.push_str(&format!("  skipped {}: {}\n", s.path, s.reason));
+    }
+    emit(summary.as_bytes())?;
+    if failed.is_empty() {
+        return Ok(());
+    }
+    failed.sort();
+    let list: Vec<String> = failed.iter().map(|(p, reason)| format!("{p} ({reason})")).collect();
+    Err(Failure::failed(format!("not uploaded: {}", list.join("; "))))
+}
+
+/// Every regular file under the local root, and what was passed over.
+async fn walk(local: &FsBackend) -> Result<(Vec<LocalFile>, Vec<Skipped>), Failure> {
+    let mut files = Vec::new();
+    let mut skipped = Vec::new();
+    let mut pending = vec![VPath::root()];
+    while let Some(dir) = pending.pop() {
+        let entries = local
+            .list(&dir)
+            .await
+            .map_err(|e| Failure::failed(format!("cannot list {dir}: {e}")))?;
+        for entry in entries {
+            let path = dir.join(&entry.name).expect("listed names are valid segments");
+            match entry.kind {
+                EntryKind::Dir => pending.push(path),
+                EntryKind::File => {
+                    let size = entry.size.unwrap_or(0);
+                    if size > DEFAULT_READ_LIMIT {
+                        skipped.push(Skipped {
+                            path,
+                            reason: format!("{size} bytes, over the {DEFAULT_READ_LIMIT}-byte limit"),
+                        });
+                    } else {
+                        files.push(LocalFile { path, size });
+                    }
+                }
+                EntryKind::Other => {
+                    let reason = match local.stat(&path).await {
+                        Err(e) => e.kind().describe().to_owned(),
+                        Ok(_) => ErrorKind::NotRegularFile.describe().to_owned(),
+                    };
+                    skipped.push(Skipped { path, reason });
+                }
+            }
+        }
+    }
+    files.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok((files, skipped))
+}
+
+async fn send(local: &dyn SkillBackend, destination: &dyn SkillBackend, file: &LocalFile, compare_md5: bool) -> Sent {
+    let data = match local.read(&file.path, ReadOptions::default()).await {
+        Ok(blob) => blob.data,
+        Err(e) if matches!(e.kind(), ErrorKind::TooLarge | ErrorKind::NotRegularFile) => {
+            return Sent::Skipped(e.to_string());
+        }
+        Err(e) => return Sent::Failed(e.to_string()),
+    };
+    match destination.stat(&file.path).await {
+        Ok(meta) if unchanged(destination, &file.path, &meta, &data, compare_md5).await => return Sent::Unchanged,
+        _ => {}
+    }
+    let size = data.len() as u64;
+    match destination.put(&file.path, data, PutMode::Overwrite).await {
+        Ok(_) => Sent::Uploaded(size),
+        Err(e) => Sent::Failed(e.to_string()),
+    }
+}
+
+/// Whether the destination already holds exactly `data`: by ETag (the MD5
+/// of a single-part upload) on S3, by comparing bytes elsewhere.
+async fn unchanged(destination: &dyn SkillBackend, path: &VPath, meta: &Metadata, data: &Bytes, md5: bool) -> bool {
+    if meta.kind != EntryKind::File || meta.size != Some(data.len() as u64) {
+        return false;
+    }
+    if md5 {
+        let digest = Md5::digest(data);
+        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        return meta
+            .version
+            .as_ref()
+            .is_some_and(|v| v.as_str().trim_matches('"') == hex);
+    }
+    match destination.read(path, ReadOptions::default()).await {
+        Ok(blob) => blob.data == *data,
+        Err(_) => false,
+    }
+}
