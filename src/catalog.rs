@@ -283,6 +283,12 @@ impl Catalog {
         }
 
         let (skills, diagnostics) = merge(sources, &states, &self.options.filter);
+        tracing::debug!(
+            sources = sources.len(),
+            skills = skills.len(),
+            diagnostics = diagnostics.len(),
+            "catalog loaded"
+        );
         let index = skills
             .iter()
             .enumerate()
@@ -415,7 +421,9 @@ fn resolve_inside(skill: &Skill, relative: &str) -> Result<VPath> {
 /// Lists a source: the names of its subdirectories (or entries that may be
 /// links to some) it admits, in ascending order of `"<name>/"`.
 async fn list_source(backend: &dyn SkillBackend, source: &Source) -> skillstore_backends::Result<Vec<String>> {
-    let entries = backend.list(source.path()).await?;
+    let entries = backend.list(source.path()).await.inspect_err(|e| {
+        tracing::debug!(source = source.name(), error = %e, "cannot list a source");
+    })?;
     let mut names: Vec<String> = entries
         .into_iter()
         .filter(|e| matches!(e.kind, EntryKind::Dir | EntryKind::Other))

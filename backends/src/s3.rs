@@ -3,8 +3,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use object_store::aws::AmazonS3Builder;
-use object_store::{BackoffConfig, ClientOptions, RetryConfig};
+use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
+use object_store::{BackoffConfig, ClientConfigKey, RetryConfig};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::object::ObjectStoreBackend;
@@ -77,10 +77,15 @@ impl ObjectStoreBackend {
         let mut builder = AmazonS3Builder::from_env()
             .with_bucket_name(&location.bucket)
             .with_virtual_hosted_style_request(false)
-            .with_client_options(
-                ClientOptions::new()
-                    .with_connect_timeout(options.connect_timeout)
-                    .with_timeout(options.request_timeout),
+            // Set key by key: replacing the client options would drop the
+            // ones `from_env` read (such as AWS_ALLOW_HTTP).
+            .with_config(
+                AmazonS3ConfigKey::Client(ClientConfigKey::ConnectTimeout),
+                format!("{}ms", options.connect_timeout.as_millis()),
+            )
+            .with_config(
+                AmazonS3ConfigKey::Client(ClientConfigKey::Timeout),
+                format!("{}ms", options.request_timeout.as_millis()),
             )
             .with_retry(RetryConfig {
                 backoff: BackoffConfig::default(),

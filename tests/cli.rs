@@ -1,0 +1,469 @@
+//! The `skillstore` command, end to end.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use assert_cmd::Command;
+use serde_json::Value;
+use skillstore::backends::testkit::s3_server::S3TestServer;
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The command, run from the repository root (whose skillstore.yaml holds
+/// the example layers), with a hang guard.
+fn skillstore() -> Command {
+    let mut cmd = Command::cargo_bin("skillstore").unwrap();
+    cmd.current_dir(repo()).timeout(Duration::from_secs(120));
+    for var in [
+        "AWS_ENDPOINT_URL",
+        "AWS_ALLOW_HTTP",
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "RUST_LOG",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd
+}
+
+struct Run {
+    code: i32,
+    stdout: Vec<u8>,
+    stderr: String,
+}
+
+impl Run {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.stdout).into_owned()
+    }
+
+    fn json(&self) -> Value {
+        serde_json::from_slice(&self.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.text()))
+    }
+}
+
+fn run(cmd: &mut Command) -> Run {
+    let output = cmd.output().unwrap();
+    Run {
+        code: output.status.code().unwrap_or(-1),
+        stdout: output.stdout,
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+fn names(list: &Value) -> Vec<String> {
+    list["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+const EXAMPLE_ORDER: [&str; 8] = [
+    "changelog",
+    "code-review",
+    "commit-messages",
+    "csv-report",
+    "meeting-notes",
+    "release-checklist",
+    "api-design",
+    "incident-response",
+];
+
+#[test]
+fn cli_list_json_follows_the_contract() {
+    let out = run(skillstore().args(["list", "--json"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let list = out.json();
+    assert_eq!(names(&list), EXAMPLE_ORDER);
+    let changelog = &list["skills"][0];
+    assert_eq!(changelog["source"], "team");
+    assert_eq!(changelog["path"], "/examples/skills/team/changelog/SKILL.md");
+    assert_eq!(changelog["license"], "Apache-2.0");
+    assert_eq!(changelog["compatibility"], Value::Null);
+    assert_eq!(changelog["metadata"], serde_json::json!({}));
+    assert_eq!(changelog["allowed_tools"], serde_json::json!([]));
+    assert_eq!(
+        changelog["shadowed"],
+        serde_json::json!([{"source": "base", "path": "/examples/skills/base/changelog/SKILL.md"}])
+    );
+    let csv = &list["skills"][3];
+    assert_eq!(csv["allowed_tools"], serde_json::json!(["Read", "Bash"]));
+    assert_eq!(csv["metadata"], serde_json::json!({"author": "data-team"}));
+    assert_eq!(list["diagnostics"], serde_json::json!([]));
+}
+
+#[test]
+fn cli_list_table_shows_every_skill() {
+    let out = run(skillstore().arg("list"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let text = out.text();
+    assert!(text.starts_with("NAME"));
+    for name in EXAMPLE_ORDER {
+        assert!(text.contains(name), "{name} missing from\n{text}");
+    }
+}
+
+#[test]
+fn cli_show_gives_provenance() {
+    let out = run(skillstore().args(["show", "code-review", "--json"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let shown = out.json();
+    assert_eq!(shown["source"], "project");
+    assert_eq!(shown["shadowed"][0]["source"], "base");
+    assert_eq!(shown["files"], serde_json::json!(["SKILL.md"]));
+    let text = run(skillstore().args(["show", "csv-report"])).text();
+    assert!(
+        text.contains("files:         SKILL.md, references/format.md, scripts/summarize.py"),
+        "{text}"
+    );
+    let missing = run(skillstore().args(["show", "nope"]));
+    assert_eq!(missing.code, 1);
+    assert_eq!(missing.stderr.trim(), "error: no skill named `nope` in the catalog");
+}
+
+#[test]
+fn cli_read_returns_raw_bytes_through_the_winner() {
+    let out = run(skillstore().args(["read", "changelog"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(
+        out.stdout,
+        std::fs::read(repo().join("examples/skills/team/changelog/SKILL.md")).unwrap()
+    );
+    let out = run(skillstore().args(["read", "csv-report", "scripts/summarize.py"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(
+        out.stdout,
+        std::fs::read(repo().join("examples/skills/base/csv-report/scripts/summarize.py")).unwrap()
+    );
+}
+
+#[test]
+fn cli_read_refuses_paths_that_leave_the_skill() {
+    for bad in [
+        "../../base/changelog/SKILL.md",
+        "../code-review/SKILL.md",
+        "/etc/passwd",
+        "references/../../x",
+        "..\\..\\x",
+        "./SKILL.md",
+        "a//b",
+    ] {
+        let out = run(skillstore().args(["read", "csv-report", bad]));
+        assert_eq!(out.code, 1, "{bad}");
+        assert!(out.stdout.is_empty(), "{bad}");
+        assert!(out.stderr.starts_with("error: refused path"), "{bad}: {}", out.stderr);
+        assert_eq!(out.stderr.lines().count(), 1, "one line: {}", out.stderr);
+    }
+    let missing = run(skillstore().args(["read", "csv-report", "references/none.md"]));
+    assert_eq!(missing.code, 1);
+    assert!(
+        missing
+            .stderr
+            .contains("not found: /examples/skills/base/csv-report/references/none.md")
+    );
+}
+
+#[test]
+fn cli_prompt_in_both_styles_and_under_a_budget() {
+    let out = run(skillstore().arg("prompt"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let text = out.text();
+    assert!(text.contains("- **Team**: `/examples/skills/team/` (highest priority)"));
+    assert!(text.contains("  - instructions: `/examples/skills/team/incident-response/SKILL.md`"));
+    let xml = run(skillstore().args(["prompt", "--style", "xml"])).text();
+    assert!(xml.contains("<name>api-design</name>"));
+    let small = run(skillstore().args(["prompt", "--max-chars", "2000"]));
+    assert_eq!(small.code, 0);
+    assert!(small.text().chars().count() <= 2001);
+    assert!(small.stderr.contains("left out"), "{}", small.stderr);
+    assert_eq!(run(skillstore().args(["prompt", "--style", "html"])).code, 2);
+}
+
+#[test]
+fn cli_validate_reports_problems_and_exits_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("Bad_Name");
+    std::fs::create_dir(&bad).unwrap();
+    std::fs::write(
+        bad.join("SKILL.md"),
+        "---\nname: Bad_Name\ndescription: d\nversion: 1\n---\n",
+    )
+    .unwrap();
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let good = repo().join("examples/skills/base/csv-report");
+    let out = run(skillstore()
+        .args(["validate", "--json"])
+        .arg(&good)
+        .arg(&bad)
+        .arg(&empty));
+    assert_eq!(out.code, 1);
+    let report = out.json();
+    let results = report["results"].as_array().unwrap();
+    assert_eq!(results[0]["valid"], true);
+    assert_eq!(results[1]["valid"], false);
+    let kinds: Vec<&str> = results[1]["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["unexpected_field", "name_not_lowercase", "name_invalid_chars"]);
+    assert!(
+        results[1]["problems"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|p| p["severity"] == "error")
+    );
+    assert_eq!(results[2]["problems"][0]["kind"], "missing_skill_md");
+    let ok = run(skillstore().arg("validate").arg(good.join("SKILL.md")));
+    assert_eq!(ok.code, 0, "{}", ok.stderr);
+}
+
+#[test]
+fn cli_bad_usage_exits_two_with_one_line() {
+    let cases: [&[&str]; 6] = [
+        &[],
+        &["list", "--bogus"],
+        &["--mount", "no-equals", "list"],
+        &["--source", "relative/path", "list"],
+        &["--source", "/a/../b", "list"],
+        &["--config", "does-not-exist.yaml", "list"],
+    ];
+    for args in cases {
+        let out = run(skillstore().args(args));
+        assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
+        assert!(!out.stderr.contains("panicked"), "{args:?}");
+    }
+    let missing = run(skillstore().args(["--config", "does-not-exist.yaml", "list"]));
+    assert!(
+        missing.stderr.starts_with("error: cannot read the configuration"),
+        "{}",
+        missing.stderr
+    );
+}
+
+#[test]
+fn cli_config_with_an_unknown_key_names_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("skillstore.yaml");
+    std::fs::write(&config, "sources:\n  - path: /base\n    lable: Base\n").unwrap();
+    let out = run(skillstore().arg("--config").arg(&config).arg("list"));
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains("lable"), "{}", out.stderr);
+}
+
+#[test]
+fn cli_config_sets_filters_and_per_source_symlink_policy() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    for (layer, name) in [("base", "keep"), ("base", "legacy-tool"), ("team", "linked-target")] {
+        let skill = root.join(layer).join(name);
+        std::fs::create_dir_all(&skill).unwrap();
+        std::fs::write(
+            skill.join("SKILL.md"),
+            format!("---\nname: {name}\ndescription: d\n---\n"),
+        )
+        .unwrap();
+    }
+    std::os::unix::fs::symlink("../team/linked-target", root.join("base/linked")).unwrap();
+    std::fs::write(
+        root.join("skillstore.yaml"),
+        "sources:\n  - path: /base\n    symlinks: deny\nskills:\n  disabled: [\"legacy-*\"]\n",
+    )
+    .unwrap();
+    let out = run(skillstore()
+        .arg("--config")
+        .arg(root.join("skillstore.yaml"))
+        .args(["list", "--json"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let list = out.json();
+    assert_eq!(names(&list), ["keep", "legacy-tool"]);
+    assert_eq!(list["skills"][1]["enabled"], false);
+    assert_eq!(list["diagnostics"][0]["kind"], "symlink_refused");
+    assert_eq!(list["diagnostics"][0]["path"], "/base/linked/SKILL.md");
+}
+
+#[test]
+fn cli_memory_location_and_explicit_sources() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("state.json");
+    std::fs::write(
+        &json,
+        r#"{"/base/a/SKILL.md": "---\nname: a\ndescription: from memory\n---\nbody", "/team/a/SKILL.md": "---\nname: a\ndescription: team memory\n---\n"}"#,
+    )
+    .unwrap();
+    let location = format!("/=memory:{}", json.display());
+    let out = run(skillstore().args([
+        "--mount",
+        &location,
+        "--source",
+        "/base/",
+        "--source",
+        "Team=/team/",
+        "list",
+        "--json",
+    ]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let list = out.json();
+    assert_eq!(list["skills"][0]["source"], "Team");
+    assert_eq!(list["skills"][0]["description"], "team memory");
+}
+
+fn s3_env(cmd: &mut Command, server: &S3TestServer) {
+    for (key, value) in server.env() {
+        cmd.env(key, value);
+    }
+}
+
+#[test]
+fn cli_publish_to_s3_then_list_and_read_match_the_local_tree() {
+    let server = S3TestServer::shared();
+    let bucket = server.create_bucket();
+    let location = format!("s3://{bucket}/catalog");
+    let mut publish = skillstore();
+    s3_env(&mut publish, server);
+    let out = run(publish.args(["publish", "examples/skills", &location]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.text().starts_with("published 15 file(s)"), "{}", out.text());
+
+    let sources = [
+        "--source",
+        "/base/",
+        "--source",
+        "/user/",
+        "--source",
+        "/project/",
+        "--source",
+        "/team/",
+    ];
+    let mut remote = skillstore();
+    s3_env(&mut remote, server);
+    let mount = format!("/={location}");
+    let remote_list = run(remote.args(["--mount", &mount]).args(sources).args(["list", "--json"]));
+    assert_eq!(remote_list.code, 0, "{}", remote_list.stderr);
+    let local_list = run(skillstore()
+        .args(["--mount", "/=examples/skills"])
+        .args(sources)
+        .args(["list", "--json"]));
+    assert_eq!(local_list.code, 0, "{}", local_list.stderr);
+    assert_eq!(remote_list.stdout, local_list.stdout, "the catalogs differ");
+
+    for (name, rel) in [
+        ("csv-report", None),
+        ("csv-report", Some("scripts/summarize.py")),
+        ("changelog", None),
+    ] {
+        let mut remote = skillstore();
+        s3_env(&mut remote, server);
+        remote.args(["--mount", &mount]).args(sources).args(["read", name]);
+        let mut local = skillstore();
+        local
+            .args(["--mount", "/=examples/skills"])
+            .args(sources)
+            .args(["read", name]);
+        if let Some(rel) = rel {
+            remote.arg(rel);
+            local.arg(rel);
+        }
+        let (remote, local) = (run(&mut remote), run(&mut local));
+        assert_eq!(remote.code, 0, "{}", remote.stderr);
+        assert_eq!(remote.stdout, local.stdout, "{name} {rel:?}");
+    }
+
+    let mut again = skillstore();
+    s3_env(&mut again, server);
+    let out = run(again.args(["publish", "examples/skills", &location]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.text().starts_with("published 0 file(s), 0 bytes"), "{}", out.text());
+    assert!(out.text().contains("15 unchanged"), "{}", out.text());
+}
+
+#[test]
+fn cli_publish_applies_the_read_guards() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("tree");
+    std::fs::create_dir_all(tree.join("base/ok")).unwrap();
+    std::fs::write(tree.join("base/ok/SKILL.md"), "---\nname: ok\ndescription: d\n---\n").unwrap();
+    std::fs::write(dir.path().join("secret.txt"), "secret").unwrap();
+    std::os::unix::fs::symlink("../../../secret.txt", tree.join("base/ok/leak.txt")).unwrap();
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        tree.join("base/ok/pipe"),
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o644),
+        0,
+    )
+    .unwrap();
+    let big = std::fs::File::create(tree.join("base/ok/big.bin")).unwrap();
+    big.set_len(10 * 1024 * 1024 + 1).unwrap();
+    let target = dir.path().join("out");
+    std::fs::create_dir(&target).unwrap();
+    let out = run(skillstore().arg("publish").arg(&tree).arg(&target));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let text = out.text();
+    assert!(text.starts_with("published 1 file(s)"), "{text}");
+    assert!(text.contains("skipped /base/ok/big.bin: 10485761 bytes"), "{text}");
+    assert!(
+        text.contains("skipped /base/ok/leak.txt: symbolic link leads outside the root"),
+        "{text}"
+    );
+    assert!(text.contains("skipped /base/ok/pipe: not a regular file"), "{text}");
+    assert!(target.join("base/ok/SKILL.md").is_file());
+    assert!(!target.join("base/ok/leak.txt").exists());
+}
+
+#[test]
+fn cli_publish_to_memory_json_round_trips() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("skills.json");
+    let location = format!("memory:{}", json.display());
+    let out = run(skillstore().args(["publish", "examples/skills", &location]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let mount = format!("/={location}");
+    let out = run(skillstore().args([
+        "--mount", &mount, "--source", "/base", "--source", "/team", "list", "--json",
+    ]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(names(&out.json()).contains(&"incident-response".to_owned()));
+}
+
+#[test]
+fn cli_unreachable_s3_endpoint_is_a_diagnostic_not_a_hang() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = closed.local_addr().unwrap().port();
+    drop(closed);
+    let mut cmd = skillstore();
+    cmd.env("AWS_ENDPOINT_URL", format!("http://127.0.0.1:{port}"))
+        .env("AWS_ALLOW_HTTP", "true")
+        .env("AWS_ACCESS_KEY_ID", "k")
+        .env("AWS_SECRET_ACCESS_KEY", "s")
+        .env("AWS_REGION", "us-east-1")
+        .args([
+            "--mount",
+            "/remote=s3://skills",
+            "--source",
+            "/remote/base",
+            "--source",
+            "/local/",
+        ])
+        .args(["--mount", "/local=examples/skills/team", "list", "--json"]);
+    let out = run(&mut cmd);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let list = out.json();
+    assert_eq!(list["diagnostics"][0]["kind"], "source_unavailable");
+    assert_eq!(list["diagnostics"][0]["path"], "/remote/base");
+    assert!(!names(&list).is_empty(), "the local source still loads");
+}
+
+#[test]
+fn cli_rust_log_turns_on_tracing() {
+    let out = run(skillstore().env("RUST_LOG", "debug").args(["list", "--json"]));
+    assert_eq!(out.code, 0);
+    assert!(out.stderr.contains("DEBUG"), "{}", out.stderr);
+}
