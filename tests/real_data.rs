@@ -1,0 +1,105 @@
+//! Real-world skills and generated layered trees from the shared test data
+//! (`../shared` beside the repository, or `SKILLSTORE_SHARED`).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use skillstore::backends::{FsBackend, MemoryBackend};
+use skillstore::{Catalog, LoadOptions, Severity, Source, SourceList, Strictness, parse_skill_md};
+
+/// The shared data directory. Under CI its absence fails the test; a clone
+/// without it skips these tests with a message.
+fn shared() -> Option<PathBuf> {
+    let dir = std::env::var_os("SKILLSTORE_SHARED")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared"));
+    if dir.join("corpus").is_dir() {
+        return Some(dir);
+    }
+    assert!(std::env::var_os("CI").is_none(), "CI is set but the shared data is missing at {}", dir.display());
+    eprintln!("skipping: no shared data at {}", dir.display());
+    None
+}
+
+fn layered_sources() -> SourceList {
+    SourceList::from_sources(["/base/", "/user/", "/project/", "/team/"].map(|p| Source::parse(p).unwrap())).unwrap()
+}
+
+#[test]
+fn corpus_validates_as_skills_ref_judges_it() {
+    let Some(shared) = shared() else { return };
+    let corpus = shared.join("corpus/anthropic-skills");
+    let mut invalid = Vec::new();
+    let mut count = 0;
+    for entry in std::fs::read_dir(&corpus).unwrap() {
+        let dir = entry.unwrap().path();
+        let name = dir.file_name().unwrap().to_str().unwrap().to_owned();
+        let bytes = std::fs::read(dir.join("SKILL.md")).unwrap();
+        let parsed = parse_skill_md(&bytes, Some(&name), Strictness::Strict);
+        count += 1;
+        if !parsed.is_valid() {
+            let kinds: Vec<&str> = parsed.problems.iter().map(|p| p.kind.as_str()).collect();
+            invalid.push((name, kinds));
+        }
+    }
+    assert_eq!(count, 11);
+    assert_eq!(invalid, [("claude-api".to_owned(), vec!["description_too_long"])]);
+}
+
+#[tokio::test]
+async fn corpus_loads_whole_with_one_warning() {
+    let Some(shared) = shared() else { return };
+    let backend = FsBackend::new(shared.join("corpus")).unwrap().read_only();
+    let sources = SourceList::from_sources([Source::parse("/anthropic-skills").unwrap()]).unwrap();
+    let catalog = Catalog::load(Arc::new(backend), sources, LoadOptions::default()).await;
+    assert_eq!(catalog.skills().len(), 11);
+    let warnings: Vec<(&str, Severity)> = catalog.diagnostics().iter().map(|d| (d.kind.as_str(), d.severity)).collect();
+    assert_eq!(warnings, [("description_too_long", Severity::Warning)]);
+    assert_eq!(catalog.get("claude-api").unwrap().metadata.description.chars().count(), 1024);
+}
+
+#[tokio::test]
+async fn generated_trees_load_in_deepagents_order_on_fs_and_memory() {
+    let Some(shared) = shared() else { return };
+    let work = tempfile::tempdir().unwrap();
+    let root = work.path().join("tree");
+    let json = work.path().join("tree.json");
+    let status = std::process::Command::new("python3")
+        .arg(shared.join("bench/peer/gen_fixture.py"))
+        .arg(&root)
+        .args(["-n", "25", "--json"])
+        .arg(&json)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .expect("python3 runs the generator");
+    assert!(status.success());
+    let expected: serde_json::Value = serde_json::from_slice(&std::fs::read(root.join("expected.json")).unwrap()).unwrap();
+    let want: Vec<(String, String, String)> = expected["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["name"].as_str().unwrap().to_owned(),
+                s["path"].as_str().unwrap().to_owned(),
+                s["layer"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(want.len(), 89);
+
+    let fs = Arc::new(FsBackend::new(&root).unwrap().read_only());
+    let memory = Arc::new(MemoryBackend::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap());
+    for backend in [fs as Arc<dyn skillstore::backends::SkillBackend>, memory] {
+        let catalog = Catalog::load(backend, layered_sources(), LoadOptions::default()).await;
+        let got: Vec<(String, String, String)> = catalog
+            .skills()
+            .iter()
+            .map(|s| (s.name().to_owned(), s.path.to_string(), s.source.clone()))
+            .collect();
+        assert_eq!(got, want);
+        assert!(catalog.diagnostics().is_empty(), "{:?}", catalog.diagnostics());
+        let overridden: usize = catalog.skills().iter().map(|s| s.shadowed.len()).sum();
+        assert_eq!(overridden, expected["overridden"].as_u64().unwrap() as usize);
+    }
+}
