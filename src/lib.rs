@@ -55,3 +55,8 @@ pub use frontmatter::MAX_FRONTMATTER_BYTES;
 pub use prompt::{Prompt, PromptOptions, PromptStyle, render};
 pub use skill::{Parsed, Problem, ProblemKind, Severity, SkillMetadata, Strictness, parse_frontmatter, parse_skill_md};
 pub use source::{Patterns, Source, SourceList};
+
+/// The README's examples, compiled and run as doctests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

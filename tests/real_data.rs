@@ -16,7 +16,11 @@ fn shared() -> Option<PathBuf> {
     if dir.join("corpus").is_dir() {
         return Some(dir);
     }
-    assert!(std::env::var_os("CI").is_none(), "CI is set but the shared data is missing at {}", dir.display());
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "CI is set but the shared data is missing at {}",
+        dir.display()
+    );
     eprintln!("skipping: no shared data at {}", dir.display());
     None
 }
@@ -53,9 +57,16 @@ async fn corpus_loads_whole_with_one_warning() {
     let sources = SourceList::from_sources([Source::parse("/anthropic-skills").unwrap()]).unwrap();
     let catalog = Catalog::load(Arc::new(backend), sources, LoadOptions::default()).await;
     assert_eq!(catalog.skills().len(), 11);
-    let warnings: Vec<(&str, Severity)> = catalog.diagnostics().iter().map(|d| (d.kind.as_str(), d.severity)).collect();
+    let warnings: Vec<(&str, Severity)> = catalog
+        .diagnostics()
+        .iter()
+        .map(|d| (d.kind.as_str(), d.severity))
+        .collect();
     assert_eq!(warnings, [("description_too_long", Severity::Warning)]);
-    assert_eq!(catalog.get("claude-api").unwrap().metadata.description.chars().count(), 1024);
+    assert_eq!(
+        catalog.get("claude-api").unwrap().metadata.description.chars().count(),
+        1024
+    );
 }
 
 #[tokio::test]
@@ -73,7 +84,8 @@ async fn generated_trees_load_in_deepagents_order_on_fs_and_memory() {
         .status()
         .expect("python3 runs the generator");
     assert!(status.success());
-    let expected: serde_json::Value = serde_json::from_slice(&std::fs::read(root.join("expected.json")).unwrap()).unwrap();
+    let expected: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(root.join("expected.json")).unwrap()).unwrap();
     let want: Vec<(String, String, String)> = expected["skills"]
         .as_array()
         .unwrap()

@@ -4,7 +4,7 @@
 //! `#[test]` in the calling module, so each backend's tests carry its module
 //! name (`memory::size_guard_refuses_one_byte_over`, `s3::...`):
 //!
-//! ```ignore
+//! ```text
 //! mod memory {
 //!     skillstore_backends::conformance_tests!(skillstore_backends::testkit::memory_fixture);
 //! }
