@@ -216,11 +216,7 @@ impl Catalog {
                         .unwrap_or_default();
                     let mut candidates = Vec::with_capacity(dirs.len());
                     for dir_name in dirs {
-                        let skill_md = source
-                            .path()
-                            .join(&dir_name)
-                            .and_then(|d| d.join(SKILL_FILE))
-                            .expect("listed names are valid segments");
+                        let skill_md = skill_file(source, &dir_name).expect("checked when listed");
                         let task = match known.get(dir_name.as_str()) {
                             Some(old) => Task::Check(Box::new((*old).clone())),
                             None => Task::Read,
@@ -428,10 +424,17 @@ async fn list_source(backend: &dyn SkillBackend, source: &Source) -> skillstore_
         .into_iter()
         .filter(|e| matches!(e.kind, EntryKind::Dir | EntryKind::Other))
         .map(|e| e.name)
-        .filter(|name| source.admits(name))
+        // A backend of someone else's making could list a name no path can
+        // hold; it cannot be a skill.
+        .filter(|name| skill_file(source, name).is_ok() && source.admits(name))
         .collect();
     names.sort_by_cached_key(|name| format!("{name}/"));
     Ok(names)
+}
+
+/// The SKILL.md of the directory `dir_name` of a source.
+fn skill_file(source: &Source, dir_name: &str) -> skillstore_backends::Result<VPath> {
+    source.path().join(dir_name)?.join(SKILL_FILE)
 }
 
 fn source_failure(source: &Source, err: &skillstore_backends::Error) -> Diagnostic {

@@ -75,19 +75,19 @@ impl std::str::FromStr for SymlinkPolicy {
 #[derive(Clone)]
 pub struct FsBackend {
     inner: Arc<Inner>,
+    writable: bool,
 }
 
 struct Inner {
     root: OwnedFd,
     policy: SymlinkPolicy,
-    writable: bool,
 }
 
 impl std::fmt::Debug for FsBackend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("FsBackend")
             .field("policy", &self.inner.policy)
-            .field("writable", &self.inner.writable)
+            .field("writable", &self.writable)
             .finish_non_exhaustive()
     }
 }
@@ -114,27 +114,15 @@ impl FsBackend {
         )
         .map_err(|e| root_error(std::io::Error::from(e).kind()).with_source(std::io::Error::from(e)))?;
         Ok(FsBackend {
-            inner: Arc::new(Inner {
-                root: fd,
-                policy,
-                writable: true,
-            }),
+            inner: Arc::new(Inner { root: fd, policy }),
+            writable: true,
         })
     }
 
     /// The same directory, refusing `put` and `delete`.
-    pub fn read_only(self) -> Self {
-        let inner = Arc::try_unwrap(self.inner).unwrap_or_else(|shared| Inner {
-            root: shared.root.try_clone().expect("duplicating a file descriptor"),
-            policy: shared.policy,
-            writable: shared.writable,
-        });
-        FsBackend {
-            inner: Arc::new(Inner {
-                writable: false,
-                ..inner
-            }),
-        }
+    pub fn read_only(mut self) -> Self {
+        self.writable = false;
+        self
     }
 
     /// The symlink policy in force.
@@ -152,7 +140,7 @@ impl FsBackend {
     }
 
     fn check_writable(&self, path: &VPath) -> Result<()> {
-        if self.inner.writable {
+        if self.writable {
             Ok(())
         } else {
             Err(Error::at(ErrorKind::Unsupported, path).with_detail("this directory is opened read-only"))
@@ -539,9 +527,9 @@ fn io_error(errno: Errno, path: &VPath) -> Error {
 impl SkillBackend for FsBackend {
     fn capabilities(&self) -> Capabilities {
         Capabilities {
-            write: self.inner.writable,
-            create_only: self.inner.writable,
-            if_version: self.inner.writable,
+            write: self.writable,
+            create_only: self.writable,
+            if_version: self.writable,
             symlinks: true,
         }
     }

@@ -136,7 +136,9 @@ async fn walk(local: &FsBackend) -> Result<(Vec<LocalFile>, Vec<Skipped>), Failu
             .await
             .map_err(|e| Failure::failed(format!("cannot list {dir}: {e}")))?;
         for entry in entries {
-            let path = dir.join(&entry.name).expect("listed names are valid segments");
+            let Ok(path) = dir.join(&entry.name) else {
+                continue;
+            };
             match entry.kind {
                 EntryKind::Dir => pending.push(path),
                 EntryKind::File => {
