@@ -13,9 +13,11 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use futures::StreamExt;
-use indexmap::IndexMap;
 use serde::Serialize;
-use skillstore_backends::{DEFAULT_READ_LIMIT, EntryKind, ErrorKind, ReadOptions, SkillBackend, VPath, Version};
+use skillstore_backends::{
+    DEFAULT_READ_LIMIT, EntryKind, ErrorKind, MAX_PATH_BYTES, ReadOptions, SkillBackend, VPath, Version,
+    is_valid_segment,
+};
 
 use crate::diagnostic::Diagnostic;
 use crate::error::{Error, Result};
@@ -85,9 +87,10 @@ pub struct Shadowed {
 /// A skill of the catalog: the winner for its name.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Skill {
-    /// What its frontmatter says.
+    /// What its frontmatter says (shared with the catalog's own record,
+    /// so cloning a skill is cheap).
     #[serde(flatten)]
-    pub metadata: SkillMetadata,
+    pub metadata: Arc<SkillMetadata>,
     /// Its SKILL.md in the namespace.
     pub path: VPath,
     /// The name of the source it came from.
@@ -164,7 +167,7 @@ enum Outcome {
     NotASkill,
     /// Parsed; the diagnostics are warnings.
     Loaded {
-        metadata: SkillMetadata,
+        metadata: Arc<SkillMetadata>,
         diagnostics: Vec<Diagnostic>,
     },
     /// Unusable; the diagnostics say why.
@@ -172,11 +175,17 @@ enum Outcome {
 }
 
 /// Work for one candidate during a load or refresh.
-enum Task {
-    Read,
-    /// Reuse the previous outcome if the SKILL.md is unchanged.
-    Check(Box<Candidate>),
+struct Job {
+    source: usize,
+    candidate: usize,
+    dir_name: String,
+    skill_md: VPath,
+    /// The outcome of the last load, reused if the SKILL.md is unchanged.
+    previous: Option<Candidate>,
 }
+
+/// What a job found.
+type Done = (usize, usize, Option<Version>, Outcome);
 
 impl Catalog {
     /// Loads every source of `sources` from `backend`. Never fails as a
@@ -204,7 +213,9 @@ impl Catalog {
     }
 
     async fn reload(&self, previous: Option<&[SourceState]>) -> Catalog {
+        let started = std::time::Instant::now();
         let listings = futures::future::join_all(self.sources.iter().map(|s| list_source(&*self.backend, s))).await;
+        let listed = started.elapsed();
         let mut states = Vec::with_capacity(listings.len());
         let mut work = Vec::new();
         for (i, (source, listing)) in self.sources.iter().zip(listings).enumerate() {
@@ -217,11 +228,13 @@ impl Catalog {
                     let mut candidates = Vec::with_capacity(dirs.len());
                     for dir_name in dirs {
                         let skill_md = skill_file(source, &dir_name).expect("checked when listed");
-                        let task = match known.get(dir_name.as_str()) {
-                            Some(old) => Task::Check(Box::new((*old).clone())),
-                            None => Task::Read,
-                        };
-                        work.push((i, candidates.len(), task));
+                        work.push(Job {
+                            source: i,
+                            candidate: candidates.len(),
+                            dir_name: dir_name.clone(),
+                            skill_md: skill_md.clone(),
+                            previous: known.get(dir_name.as_str()).map(|old| (*old).clone()),
+                        });
                         candidates.push(Candidate {
                             dir_name,
                             skill_md,
@@ -253,36 +266,45 @@ impl Catalog {
             }
         }
 
-        let backend = &*self.backend;
-        let options = &*self.options;
-        let sources = &*self.sources;
-        let done: Vec<(usize, usize, Option<Version>, Outcome)> = futures::stream::iter(work)
-            .map(|(s, c, task)| {
-                let source = sources.iter().nth(s).expect("index from the same list");
-                let candidate = &states[s].candidates[c];
-                let (dir_name, skill_md) = (candidate.dir_name.clone(), candidate.skill_md.clone());
-                async move {
-                    let (version, outcome) = match task {
-                        Task::Read => read_candidate(backend, source, &dir_name, &skill_md, options).await,
-                        Task::Check(old) => check_candidate(backend, source, *old, options).await,
-                    };
-                    (s, c, version, outcome)
-                }
+        // Batches run as tasks of their own, so parsing spreads over every
+        // core while other batches wait on storage.
+        // Candidates go to the backend in batches of the size it prefers,
+        // with about `concurrency` candidates in flight (and at least four
+        // batches, so every core has parsing to do).
+        let batch = self.backend.preferred_batch().max(1);
+        let parallel = self.options.concurrency.div_ceil(batch).max(8);
+        let mut batches = Vec::with_capacity(work.len().div_ceil(batch));
+        let mut work = work.into_iter().peekable();
+        while work.peek().is_some() {
+            batches.push(work.by_ref().take(batch).collect::<Vec<Job>>());
+        }
+        let done: Vec<Vec<Done>> = futures::stream::iter(batches)
+            .map(|batch| {
+                let backend = Arc::clone(&self.backend);
+                let sources = Arc::clone(&self.sources);
+                let options = Arc::clone(&self.options);
+                tokio::spawn(async move { run_batch(&*backend, &sources, &options, batch).await })
             })
-            .buffer_unordered(self.options.concurrency.max(1))
+            .buffer_unordered(parallel)
+            .map(|joined| joined.unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic())))
             .collect()
             .await;
+        let done = done.into_iter().flatten();
+        let read = started.elapsed();
         for (s, c, version, outcome) in done {
             let candidate = &mut states[s].candidates[c];
             candidate.version = version;
             candidate.outcome = outcome;
         }
 
-        let (skills, diagnostics) = merge(sources, &states, &self.options.filter);
+        let (skills, diagnostics) = merge(&self.sources, &states, &self.options.filter);
         tracing::debug!(
-            sources = sources.len(),
+            sources = self.sources.len(),
             skills = skills.len(),
             diagnostics = diagnostics.len(),
+            listed_ms = listed.as_secs_f64() * 1e3,
+            read_ms = read.as_secs_f64() * 1e3,
+            merged_ms = started.elapsed().as_secs_f64() * 1e3,
             "catalog loaded"
         );
         let index = skills
@@ -420,16 +442,25 @@ async fn list_source(backend: &dyn SkillBackend, source: &Source) -> skillstore_
     let entries = backend.list(source.path()).await.inspect_err(|e| {
         tracing::debug!(source = source.name(), error = %e, "cannot list a source");
     })?;
+    // The longest directory name whose SKILL.md still fits in a path.
+    let room = MAX_PATH_BYTES.saturating_sub(source.path().as_str().len() + 2 + SKILL_FILE.len());
     let mut names: Vec<String> = entries
         .into_iter()
         .filter(|e| matches!(e.kind, EntryKind::Dir | EntryKind::Other))
         .map(|e| e.name)
         // A backend of someone else's making could list a name no path can
         // hold; it cannot be a skill.
-        .filter(|name| skill_file(source, name).is_ok() && source.admits(name))
+        .filter(|name| name.len() <= room && is_valid_segment(name) && source.admits(name))
         .collect();
-    names.sort_by_cached_key(|name| format!("{name}/"));
+    names.sort_unstable_by(|a, b| slash_order(a, b));
     Ok(names)
+}
+
+/// Orders directory names as their paths with a trailing `/` compare
+/// (`foo-kit/` before `foo/`, since `-` sorts before `/`).
+fn slash_order(a: &str, b: &str) -> std::cmp::Ordering {
+    let slash = std::iter::once(b'/');
+    a.bytes().chain(slash.clone()).cmp(b.bytes().chain(slash))
 }
 
 /// The SKILL.md of the directory `dir_name` of a source.
@@ -452,24 +483,64 @@ fn source_failure(source: &Source, err: &skillstore_backends::Error) -> Diagnost
     )
 }
 
-/// Reads and parses one candidate SKILL.md.
-async fn read_candidate(
+/// Stats the candidates loaded before (reusing those unchanged), then reads
+/// and parses the rest, each step as one batched backend call.
+async fn run_batch(
     backend: &dyn SkillBackend,
-    source: &Source,
-    dir_name: &str,
-    skill_md: &VPath,
+    sources: &SourceList,
     options: &LoadOptions,
-) -> (Option<Version>, Outcome) {
+    jobs: Vec<Job>,
+) -> Vec<Done> {
+    let mut done = Vec::with_capacity(jobs.len());
+    let (checks, mut reads): (Vec<Job>, Vec<Job>) = jobs.into_iter().partition(|j| j.previous.is_some());
+    if !checks.is_empty() {
+        let paths: Vec<VPath> = checks.iter().map(|j| j.skill_md.clone()).collect();
+        let stats = backend.stat_many(&paths).await;
+        for (mut job, stat) in checks.into_iter().zip(stats) {
+            let old = job.previous.take().expect("partitioned on previous");
+            match stat {
+                Ok(meta) if meta.version.is_some() && meta.version == old.version => {
+                    done.push((job.source, job.candidate, old.version, old.outcome));
+                }
+                Err(err) if matches!(err.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => {
+                    done.push((job.source, job.candidate, None, Outcome::NotASkill));
+                }
+                _ => reads.push(job),
+            }
+        }
+    }
+    if reads.is_empty() {
+        return done;
+    }
     let head = ReadOptions {
         limit: options.read_limit,
         prefix: Some(options.prefix_bytes),
     };
-    let first = match backend.read(skill_md, head).await {
+    let paths: Vec<VPath> = reads.iter().map(|j| j.skill_md.clone()).collect();
+    let blobs = backend.read_many(&paths, head).await;
+    for (job, blob) in reads.into_iter().zip(blobs) {
+        let source = sources.iter().nth(job.source).expect("index from the same list");
+        let (version, outcome) = finish(backend, source, &job, blob, options).await;
+        done.push((job.source, job.candidate, version, outcome));
+    }
+    done
+}
+
+/// Parses the head of a SKILL.md, reading a longer prefix when the
+/// frontmatter does not close inside the first one.
+async fn finish(
+    backend: &dyn SkillBackend,
+    source: &Source,
+    job: &Job,
+    first: skillstore_backends::Result<skillstore_backends::Blob>,
+    options: &LoadOptions,
+) -> (Option<Version>, Outcome) {
+    let first = match first {
         Ok(blob) => blob,
-        Err(err) => return (None, outcome_of_error(source, skill_md, &err)),
+        Err(err) => return (None, outcome_of_error(source, &job.skill_md, &err)),
     };
     let parsed = match scan(&first.data, first.is_complete()) {
-        Scan::Yaml(yaml) => Some(parse_frontmatter(yaml, Some(dir_name), Strictness::Lenient)),
+        Scan::Yaml(yaml) => Some(parse_frontmatter(yaml, Some(&job.dir_name), Strictness::Lenient)),
         Scan::Failed(parsed) => Some(parsed),
         Scan::NeedMore => None,
     };
@@ -480,34 +551,19 @@ async fn read_candidate(
                 limit: options.read_limit,
                 prefix: Some(MAX_FRONTMATTER_BYTES as u64 + 16),
             };
-            let second = match backend.read(skill_md, longer).await {
+            let second = match backend.read(&job.skill_md, longer).await {
                 Ok(blob) => blob,
-                Err(err) => return (None, outcome_of_error(source, skill_md, &err)),
+                Err(err) => return (None, outcome_of_error(source, &job.skill_md, &err)),
             };
             let parsed = match scan(&second.data, second.is_complete()) {
-                Scan::Yaml(yaml) => parse_frontmatter(yaml, Some(dir_name), Strictness::Lenient),
+                Scan::Yaml(yaml) => parse_frontmatter(yaml, Some(&job.dir_name), Strictness::Lenient),
                 Scan::Failed(parsed) => parsed,
                 Scan::NeedMore => unreachable!("a prefix past the frontmatter limit never needs more"),
             };
             (parsed, second.version)
         }
     };
-    (Some(version), outcome_of_parse(source, skill_md, parsed))
-}
-
-/// Reuses a candidate's outcome when its SKILL.md is unchanged, else reads
-/// it again.
-async fn check_candidate(
-    backend: &dyn SkillBackend,
-    source: &Source,
-    old: Candidate,
-    options: &LoadOptions,
-) -> (Option<Version>, Outcome) {
-    match backend.stat(&old.skill_md).await {
-        Ok(meta) if meta.version.is_some() && meta.version == old.version => (old.version, old.outcome),
-        Err(err) if matches!(err.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => (None, Outcome::NotASkill),
-        _ => read_candidate(backend, source, &old.dir_name, &old.skill_md, options).await,
-    }
+    (Some(version), outcome_of_parse(source, &job.skill_md, parsed))
 }
 
 fn outcome_of_error(source: &Source, skill_md: &VPath, err: &skillstore_backends::Error) -> Outcome {
@@ -542,14 +598,19 @@ fn outcome_of_parse(source: &Source, skill_md: &VPath, parsed: Parsed) -> Outcom
         })
         .collect();
     match parsed.skill {
-        Some(metadata) => Outcome::Loaded { metadata, diagnostics },
+        Some(metadata) => Outcome::Loaded {
+            metadata: Arc::new(metadata),
+            diagnostics,
+        },
         None => Outcome::Rejected { diagnostics },
     }
 }
 
 /// Merges the sources' skills: later sources win, first positions stay.
 fn merge(sources: &SourceList, states: &[SourceState], filter: &SkillFilter) -> (Vec<Skill>, Vec<Diagnostic>) {
-    let mut winners: IndexMap<String, Skill> = IndexMap::new();
+    let capacity = states.iter().map(|s| s.candidates.len()).sum();
+    let mut winners: Vec<Skill> = Vec::with_capacity(capacity);
+    let mut position: HashMap<&str, usize> = HashMap::with_capacity(capacity);
     let mut diagnostics = Vec::new();
     for (source, state) in sources.iter().zip(states) {
         if let Listing::Failed(diagnostic) = &state.listing {
@@ -572,14 +633,15 @@ fn merge(sources: &SourceList, states: &[SourceState], filter: &SkillFilter) -> 
             };
             let mut skill = Skill {
                 enabled: filter.is_enabled(&metadata.name),
-                metadata: metadata.clone(),
+                metadata: Arc::clone(metadata),
                 path: candidate.skill_md.clone(),
                 source: source.name().to_owned(),
                 shadowed: Vec::new(),
                 version: candidate.version.clone().unwrap_or_else(|| Version::new("")),
             };
-            match winners.get_mut(&metadata.name) {
-                Some(previous) => {
+            match position.get(metadata.name.as_str()) {
+                Some(&at) => {
+                    let previous = &mut winners[at];
                     if previous.source == skill.source {
                         diagnostics.push(Diagnostic::new(
                             Severity::Warning,
@@ -594,16 +656,17 @@ fn merge(sources: &SourceList, states: &[SourceState], filter: &SkillFilter) -> 
                     }
                     skill.shadowed = std::mem::take(&mut previous.shadowed);
                     skill.shadowed.push(Shadowed {
-                        source: previous.source.clone(),
+                        source: std::mem::take(&mut previous.source),
                         path: previous.path.clone(),
                     });
                     *previous = skill;
                 }
                 None => {
-                    winners.insert(metadata.name.clone(), skill);
+                    position.insert(metadata.name.as_str(), winners.len());
+                    winners.push(skill);
                 }
             }
         }
     }
-    (winners.into_values().collect(), diagnostics)
+    (winners, diagnostics)
 }

@@ -9,72 +9,55 @@
 /// The largest frontmatter accepted, in bytes (64 KiB).
 pub const MAX_FRONTMATTER_BYTES: usize = 64 * 1024;
 
-/// Where the frontmatter is, in a text that may be only a prefix of the
-/// file.
+/// Where the frontmatter is, in bytes that may be only a prefix of the file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Fence<'a> {
-    /// The YAML between the fences.
-    Closed { yaml: &'a str },
+    /// The YAML between the fences (not yet checked to be UTF-8).
+    Closed { yaml: &'a [u8] },
     /// An opening fence and no closing one yet.
     Unclosed,
     /// The text does not start with a fence.
     Missing,
 }
 
-/// Locates the frontmatter in `text`. When `complete` is false, `text` is
-/// a prefix of the file and a last line without a newline is not trusted
-/// to be a closing fence (the file may go on: `----`).
-pub(crate) fn locate(text: &str, complete: bool) -> Fence<'_> {
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let mut lines = Lines { text, pos: 0 };
-    match lines.next() {
-        Some((line, terminated)) if is_fence(line) && terminated => {}
-        Some((line, false)) if is_fence(line) => return Fence::Unclosed,
-        _ => return Fence::Missing,
+/// Locates the frontmatter in `bytes`. Fences are ASCII, so this works on
+/// the raw bytes. When `complete` is false, `bytes` is a prefix of the
+/// file and a last line without a newline is not trusted to be a closing
+/// fence (the file may go on: `----`).
+pub(crate) fn locate(bytes: &[u8], complete: bool) -> Fence<'_> {
+    let text = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(bytes);
+    let (first, rest) = match memchr::memchr(b'\n', text) {
+        Some(end) => (&text[..end], Some(end + 1)),
+        None => (text, None),
+    };
+    if !is_fence(first) {
+        return Fence::Missing;
     }
-    let yaml_start = lines.pos;
-    loop {
-        let line_start = lines.pos;
-        match lines.next() {
-            Some((line, terminated)) if is_fence(line) && (terminated || complete) => {
-                return Fence::Closed {
-                    yaml: &text[yaml_start..line_start],
-                };
-            }
-            Some(_) => {}
-            None => return Fence::Unclosed,
+    let Some(yaml_start) = rest else {
+        return Fence::Unclosed;
+    };
+    // A closing fence is a line starting with `---`: find each `\n---` and
+    // check the rest of its line.
+    let from = yaml_start - 1;
+    for found in memchr::memmem::find_iter(&text[from..], b"\n---") {
+        let line_start = from + found + 1;
+        let line_end = memchr::memchr(b'\n', &text[line_start..]).map(|n| line_start + n);
+        let line = &text[line_start..line_end.unwrap_or(text.len())];
+        if is_fence(line) && (line_end.is_some() || complete) {
+            return Fence::Closed {
+                yaml: &text[yaml_start..line_start],
+            };
         }
     }
+    Fence::Unclosed
 }
 
-fn is_fence(line: &str) -> bool {
-    line.trim_end_matches([' ', '\t', '\r']) == "---"
-}
-
-/// Lines of a text, each with whether a `\n` ended it.
-struct Lines<'a> {
-    text: &'a str,
-    pos: usize,
-}
-
-impl<'a> Iterator for Lines<'a> {
-    type Item = (&'a str, bool);
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.pos >= self.text.len() {
-            return None;
-        }
-        let rest = &self.text[self.pos..];
-        match rest.find('\n') {
-            Some(end) => {
-                self.pos += end + 1;
-                Some((&rest[..end], true))
-            }
-            None => {
-                self.pos = self.text.len();
-                Some((rest, false))
-            }
-        }
+fn is_fence(line: &[u8]) -> bool {
+    let mut end = line.len();
+    while end > 0 && matches!(line[end - 1], b' ' | b'\t' | b'\r') {
+        end -= 1;
     }
+    &line[..end] == b"---"
 }
 
 /// Decodes a possibly cut UTF-8 prefix: a character cut at the very end of
@@ -105,8 +88,8 @@ mod tests {
     use super::*;
 
     fn yaml(text: &str) -> Option<&str> {
-        match locate(text, true) {
-            Fence::Closed { yaml } => Some(yaml),
+        match locate(text.as_bytes(), true) {
+            Fence::Closed { yaml } => Some(std::str::from_utf8(yaml).unwrap()),
             _ => None,
         }
     }
@@ -129,17 +112,17 @@ mod tests {
 
     #[test]
     fn missing_and_unclosed() {
-        assert_eq!(locate("# no fence\n---\n", true), Fence::Missing);
-        assert_eq!(locate("", true), Fence::Missing);
-        assert_eq!(locate(" ---\na: 1\n---\n", true), Fence::Missing);
-        assert_eq!(locate("---\na: 1\n", true), Fence::Unclosed);
-        assert_eq!(locate("---", true), Fence::Unclosed);
+        assert_eq!(locate(b"# no fence\n---\n", true), Fence::Missing);
+        assert_eq!(locate(b"", true), Fence::Missing);
+        assert_eq!(locate(b" ---\na: 1\n---\n", true), Fence::Missing);
+        assert_eq!(locate(b"---\na: 1\n", true), Fence::Unclosed);
+        assert_eq!(locate(b"---", true), Fence::Unclosed);
     }
 
     #[test]
     fn a_prefix_ending_in_dashes_is_not_trusted() {
-        assert_eq!(locate("---\na: 1\n---", false), Fence::Unclosed);
-        assert_eq!(locate("---\na: 1\n---\n", false), Fence::Closed { yaml: "a: 1\n" });
+        assert_eq!(locate(b"---\na: 1\n---", false), Fence::Unclosed);
+        assert_eq!(locate(b"---\na: 1\n---\n", false), Fence::Closed { yaml: b"a: 1\n" });
     }
 
     #[test]

@@ -40,6 +40,7 @@ pub mod catalog;
 pub mod config;
 pub mod diagnostic;
 pub mod error;
+mod fast_yaml;
 mod frontmatter;
 pub mod prompt;
 pub mod skill;

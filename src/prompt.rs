@@ -363,13 +363,14 @@ fn escape_xml(text: &str) -> String {
 
 fn push_escaped(out: &mut String, text: &str) {
     let mut last = 0;
-    for (i, c) in text.char_indices() {
-        let entity = match c {
-            '&' => "&amp;",
-            '<' => "&lt;",
-            '>' => "&gt;",
-            '"' => "&quot;",
-            '\'' => "&apos;",
+    // The five characters are ASCII, so bytes can be searched directly.
+    for (i, byte) in text.bytes().enumerate() {
+        let entity = match byte {
+            b'&' => "&amp;",
+            b'<' => "&lt;",
+            b'>' => "&gt;",
+            b'"' => "&quot;",
+            b'\'' => "&apos;",
             _ => continue,
         };
         out.push_str(&text[last..i]);

@@ -211,6 +211,12 @@ impl Parsed {
 /// Parses a whole SKILL.md. `dir_name` is the name of the directory that
 /// holds it, checked against the frontmatter's name when given.
 pub fn parse_skill_md(bytes: &[u8], dir_name: Option<&str>, strictness: Strictness) -> Parsed {
+    if let Err(e) = std::str::from_utf8(bytes) {
+        return Parsed::failed(
+            ProblemKind::NotUtf8,
+            format!("the file is not UTF-8 text (bad byte at offset {})", e.valid_up_to()),
+        );
+    }
     match scan(bytes, true) {
         Scan::Yaml(yaml) => parse_frontmatter(yaml, dir_name, strictness),
         Scan::NeedMore => unreachable!("a complete file never needs more bytes"),
@@ -232,30 +238,38 @@ pub(crate) enum Scan<'a> {
 /// Looks for the frontmatter in `bytes`, a prefix of the file unless
 /// `complete`.
 pub(crate) fn scan(bytes: &[u8], complete: bool) -> Scan<'_> {
-    let text = match frontmatter::decode(bytes, complete) {
-        Ok(text) => text,
-        Err(e) => {
-            return Scan::Failed(Parsed::failed(
-                ProblemKind::NotUtf8,
-                format!("the file is not UTF-8 text (bad byte at offset {})", e.valid_up_to()),
-            ));
-        }
+    // Only the frontmatter has to be text at load time: fences are ASCII,
+    // so they are found in the bytes and the YAML between them is decoded.
+    let not_utf8 = |offset: usize| {
+        Scan::Failed(Parsed::failed(
+            ProblemKind::NotUtf8,
+            format!("the file is not UTF-8 text (bad byte at offset {offset})"),
+        ))
     };
-    match frontmatter::locate(text, complete) {
-        Fence::Closed { yaml } => Scan::Yaml(yaml),
-        Fence::Unclosed if !complete && text.len() <= MAX_FRONTMATTER_BYTES + 8 => Scan::NeedMore,
-        Fence::Unclosed if !complete => Scan::Failed(Parsed::failed(
+    match frontmatter::locate(bytes, complete) {
+        Fence::Closed { yaml } => match std::str::from_utf8(yaml) {
+            Ok(yaml) => Scan::Yaml(yaml),
+            Err(e) => not_utf8(e.valid_up_to()),
+        },
+        Fence::Unclosed if complete => match frontmatter::decode(bytes, true) {
+            Ok(_) => Scan::Failed(Parsed::failed(
+                ProblemKind::UnclosedFrontmatter,
+                "the frontmatter opened with `---` is never closed by a `---` line",
+            )),
+            Err(e) => not_utf8(e.valid_up_to()),
+        },
+        Fence::Unclosed if bytes.len() <= MAX_FRONTMATTER_BYTES + 8 => Scan::NeedMore,
+        Fence::Unclosed => Scan::Failed(Parsed::failed(
             ProblemKind::FrontmatterTooLarge,
             format!("no closing `---` within the first {MAX_FRONTMATTER_BYTES} bytes"),
         )),
-        Fence::Unclosed => Scan::Failed(Parsed::failed(
-            ProblemKind::UnclosedFrontmatter,
-            "the frontmatter opened with `---` is never closed by a `---` line",
-        )),
-        Fence::Missing => Scan::Failed(Parsed::failed(
-            ProblemKind::NoFrontmatter,
-            "the file must start with a `---` line opening the YAML frontmatter",
-        )),
+        Fence::Missing => match frontmatter::decode(bytes, complete) {
+            Ok(_) => Scan::Failed(Parsed::failed(
+                ProblemKind::NoFrontmatter,
+                "the file must start with a `---` line opening the YAML frontmatter",
+            )),
+            Err(e) => not_utf8(e.valid_up_to()),
+        },
     }
 }
 
@@ -270,32 +284,14 @@ pub fn parse_frontmatter(yaml: &str, dir_name: Option<&str>, strictness: Strictn
             ),
         );
     }
-    if frontmatter::uses_anchors(yaml) {
-        return Parsed::failed(
-            ProblemKind::YamlAlias,
-            "YAML anchors and aliases (`&name`, `*name`) are not accepted in a frontmatter",
-        );
-    }
-    let value: Value = match serde_yaml::from_str(yaml) {
-        Ok(value) => value,
-        Err(e) => {
-            return Parsed::failed(
-                ProblemKind::InvalidYaml,
-                format!("the frontmatter is not valid YAML: {e}"),
-            );
-        }
+    let entries: Vec<(Key<'_>, Value)> = match crate::fast_yaml::parse(yaml) {
+        Some(entries) => entries.into_iter().map(|(k, v)| (Key::Text(k), v)).collect(),
+        None => match parse_with_serde(yaml) {
+            Ok(mapping) => mapping.into_iter().map(|(k, v)| (Key::Yaml(k), v)).collect(),
+            Err((kind, message)) => return Parsed::failed(kind, message),
+        },
     };
-    let mapping = match value {
-        Value::Mapping(mapping) => mapping,
-        Value::Null => serde_yaml::Mapping::new(),
-        other => {
-            return Parsed::failed(
-                ProblemKind::NotAMapping,
-                format!("the frontmatter must be a mapping of fields, not {}", type_name(&other)),
-            );
-        }
-    };
-    if depth(&mapping) > MAX_YAML_DEPTH {
+    if depth(&entries) > MAX_YAML_DEPTH {
         return Parsed::failed(
             ProblemKind::YamlTooDeep,
             format!("the frontmatter nests lists and maps more than {MAX_YAML_DEPTH} levels deep"),
@@ -305,13 +301,66 @@ pub fn parse_frontmatter(yaml: &str, dir_name: Option<&str>, strictness: Strictn
         problems: Vec::new(),
         strictness,
     };
-    let skill = rules.apply(&mapping, dir_name);
+    let skill = rules.apply(entries, dir_name);
     let problems = rules.problems;
     let skill = skill.filter(|_| problems.iter().all(|p| p.severity < Severity::Error));
     Parsed { skill, problems }
 }
 
-fn depth(mapping: &serde_yaml::Mapping) -> usize {
+/// The general path: any YAML, with anchors and aliases refused first.
+/// An error is the problem's kind and message.
+fn parse_with_serde(yaml: &str) -> Result<serde_yaml::Mapping, (ProblemKind, String)> {
+    if frontmatter::uses_anchors(yaml) {
+        return Err((
+            ProblemKind::YamlAlias,
+            "YAML anchors and aliases (`&name`, `*name`) are not accepted in a frontmatter".into(),
+        ));
+    }
+    let value: Value = serde_yaml::from_str(yaml).map_err(|e| {
+        (
+            ProblemKind::InvalidYaml,
+            format!("the frontmatter is not valid YAML: {e}"),
+        )
+    })?;
+    match value {
+        Value::Mapping(mapping) => Ok(mapping),
+        Value::Null => Ok(serde_yaml::Mapping::new()),
+        other => Err((
+            ProblemKind::NotAMapping,
+            format!("the frontmatter must be a mapping of fields, not {}", type_name(&other)),
+        )),
+    }
+}
+
+/// NFKC normalization; ASCII text is already normalized.
+fn nfkc_owned(text: String) -> String {
+    if text.is_ascii() { text } else { text.nfkc().collect() }
+}
+
+/// A frontmatter key: text borrowed from the file (the fast path), or any
+/// YAML value (the general path).
+enum Key<'a> {
+    Text(&'a str),
+    Yaml(Value),
+}
+
+impl Key<'_> {
+    fn as_str(&self) -> Option<&str> {
+        match self {
+            Key::Text(text) => Some(text),
+            Key::Yaml(value) => value.as_str(),
+        }
+    }
+
+    fn shown(&self) -> String {
+        match self {
+            Key::Text(text) => (*text).to_owned(),
+            Key::Yaml(value) => scalar_text(value).unwrap_or_else(|| format!("<{}>", type_name(value))),
+        }
+    }
+}
+
+fn depth(entries: &[(Key<'_>, Value)]) -> usize {
     fn of(value: &Value) -> usize {
         match value {
             Value::Mapping(m) => 1 + m.values().map(of).max().unwrap_or(0),
@@ -320,7 +369,7 @@ fn depth(mapping: &serde_yaml::Mapping) -> usize {
             _ => 0,
         }
     }
-    1 + mapping.values().map(of).max().unwrap_or(0)
+    1 + entries.iter().map(|(_, v)| of(v)).max().unwrap_or(0)
 }
 
 fn type_name(value: &Value) -> &'static str {
@@ -339,9 +388,17 @@ fn type_name(value: &Value) -> &'static str {
 fn scalar_text(value: &Value) -> Option<String> {
     match value {
         Value::String(s) => Some(s.clone()),
+        other => owned_scalar_text(other.clone()),
+    }
+}
+
+/// Like [`scalar_text`], moving the string out instead of copying it.
+fn owned_scalar_text(value: Value) -> Option<String> {
+    match value {
+        Value::String(s) => Some(s),
         Value::Number(n) => Some(n.to_string()),
         Value::Bool(b) => Some(b.to_string()),
-        Value::Tagged(t) => scalar_text(&t.value),
+        Value::Tagged(t) => owned_scalar_text(t.value),
         Value::Null | Value::Sequence(_) | Value::Mapping(_) => None,
     }
 }
@@ -352,6 +409,23 @@ fn is_string(value: &Value) -> bool {
         Value::Tagged(t) => is_string(&t.value),
         _ => false,
     }
+}
+
+/// `text` without surrounding white space, reusing it when there is none.
+fn trimmed(text: String) -> String {
+    let t = text.trim();
+    if t.len() == text.len() { text } else { t.to_owned() }
+}
+
+/// The known fields of a frontmatter, moved out of the mapping.
+#[derive(Default)]
+struct Fields {
+    name: Option<Value>,
+    description: Option<Value>,
+    license: Option<Value>,
+    compatibility: Option<Value>,
+    metadata: Option<Value>,
+    allowed_tools: Option<Value>,
 }
 
 struct Rules {
@@ -373,31 +447,41 @@ impl Rules {
         });
     }
 
-    fn apply(&mut self, mapping: &serde_yaml::Mapping, dir_name: Option<&str>) -> Option<SkillMetadata> {
-        for key in mapping.keys() {
-            let known = key.as_str().is_some_and(|k| KNOWN_FIELDS.contains(&k));
-            if !known {
-                let shown = scalar_text(key).unwrap_or_else(|| format!("<{}>", type_name(key)));
-                self.report(
-                    ProblemKind::UnexpectedField,
-                    Severity::Warning,
-                    format!(
-                        "`{shown}` is not a field of the specification (known fields: {})",
-                        KNOWN_FIELDS.join(", ")
-                    ),
-                );
-            }
+    fn apply(&mut self, entries: Vec<(Key<'_>, Value)>, dir_name: Option<&str>) -> Option<SkillMetadata> {
+        let mut fields = Fields::default();
+        for (key, value) in entries {
+            let slot = match key.as_str() {
+                Some("name") => &mut fields.name,
+                Some("description") => &mut fields.description,
+                Some("license") => &mut fields.license,
+                Some("compatibility") => &mut fields.compatibility,
+                Some("metadata") => &mut fields.metadata,
+                Some("allowed-tools") => &mut fields.allowed_tools,
+                _ => {
+                    let shown = key.shown();
+                    self.report(
+                        ProblemKind::UnexpectedField,
+                        Severity::Warning,
+                        format!(
+                            "`{shown}` is not a field of the specification (known fields: {})",
+                            KNOWN_FIELDS.join(", ")
+                        ),
+                    );
+                    continue;
+                }
+            };
+            *slot = Some(value);
         }
-        let name = self.required_text(mapping, "name", ProblemKind::MissingName);
-        let description = self.required_text(mapping, "description", ProblemKind::MissingDescription);
-        let name = name.map(|n| n.nfkc().collect::<String>());
+        let name = self.required_text(fields.name, "name", ProblemKind::MissingName);
+        let description = self.required_text(fields.description, "description", ProblemKind::MissingDescription);
+        let name = name.map(nfkc_owned);
         if let Some(name) = &name {
             self.check_name(name, dir_name);
         }
         let description =
             description.map(|d| self.cut(d, MAX_DESCRIPTION_CHARS, ProblemKind::DescriptionTooLong, "description"));
-        let license = self.optional_text(mapping, "license");
-        let compatibility = self.optional_text(mapping, "compatibility").map(|c| {
+        let license = self.optional_text(fields.license, "license");
+        let compatibility = self.optional_text(fields.compatibility, "compatibility").map(|c| {
             self.cut(
                 c,
                 MAX_COMPATIBILITY_CHARS,
@@ -405,8 +489,8 @@ impl Rules {
                 "compatibility",
             )
         });
-        let metadata = self.metadata(mapping);
-        let allowed_tools = self.allowed_tools(mapping);
+        let metadata = self.metadata(fields.metadata);
+        let allowed_tools = self.allowed_tools(fields.allowed_tools);
         Some(SkillMetadata {
             name: name?,
             description: description?,
@@ -417,17 +501,18 @@ impl Rules {
         })
     }
 
-    fn required_text(&mut self, mapping: &serde_yaml::Mapping, field: &str, missing: ProblemKind) -> Option<String> {
-        let value = mapping.get(field).unwrap_or(&Value::Null);
+    fn required_text(&mut self, value: Option<Value>, field: &str, missing: ProblemKind) -> Option<String> {
+        let value = value.unwrap_or(Value::Null);
         if matches!(value, Value::Sequence(_) | Value::Mapping(_)) {
             self.report(
                 ProblemKind::InvalidFieldType,
                 Severity::Error,
-                format!("`{field}` must be a string, not {}", type_name(value)),
+                format!("`{field}` must be a string, not {}", type_name(&value)),
             );
             return None;
         }
-        let text = scalar_text(value).map(|t| t.trim().to_owned()).unwrap_or_default();
+        let described = (!is_string(&value)).then(|| type_name(&value));
+        let text = owned_scalar_text(value).map(trimmed).unwrap_or_default();
         if text.is_empty() {
             self.report(
                 missing,
@@ -436,41 +521,36 @@ impl Rules {
             );
             return None;
         }
-        if !is_string(value) {
+        if let Some(kind) = described {
             self.report(
                 ProblemKind::InvalidFieldType,
                 Severity::Warning,
-                format!(
-                    "`{field}` should be a string; {} was read as the text `{text}`",
-                    type_name(value)
-                ),
+                format!("`{field}` should be a string; {kind} was read as the text `{text}`"),
             );
         }
         Some(text)
     }
 
-    fn optional_text(&mut self, mapping: &serde_yaml::Mapping, field: &str) -> Option<String> {
-        let value = mapping.get(field)?;
+    fn optional_text(&mut self, value: Option<Value>, field: &str) -> Option<String> {
+        let value = value?;
         match value {
             Value::Null => None,
             Value::Sequence(_) | Value::Mapping(_) => {
                 self.report(
                     ProblemKind::InvalidFieldType,
                     Severity::Warning,
-                    format!("`{field}` must be a string, not {}; it is ignored", type_name(value)),
+                    format!("`{field}` must be a string, not {}; it is ignored", type_name(&value)),
                 );
                 None
             }
             _ => {
-                let text = scalar_text(value)?.trim().to_owned();
-                if !is_string(value) {
+                let described = (!is_string(&value)).then(|| type_name(&value));
+                let text = trimmed(owned_scalar_text(value)?);
+                if let Some(kind) = described {
                     self.report(
                         ProblemKind::InvalidFieldType,
                         Severity::Warning,
-                        format!(
-                            "`{field}` should be a string; {} was read as the text `{text}`",
-                            type_name(value)
-                        ),
+                        format!("`{field}` should be a string; {kind} was read as the text `{text}`"),
                     );
                 }
                 Some(text).filter(|t| !t.is_empty())
@@ -479,6 +559,10 @@ impl Rules {
     }
 
     fn cut(&mut self, text: String, limit: usize, kind: ProblemKind, field: &str) -> String {
+        // Fewer bytes than the limit means fewer characters too.
+        if text.len() <= limit {
+            return text;
+        }
         let chars = text.chars().count();
         if chars <= limit {
             return text;
@@ -496,7 +580,8 @@ impl Rules {
     }
 
     fn check_name(&mut self, name: &str, dir_name: Option<&str>) {
-        let chars = name.chars().count();
+        let ascii = name.is_ascii();
+        let chars = if ascii { name.len() } else { name.chars().count() };
         if chars > MAX_NAME_CHARS {
             self.report(
                 ProblemKind::NameTooLong,
@@ -504,7 +589,12 @@ impl Rules {
                 format!("the name is {chars} characters long; at most {MAX_NAME_CHARS} are allowed"),
             );
         }
-        if name.to_lowercase() != name {
+        let has_upper = if ascii {
+            name.bytes().any(|b| b.is_ascii_uppercase())
+        } else {
+            name.to_lowercase() != name
+        };
+        if has_upper {
             self.report(
                 ProblemKind::NameNotLowercase,
                 Severity::Warning,
@@ -536,7 +626,11 @@ impl Rules {
             );
         }
         if let Some(dir) = dir_name {
-            let dir: String = dir.nfkc().collect();
+            let dir = if dir.is_ascii() {
+                std::borrow::Cow::Borrowed(dir)
+            } else {
+                std::borrow::Cow::Owned(dir.nfkc().collect::<String>())
+            };
             if dir != name {
                 self.report(
                     ProblemKind::NameMismatch,
@@ -547,17 +641,18 @@ impl Rules {
         }
     }
 
-    fn metadata(&mut self, mapping: &serde_yaml::Mapping) -> IndexMap<String, String> {
+    fn metadata(&mut self, value: Option<Value>) -> IndexMap<String, String> {
         let mut out = IndexMap::new();
-        match mapping.get("metadata") {
+        match value {
             None | Some(Value::Null) => {}
             Some(Value::Mapping(entries)) => {
+                out.reserve(entries.len());
                 for (key, value) in entries {
-                    let Some(key) = scalar_text(key) else {
+                    let Some(key) = owned_scalar_text(key.clone()) else {
                         self.report(
                             ProblemKind::InvalidFieldType,
                             Severity::Warning,
-                            format!("a `metadata` key is {}; keys must be strings", type_name(key)),
+                            format!("a `metadata` key is {}; keys must be strings", type_name(&key)),
                         );
                         continue;
                     };
@@ -568,11 +663,11 @@ impl Rules {
                             Severity::Warning,
                             format!(
                                 "`metadata.{key}` is {}; values must be strings, so it is ignored",
-                                type_name(value)
+                                type_name(&value)
                             ),
                         ),
-                        _ => {
-                            if let Some(text) = scalar_text(value) {
+                        other => {
+                            if let Some(text) = owned_scalar_text(other) {
                                 out.insert(key, text);
                             }
                         }
@@ -582,14 +677,14 @@ impl Rules {
             Some(other) => self.report(
                 ProblemKind::InvalidFieldType,
                 Severity::Warning,
-                format!("`metadata` must be a mapping, not {}; it is ignored", type_name(other)),
+                format!("`metadata` must be a mapping, not {}; it is ignored", type_name(&other)),
             ),
         }
         out
     }
 
-    fn allowed_tools(&mut self, mapping: &serde_yaml::Mapping) -> Vec<String> {
-        match mapping.get("allowed-tools") {
+    fn allowed_tools(&mut self, value: Option<Value>) -> Vec<String> {
+        match value {
             None | Some(Value::Null) => Vec::new(),
             Some(Value::String(s)) => s
                 .split(|c: char| c.is_whitespace() || c == ',')
@@ -597,11 +692,12 @@ impl Rules {
                 .map(str::to_owned)
                 .collect(),
             Some(Value::Sequence(items)) => items
-                .iter()
-                .filter_map(|item| item.as_str())
-                .map(str::trim)
+                .into_iter()
+                .filter_map(|item| match item {
+                    Value::String(s) => Some(trimmed(s)),
+                    _ => None,
+                })
                 .filter(|t| !t.is_empty())
-                .map(str::to_owned)
                 .collect(),
             Some(other) => {
                 self.report(
@@ -609,7 +705,7 @@ impl Rules {
                     Severity::Warning,
                     format!(
                         "`allowed-tools` must be a string or a list, not {}; it is ignored",
-                        type_name(other)
+                        type_name(&other)
                     ),
                 );
                 Vec::new()

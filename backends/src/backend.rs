@@ -15,14 +15,15 @@ pub const DEFAULT_READ_LIMIT: u64 = 10 * 1024 * 1024;
 /// An opaque version of one object: an ETag, a content counter or a file
 /// fingerprint. Two reads that return equal versions returned equal bytes;
 /// a write changes the version.
+/// Cloning is cheap (a reference count).
 #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 #[serde(transparent)]
-pub struct Version(String);
+pub struct Version(Arc<str>);
 
 impl Version {
     /// Wraps a backend's version string.
     pub fn new(v: impl Into<String>) -> Self {
-        Version(v.into())
+        Version(Arc::from(v.into()))
     }
 
     /// The version string as the backend gave it.
@@ -231,6 +232,26 @@ pub trait SkillBackend: Send + Sync + fmt::Debug {
     async fn delete(&self, path: &VPath) -> Result<()> {
         Err(Error::at(ErrorKind::Unsupported, path).with_detail("this backend is read-only"))
     }
+
+    /// How many paths a [`SkillBackend::read_many`] or
+    /// [`SkillBackend::stat_many`] call should carry for this backend to
+    /// serve them well: large where a batch costs one handoff to a thread,
+    /// small where each path is a network request.
+    fn preferred_batch(&self) -> usize {
+        16
+    }
+
+    /// Reads several files under the same guards as [`SkillBackend::read`];
+    /// results come in the order of `paths`. The default issues the reads
+    /// concurrently; a backend may serve a batch more cheaply.
+    async fn read_many(&self, paths: &[VPath], options: ReadOptions) -> Vec<Result<Blob>> {
+        futures::future::join_all(paths.iter().map(|p| self.read(p, options))).await
+    }
+
+    /// Stats several paths; results come in the order of `paths`.
+    async fn stat_many(&self, paths: &[VPath]) -> Vec<Result<Metadata>> {
+        futures::future::join_all(paths.iter().map(|p| self.stat(p))).await
+    }
 }
 
 #[async_trait]
@@ -252,6 +273,15 @@ impl<T: SkillBackend + ?Sized> SkillBackend for Arc<T> {
     }
     async fn delete(&self, path: &VPath) -> Result<()> {
         (**self).delete(path).await
+    }
+    fn preferred_batch(&self) -> usize {
+        (**self).preferred_batch()
+    }
+    async fn read_many(&self, paths: &[VPath], options: ReadOptions) -> Vec<Result<Blob>> {
+        (**self).read_many(paths, options).await
+    }
+    async fn stat_many(&self, paths: &[VPath]) -> Vec<Result<Metadata>> {
+        (**self).stat_many(paths).await
     }
 }
 

@@ -28,7 +28,7 @@ use crate::backend::{
     too_large,
 };
 use crate::error::{Error, ErrorKind, Result};
-use crate::vpath::VPath;
+use crate::vpath::{MAX_PATH_BYTES, VPath, is_valid_segment};
 
 /// How [`FsBackend`] treats symbolic links, on every path component.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -91,6 +91,9 @@ impl std::fmt::Debug for FsBackend {
             .finish_non_exhaustive()
     }
 }
+
+/// Batched reads whose cap is at most this go through one reused buffer.
+const SHARED_BUFFER_CAP: u64 = 64 * 1024;
 
 /// How many times an `openat2` that the kernel asks to retry (`EAGAIN`, a
 /// concurrent rename) is tried before giving up.
@@ -228,7 +231,9 @@ impl Inner {
         ErrorKind::NotFound
     }
 
-    fn read(&self, path: &VPath, options: ReadOptions) -> Result<Blob> {
+    /// Opens `path` for reading and applies the type and size guards to
+    /// the opened handle.
+    fn open_regular(&self, path: &VPath, options: ReadOptions) -> Result<(File, Stat)> {
         let fd = self.open(path, OFlags::RDONLY | OFlags::NONBLOCK)?;
         let st = rustix::fs::fstat(&fd).map_err(|e| io_error(e, path))?;
         match FileType::from_raw_mode(st.st_mode) {
@@ -242,26 +247,44 @@ impl Inner {
         if size > options.limit {
             return Err(too_large(path, size, options.limit));
         }
-        // At most one byte past the limit, so a file that grows after the
-        // `fstat` cannot slip by.
-        let cap = options.prefix.unwrap_or(u64::MAX).min(options.limit.saturating_add(1));
+        Ok((File::from(fd), st))
+    }
+
+    fn read(&self, path: &VPath, options: ReadOptions) -> Result<Blob> {
+        let (file, st) = self.open_regular(path, options)?;
+        let size = st.st_size.max(0) as u64;
+        let cap = read_cap(options);
         let mut data = Vec::with_capacity(options.wanted(size).min(cap) as usize);
-        File::from(fd)
-            .take(cap)
+        file.take(cap)
             .read_to_end(&mut data)
             .map_err(|e| Error::at(ErrorKind::Other, path).with_source(e))?;
         let read = data.len() as u64;
-        if read > options.limit {
-            return Err(grew_past_limit(path, options.limit));
-        }
-        // End of file came before the cap: what was read is the whole file.
-        let reached_end = options.prefix.is_none_or(|p| read < p);
-        let size = if reached_end { read } else { size.max(read) };
+        let size = checked_size(path, options, size, read)?;
         Ok(Blob {
             data: Bytes::from(data),
             size,
             version: fingerprint(&st),
         })
+    }
+
+    /// Reads prefixes of several files through one reused buffer, each
+    /// blob an exactly sized copy of what was read.
+    fn read_prefixes(&self, paths: &[VPath], options: ReadOptions, cap: usize) -> Vec<Result<Blob>> {
+        let mut buffer = vec![0u8; cap];
+        paths
+            .iter()
+            .map(|path| {
+                let (mut file, st) = self.open_regular(path, options)?;
+                let read =
+                    fill(&mut file, &mut buffer).map_err(|e| Error::at(ErrorKind::Other, path).with_source(e))?;
+                let size = checked_size(path, options, st.st_size.max(0) as u64, read as u64)?;
+                Ok(Blob {
+                    data: Bytes::copy_from_slice(&buffer[..read]),
+                    size,
+                    version: fingerprint(&st),
+                })
+            })
+            .collect()
     }
 
     fn stat(&self, path: &VPath) -> Result<Metadata> {
@@ -281,20 +304,20 @@ impl Inner {
                 continue;
             }
             let Some(name) = child_name(raw, dir) else { continue };
-            let child = dir.join(name).expect("checked by child_name");
+            let child = || dir.join(name).expect("checked by child_name");
             let meta = match item.file_type() {
                 FileType::Directory => Metadata {
                     kind: EntryKind::Dir,
                     size: None,
                     version: None,
                 },
-                FileType::Symlink => self.resolve_link(&child),
+                FileType::Symlink => self.resolve_link(&child()),
                 _ => match rustix::fs::statat(&fd, raw, AtFlags::SYMLINK_NOFOLLOW) {
-                    Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::Symlink => self.resolve_link(&child),
+                    Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::Symlink => self.resolve_link(&child()),
                     Ok(st) => metadata(&st),
                     // Removed since the directory was read.
                     Err(Errno::NOENT) => continue,
-                    Err(e) => return Err(io_error(e, &child)),
+                    Err(e) => return Err(io_error(e, &child())),
                 },
             };
             entries.push(Entry {
@@ -455,6 +478,37 @@ impl Drop for DirLock<'_> {
     }
 }
 
+/// The most bytes a read takes: the prefix, and never more than one byte
+/// past the limit, so a file that grows after its `fstat` cannot slip by.
+fn read_cap(options: ReadOptions) -> u64 {
+    options.prefix.unwrap_or(u64::MAX).min(options.limit.saturating_add(1))
+}
+
+/// The whole size to report once `read` bytes were read from a file that
+/// `fstat` said held `size`, or the error if it grew past the limit.
+fn checked_size(path: &VPath, options: ReadOptions, size: u64, read: u64) -> Result<u64> {
+    if read > options.limit {
+        return Err(grew_past_limit(path, options.limit));
+    }
+    // End of file came before the cap: what was read is the whole file.
+    let reached_end = options.prefix.is_none_or(|p| read < p);
+    Ok(if reached_end { read } else { size.max(read) })
+}
+
+/// Reads until `buf` is full or the file ends.
+fn fill(file: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match file.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(filled)
+}
+
 fn write_and_sync(fd: OwnedFd, data: &[u8]) -> std::io::Result<Stat> {
     let mut file = File::from(fd);
     file.write_all(data)?;
@@ -472,12 +526,11 @@ fn temp_name(name: &str) -> String {
 /// holding characters `VPath` refuses) cannot be addressed and are skipped.
 fn child_name<'a>(raw: &'a CStr, dir: &VPath) -> Option<&'a str> {
     let name = raw.to_str().ok()?;
-    match dir.join(name) {
-        Ok(_) => Some(name),
-        Err(_) => {
-            tracing::debug!(dir = %dir, "skipping an entry whose name is not a valid path segment");
-            None
-        }
+    if is_valid_segment(name) && dir.as_str().len() + 1 + name.len() <= MAX_PATH_BYTES {
+        Some(name)
+    } else {
+        tracing::debug!(dir = %dir, "skipping an entry whose name is not a valid path segment");
+        None
     }
 }
 
@@ -503,11 +556,40 @@ fn metadata(st: &Stat) -> Metadata {
 
 /// A file's version: device, inode, size and modification time. Writes made
 /// through this backend replace the inode, so they always change it.
+// The `Stat` fields' integer types differ between platforms.
+#[allow(clippy::unnecessary_cast)]
 fn fingerprint(st: &Stat) -> Version {
-    Version::new(format!(
-        "{:x}.{:x}.{:x}.{:x}.{:x}",
-        st.st_dev, st.st_ino, st.st_size, st.st_mtime, st.st_mtime_nsec
-    ))
+    let mut text = String::with_capacity(64);
+    for (i, part) in [
+        st.st_dev,
+        st.st_ino,
+        st.st_size as u64,
+        st.st_mtime as u64,
+        st.st_mtime_nsec as u64,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        if i > 0 {
+            text.push('.');
+        }
+        push_hex(&mut text, part);
+    }
+    Version::new(text)
+}
+
+fn push_hex(text: &mut String, mut value: u64) {
+    let mut digits = [0u8; 16];
+    let mut start = digits.len();
+    loop {
+        start -= 1;
+        digits[start] = b"0123456789abcdef"[(value & 0xf) as usize];
+        value >>= 4;
+        if value == 0 {
+            break;
+        }
+    }
+    text.push_str(std::str::from_utf8(&digits[start..]).expect("hex digits are ASCII"));
 }
 
 fn io_error(errno: Errno, path: &VPath) -> Error {
@@ -547,6 +629,45 @@ impl SkillBackend for FsBackend {
     async fn read(&self, path: &VPath, options: ReadOptions) -> Result<Blob> {
         let path = path.clone();
         self.blocking(move |inner| inner.read(&path, options)).await
+    }
+
+    fn preferred_batch(&self) -> usize {
+        64
+    }
+
+    /// One blocking task for the whole batch rather than one per file;
+    /// short prefixes are read through one reused buffer.
+    async fn read_many(&self, paths: &[VPath], options: ReadOptions) -> Vec<Result<Blob>> {
+        let paths = paths.to_vec();
+        let count = paths.len();
+        let cap = read_cap(options);
+        let done = self
+            .blocking(move |inner| {
+                Ok(if cap <= SHARED_BUFFER_CAP && paths.len() > 1 {
+                    inner.read_prefixes(&paths, options, cap as usize)
+                } else {
+                    paths.iter().map(|p| inner.read(p, options)).collect()
+                })
+            })
+            .await;
+        done.unwrap_or_else(|e| {
+            (0..count)
+                .map(|_| Err(Error::new(e.kind()).with_detail("a filesystem task failed")))
+                .collect()
+        })
+    }
+
+    async fn stat_many(&self, paths: &[VPath]) -> Vec<Result<Metadata>> {
+        let paths = paths.to_vec();
+        let count = paths.len();
+        let done = self
+            .blocking(move |inner| Ok(paths.iter().map(|p| inner.stat(p)).collect::<Vec<_>>()))
+            .await;
+        done.unwrap_or_else(|e| {
+            (0..count)
+                .map(|_| Err(Error::new(e.kind()).with_detail("a filesystem task failed")))
+                .collect()
+        })
     }
 
     async fn put(&self, path: &VPath, data: Bytes, mode: PutMode) -> Result<Version> {

@@ -65,4 +65,4 @@ pub use object::ObjectStoreBackend;
 pub use object_store;
 #[cfg(feature = "s3")]
 pub use s3::{S3Location, S3Options};
-pub use vpath::{MAX_PATH_BYTES, VPath};
+pub use vpath::{MAX_PATH_BYTES, VPath, is_valid_segment};

@@ -32,7 +32,7 @@ struct State {
 #[derive(Clone)]
 struct Object {
     data: Bytes,
-    version: u64,
+    version: Version,
 }
 
 impl std::fmt::Debug for MemoryBackend {
@@ -118,22 +118,28 @@ impl MemoryBackend {
             }
             ancestor = dir.parent();
         }
-        let current = state.files.get(path.as_str()).map(|o| o.version);
+        let current = state.files.get(path.as_str()).map(|o| o.version.clone());
         match (mode, current) {
             (PutMode::Overwrite, _) => {}
             (PutMode::Create, Some(_)) => return Err(Error::at(ErrorKind::AlreadyExists, path)),
             (PutMode::Create, None) => {}
-            (PutMode::IfVersion(expected), Some(v)) if version_of(v) == *expected => {}
+            (PutMode::IfVersion(expected), Some(v)) if v == *expected => {}
             (PutMode::IfVersion(expected), found) => {
-                let found = found.map_or_else(|| "nothing".to_owned(), |v| version_of(v).to_string());
+                let found = found.map_or_else(|| "nothing".to_owned(), |v| v.to_string());
                 return Err(Error::at(ErrorKind::VersionConflict, path)
                     .with_detail(format!("expected version {expected}, found {found}")));
             }
         }
         state.writes += 1;
-        let version = state.writes;
-        state.files.insert(path.as_str().to_owned(), Object { data, version });
-        Ok(version_of(version))
+        let version = version_of(state.writes);
+        state.files.insert(
+            path.as_str().to_owned(),
+            Object {
+                data,
+                version: version.clone(),
+            },
+        );
+        Ok(version)
     }
 }
 
@@ -187,7 +193,7 @@ impl SkillBackend for MemoryBackend {
                         name: rest.to_owned(),
                         kind: EntryKind::File,
                         size: Some(object.data.len() as u64),
-                        version: Some(version_of(object.version)),
+                        version: Some(object.version.clone()),
                     });
                     start = format!("{key}\0");
                 }
@@ -215,7 +221,7 @@ impl SkillBackend for MemoryBackend {
             return Ok(Metadata {
                 kind: EntryKind::File,
                 size: Some(object.data.len() as u64),
-                version: Some(version_of(object.version)),
+                version: Some(object.version.clone()),
             });
         }
         if state.is_dir(path.as_str()) {
@@ -245,8 +251,12 @@ impl SkillBackend for MemoryBackend {
         Ok(Blob {
             data: object.data.slice(..wanted),
             size,
-            version: version_of(object.version),
+            version: object.version,
         })
+    }
+
+    fn preferred_batch(&self) -> usize {
+        256
     }
 
     async fn put(&self, path: &VPath, data: Bytes, mode: PutMode) -> Result<Version> {

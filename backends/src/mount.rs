@@ -120,6 +120,16 @@ impl SkillBackend for MountTable {
         })
     }
 
+    /// The largest batch any mounted backend prefers: each mount is handed
+    /// its share of a batch in one call.
+    fn preferred_batch(&self) -> usize {
+        self.mounts
+            .iter()
+            .map(|m| m.backend.preferred_batch())
+            .max()
+            .unwrap_or(16)
+    }
+
     async fn list(&self, dir: &VPath) -> Result<Vec<Entry>> {
         let mounted = self.mount_children(dir);
         let listed = match self.route(dir) {
@@ -175,5 +185,84 @@ impl SkillBackend for MountTable {
         self.refuse_mount_ancestor(path)?;
         let (mount, inner) = self.route(path)?;
         mount.backend.delete(&inner).await.map_err(|e| outer(e, mount))
+    }
+
+    /// Each mount gets one batch of the paths it serves.
+    async fn read_many(&self, paths: &[VPath], options: ReadOptions) -> Vec<Result<Blob>> {
+        let groups = self.group(paths);
+        let batches = groups
+            .iter()
+            .map(|(mount, _, inner)| mount.backend.read_many(inner, options));
+        let done = futures::future::join_all(batches).await;
+        self.scatter(paths, &groups, done, |p| {
+            self.refuse_mount_ancestor(p).and_then(|_| self.route(p).map(|_| ()))
+        })
+    }
+
+    async fn stat_many(&self, paths: &[VPath]) -> Vec<Result<Metadata>> {
+        let groups = self.group(paths);
+        let batches = groups.iter().map(|(mount, _, inner)| mount.backend.stat_many(inner));
+        let done = futures::future::join_all(batches).await;
+        // A path with a mount point below it is a directory; stat answers
+        // it one by one.
+        let mut results = self.scatter(paths, &groups, done, |p| self.route(p).map(|_| ()));
+        for (path, result) in paths.iter().zip(results.iter_mut()) {
+            if !self.mount_children(path).is_empty() {
+                *result = self.stat(path).await;
+            }
+        }
+        results
+    }
+}
+
+/// The paths one mount serves: the mount, their positions, and the paths
+/// as the mount's backend sees them.
+type Group<'a> = (&'a Mount, Vec<usize>, Vec<VPath>);
+
+impl MountTable {
+    fn group(&self, paths: &[VPath]) -> Vec<Group<'_>> {
+        let mut groups: Vec<Group<'_>> = Vec::new();
+        for (i, path) in paths.iter().enumerate() {
+            if !self.mount_children(path).is_empty() {
+                continue;
+            }
+            let Ok((mount, inner)) = self.route(path) else { continue };
+            match groups.iter_mut().find(|(m, _, _)| m.at == mount.at) {
+                Some((_, positions, inners)) => {
+                    positions.push(i);
+                    inners.push(inner);
+                }
+                None => groups.push((mount, vec![i], vec![inner])),
+            }
+        }
+        groups
+    }
+
+    /// Puts each mount's results back in the order of `paths`; a path no
+    /// mount took gets the error `unrouted` gives it.
+    fn scatter<T>(
+        &self,
+        paths: &[VPath],
+        groups: &[Group<'_>],
+        done: Vec<Vec<Result<T>>>,
+        unrouted: impl Fn(&VPath) -> Result<()>,
+    ) -> Vec<Result<T>> {
+        let mut results: Vec<Option<Result<T>>> = paths.iter().map(|_| None).collect();
+        for ((mount, positions, _), outcomes) in groups.iter().zip(done) {
+            for (&i, outcome) in positions.iter().zip(outcomes) {
+                results[i] = Some(outcome.map_err(|e| outer(e, mount)));
+            }
+        }
+        paths
+            .iter()
+            .zip(results)
+            .map(|(path, result)| {
+                result.unwrap_or_else(|| {
+                    Err(unrouted(path)
+                        .err()
+                        .unwrap_or_else(|| Error::at(ErrorKind::NotFound, path)))
+                })
+            })
+            .collect()
     }
 }

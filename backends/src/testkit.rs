@@ -220,6 +220,9 @@ macro_rules! __conformance_cases {
             concurrent_reads_agree,
             fifo_is_refused_not_waited_on,
             symlink_out_of_the_root_is_refused,
+            read_many_matches_read,
+            stat_many_matches_stat,
+            read_many_refuses_special_files,
         );
     };
 }

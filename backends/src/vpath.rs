@@ -12,6 +12,7 @@
 
 use std::borrow::Borrow;
 use std::fmt;
+use std::sync::Arc;
 
 use crate::error::{Error, ErrorKind, Result};
 
@@ -25,13 +26,15 @@ pub const MAX_PATH_BYTES: usize = 4096;
 /// - every segment is non-empty and is neither `.` nor `..`;
 /// - it holds no backslash, no NUL and no other control character;
 /// - it is at most [`MAX_PATH_BYTES`] bytes long.
+///
+/// Cloning is cheap (a reference count).
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct VPath(String);
+pub struct VPath(Arc<str>);
 
 impl VPath {
     /// The root, `/`.
     pub fn root() -> Self {
-        VPath("/".to_owned())
+        VPath(Arc::from("/"))
     }
 
     /// Parses an absolute virtual path, refusing (never repairing) anything
@@ -46,7 +49,7 @@ impl VPath {
             return Ok(Self::root());
         }
         check_relative(path, rest)?;
-        Ok(VPath(path.to_owned()))
+        Ok(VPath(Arc::from(path)))
     }
 
     /// Appends a relative path (`a/b/c`), checking it with the same rules as
@@ -65,7 +68,7 @@ impl VPath {
             format!("{}/{relative}", self.0)
         };
         check_length(&joined)?;
-        Ok(VPath(joined))
+        Ok(VPath(Arc::from(joined)))
     }
 
     /// The path as a string, always starting with `/`.
@@ -75,7 +78,7 @@ impl VPath {
 
     /// True for `/`.
     pub fn is_root(&self) -> bool {
-        self.0 == "/"
+        &*self.0 == "/"
     }
 
     /// The segments, outermost first; empty for the root.
@@ -106,7 +109,7 @@ impl VPath {
         Some(if cut == 0 {
             Self::root()
         } else {
-            VPath(self.0[..cut].to_owned())
+            VPath(Arc::from(&self.0[..cut]))
         })
     }
 
@@ -136,7 +139,7 @@ impl VPath {
         Some(if rest.is_empty() {
             Self::root()
         } else {
-            VPath(rest.to_owned())
+            VPath(Arc::from(rest))
         })
     }
 
@@ -148,6 +151,12 @@ impl VPath {
             base.join(self.relative_str())
         }
     }
+}
+
+/// True when `name` can be one segment of a [`VPath`]: non-empty, not `.`
+/// or `..`, and free of `/`, backslashes and control characters.
+pub fn is_valid_segment(name: &str) -> bool {
+    !matches!(name, "" | "." | "..") && !name.chars().any(|c| c == '/' || c == '\\' || c.is_control())
 }
 
 fn check_length(path: &str) -> Result<()> {

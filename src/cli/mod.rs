@@ -152,13 +152,17 @@ pub fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    match runtime.block_on(run(args)) {
-        Ok(()) => ExitCode::SUCCESS,
+    let code = match runtime.block_on(run(args)) {
+        Ok(()) => 0,
         Err(failure) => {
             eprintln!("error: {}", failure.message);
-            ExitCode::from(failure.code)
+            failure.code
         }
-    }
+    };
+    // Output is flushed and nothing is left to do: leave without tearing
+    // down the runtime and the catalog, which only returns memory to a
+    // process that is ending.
+    std::process::exit(i32::from(code))
 }
 
 fn init_tracing() {

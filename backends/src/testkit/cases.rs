@@ -501,3 +501,105 @@ pub async fn symlink_out_of_the_root_is_refused(f: Fixture) {
     assert_kind(f.backend.list(&p("/d/dir-link")).await, ErrorKind::SymlinkEscape);
     assert_kind(f.backend.stat(&p("/d/file-link")).await, ErrorKind::SymlinkEscape);
 }
+
+/// The outcome of a read as comparable data: bytes, size and version, or
+/// the error kind.
+fn outcome(result: &Result<crate::Blob>) -> std::result::Result<(Bytes, u64, Version), ErrorKind> {
+    match result {
+        Ok(blob) => Ok((blob.data.clone(), blob.size, blob.version.clone())),
+        Err(e) => Err(e.kind()),
+    }
+}
+
+/// A batched read gives, path by path and in order, what single reads give,
+/// guards included (size limit, directories, absence), with and without a
+/// prefix.
+pub async fn read_many_matches_read(f: Fixture) {
+    put(&f, "/a/SKILL.md", pattern(300)).await;
+    put(&f, "/b/SKILL.md", pattern(999)).await;
+    put(&f, "/big/SKILL.md", pattern(1001)).await;
+    put(&f, "/empty/SKILL.md", Bytes::new()).await;
+    let paths: Vec<VPath> = [
+        "/a/SKILL.md",
+        "/missing/SKILL.md",
+        "/a",
+        "/big/SKILL.md",
+        "/b/SKILL.md",
+        "/empty/SKILL.md",
+        "/a/SKILL.md",
+    ]
+    .into_iter()
+    .map(p)
+    .collect();
+    for options in [
+        ReadOptions::with_limit(1000),
+        ReadOptions {
+            limit: 1000,
+            prefix: Some(64),
+        },
+        ReadOptions::default(),
+        ReadOptions::prefix(2048),
+    ] {
+        let batch = f.backend.read_many(&paths, options).await;
+        assert_eq!(batch.len(), paths.len());
+        for (path, got) in paths.iter().zip(&batch) {
+            let single = f.backend.read(path, options).await;
+            assert_eq!(outcome(got), outcome(&single), "{path} with {options:?}");
+        }
+        assert_eq!(
+            outcome(&batch[3]).map(|_| ()),
+            if options.limit == 1000 {
+                Err(ErrorKind::TooLarge)
+            } else {
+                Ok(())
+            }
+        );
+    }
+}
+
+/// A batched stat gives, in order, what single stats give.
+pub async fn stat_many_matches_stat(f: Fixture) {
+    put(&f, "/a/SKILL.md", "a").await;
+    let paths: Vec<VPath> = ["/a/SKILL.md", "/a", "/missing", "/a/SKILL.md/below"]
+        .into_iter()
+        .map(p)
+        .collect();
+    let batch = f.backend.stat_many(&paths).await;
+    assert_eq!(batch.len(), paths.len());
+    for (path, got) in paths.iter().zip(batch) {
+        let single = f.backend.stat(path).await;
+        match (got, single) {
+            (Ok(a), Ok(b)) => assert_eq!(a, b, "{path}"),
+            (Err(a), Err(b)) => assert_eq!(a.kind(), b.kind(), "{path}"),
+            (a, b) => panic!("{path}: batch {a:?}, single {b:?}"),
+        }
+    }
+}
+
+/// Batched reads refuse FIFOs and links out of the root just as single
+/// reads do (a backend without special files must say so).
+pub async fn read_many_refuses_special_files(f: Fixture) {
+    let Some(specials) = &f.specials else {
+        assert!(
+            !f.backend.capabilities().symlinks,
+            "a backend with special files needs a Specials maker"
+        );
+        return;
+    };
+    put(&f, "/ok/SKILL.md", "fine").await;
+    put(&f, "/pipe/README.md", "the directory holding the FIFO").await;
+    specials.make_fifo(&p("/pipe/SKILL.md"));
+    specials.make_symlink(&p("/escape"), "../outside");
+    let paths: Vec<VPath> = ["/ok/SKILL.md", "/pipe/SKILL.md", "/escape/secret.txt"]
+        .into_iter()
+        .map(p)
+        .collect();
+    for options in [ReadOptions::prefix(2048), ReadOptions::default()] {
+        let batch = tokio::time::timeout(std::time::Duration::from_secs(10), f.backend.read_many(&paths, options))
+            .await
+            .expect("a batch with a FIFO must not block");
+        assert_eq!(outcome(&batch[0]).map(|(d, _, _)| d), Ok(Bytes::from_static(b"fine")));
+        assert_eq!(outcome(&batch[1]).err(), Some(ErrorKind::NotRegularFile));
+        assert_eq!(outcome(&batch[2]).err(), Some(ErrorKind::SymlinkEscape));
+    }
+}

@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""Side-by-side figures: skillstore vs the raw-read floor vs deepagents.
+
+    python3 scripts/bench_compare.py [--sizes 250 2500] [--runs 21] [--peer-python PY] [--no-peer]
+
+For each size N (skills per layer) it generates the four-layer tree with the
+peer harness's gen_fixture.py (once, under --work), then measures, as whole
+processes with a warm page cache:
+
+* floor:       benches/read_floor (lists the four layers, reads every SKILL.md
+               whole on all cores, nothing else);
+* skillstore:  `skillstore --mount /=ROOT --source /base/ ... list --json >/dev/null`;
+* deepagents:  the peer harness (bench/peer/deepagents_load.py, FilesystemBackend,
+               in-process load time, import excluded), unless --no-peer.
+
+It prints medians and the ratios the targets are stated in, and the peak
+resident memory of `skillstore list --json`. Times are medians of --runs runs
+after two warm-up runs; the machine is shared, so compare ratios.
+"""
+
+import argparse
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+SOURCES = ["/base/", "/user/", "/project/", "/team/"]
+
+
+def build() -> tuple[Path, Path]:
+    subprocess.run(["cargo", "build", "--release", "--quiet", "--bin", "skillstore"], cwd=REPO, check=True)
+    out = subprocess.run(
+        ["cargo", "bench", "--no-run", "--quiet", "--bench", "read_floor", "--message-format", "json"],
+        cwd=REPO, check=True, capture_output=True, text=True,
+    ).stdout
+    floor = None
+    for line in out.splitlines():
+        msg = json.loads(line)
+        if msg.get("reason") == "compiler-artifact" and msg.get("target", {}).get("name") == "read_floor":
+            floor = msg.get("executable") or floor
+    if floor is None:
+        sys.exit("could not find the read_floor executable")
+    return REPO / "target" / "release" / "skillstore", Path(floor)
+
+
+def generate(peer_dir: Path, root: Path, per_layer: int) -> None:
+    if (root / "expected.json").exists():
+        return
+    subprocess.run(
+        [sys.executable, str(peer_dir / "gen_fixture.py"), str(root), "-n", str(per_layer), "--force"],
+        check=True, stdout=subprocess.DEVNULL,
+    )
+
+
+def timed(cmd: list[str], runs: int) -> float:
+    for _ in range(2):
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def peak_rss_mb(cmd: list[str]) -> float:
+    """Peak RSS of one run, read from a fresh child's rusage."""
+    probe = (
+        "import resource, subprocess, sys; subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL); "
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+    )
+    out = subprocess.run([sys.executable, "-c", probe, *cmd], check=True, capture_output=True, text=True)
+    return int(out.stdout) / 1024
+
+
+def deepagents(python: str, peer_dir: Path, root: Path) -> float:
+    out = subprocess.run(
+        [python, str(peer_dir / "deepagents_load.py"), str(root), "--backend", "fs", "-q"],
+        check=True, capture_output=True, text=True,
+    ).stdout
+    result = json.loads(out)["results"]["filesystem"]
+    if not result.get("matches_expected_json", True):
+        sys.exit("deepagents did not match expected.json")
+    return result["load_s"]["median"]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[250, 2500])
+    ap.add_argument("--runs", type=int, default=21)
+    ap.add_argument("--peer-python", default="/tmp/peer-venv/bin/python")
+    ap.add_argument("--peer-dir", type=Path, default=REPO.parent / "shared" / "bench" / "peer")
+    ap.add_argument("--work", type=Path, default=Path("/tmp/skills-fx"))
+    ap.add_argument("--no-peer", action="store_true", help="skip deepagents")
+    args = ap.parse_args()
+    skillstore, floor = build()
+    for size in args.sizes:
+        root = args.work / f"n{size}"
+        generate(args.peer_dir, root, size)
+        ours_cmd = [str(skillstore), "--mount", f"/={root}"]
+        for source in SOURCES:
+            ours_cmd += ["--source", source]
+        ours_cmd += ["list", "--json"]
+        floor_s = timed([str(floor), str(root)], args.runs)
+        ours_s = timed(ours_cmd, args.runs)
+        rss = peak_rss_mb(ours_cmd)
+        line = (
+            f"{size} per layer ({4 * size} SKILL.md): floor {floor_s * 1e3:.1f} ms, "
+            f"skillstore {ours_s * 1e3:.1f} ms = {ours_s / floor_s:.2f}x floor, peak RSS {rss:.1f} MB"
+        )
+        if not args.no_peer:
+            peer_s = deepagents(args.peer_python, args.peer_dir, root)
+            line += f"; deepagents {peer_s * 1e3:.0f} ms = {peer_s / ours_s:.0f}x skillstore"
+        print(line, flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,435 @@
+//! A fast path for the YAML that frontmatters are made of.
+//!
+//! Nearly every SKILL.md frontmatter is a flat mapping of single-line plain
+//! or quoted scalars and `>`/`|` block scalars, with a one-level `metadata`
+//! map and an `allowed-tools` list. [`parse`] reads exactly that subset and
+//! returns `None` for anything else, which then goes to `serde_yaml`. For
+//! every input it accepts, the result equals what `serde_yaml` gives; a
+//! differential test holds it to that. Plain scalars that YAML could read
+//! as numbers (anything starting with a digit, `+`, `-` or `.`) are left to
+//! `serde_yaml`, so number formatting stays its own.
+
+use serde_yaml::{Mapping, Value};
+
+/// The frontmatter's top-level entries in order, or `None` when it leaves
+/// the subset. Keys are distinct, and borrowed from `yaml`.
+pub(crate) fn parse(yaml: &str) -> Option<Vec<(&str, Value)>> {
+    if !plain_text(yaml.as_bytes()) {
+        return None;
+    }
+    let lines: Vec<&str> = yaml.lines().map(|l| l.strip_suffix('\r').unwrap_or(l)).collect();
+    let mut entries: Vec<(&str, Value)> = Vec::with_capacity(8);
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i];
+        if line.is_empty() || line.starts_with('#') {
+            i += 1;
+            continue;
+        }
+        let (key, rest) = split_key(line)?;
+        if entries.iter().any(|(k, _)| *k == key) {
+            return None;
+        }
+        i += 1;
+        let value = if rest.is_empty() {
+            nested(&lines, &mut i)?
+        } else if rest.starts_with(['|', '>']) {
+            block_scalar(rest, &lines, &mut i)?
+        } else {
+            let value = inline_scalar(rest)?;
+            if continues(&lines, i) {
+                return None;
+            }
+            value
+        };
+        entries.push((key, value));
+    }
+    Some(entries)
+}
+
+/// True when the text has no character YAML treats specially as a line
+/// break or forbids: control characters other than LF (and CR before LF),
+/// C1 controls, NEL, the line and paragraph separators, or a byte order
+/// mark. One pass over the bytes.
+fn plain_text(bytes: &[u8]) -> bool {
+    // Printable ASCII and LF only: the common case, checked in one pass the
+    // compiler can vectorize.
+    if bytes.iter().all(|&b| (0x20..0x7f).contains(&b) || b == b'\n') {
+        return true;
+    }
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\n' => {}
+            b'\r' if bytes.get(i + 1) == Some(&b'\n') => {}
+            0..=0x1f | 0x7f => return false,
+            0xc2 if matches!(bytes.get(i + 1), Some(0x80..=0x9f)) => return false,
+            0xe2 if bytes.get(i + 1) == Some(&0x80) && matches!(bytes.get(i + 2), Some(0xa8 | 0xa9)) => return false,
+            0xef if bytes.get(i + 1) == Some(&0xbb) && bytes.get(i + 2) == Some(&0xbf) => return false,
+            _ => {}
+        }
+        i += 1;
+    }
+    true
+}
+
+/// `key: rest` at column 0, with a key of letters, digits, `-` and `_`
+/// starting with a letter, and not one YAML would read as a boolean or
+/// null.
+fn split_key(line: &str) -> Option<(&str, &str)> {
+    let end = line.find(':')?;
+    let key = &line[..end];
+    let after = &line[end + 1..];
+    if !(after.is_empty() || after.starts_with(' ')) {
+        return None;
+    }
+    if !key.starts_with(|c: char| c.is_ascii_alphabetic())
+        || !key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        || resolves_to_non_string(key)
+    {
+        return None;
+    }
+    Some((key, after.trim_matches(' ')))
+}
+
+fn resolves_to_non_string(plain: &str) -> bool {
+    matches!(
+        plain,
+        "null" | "Null" | "NULL" | "~" | "true" | "True" | "TRUE" | "false" | "False" | "FALSE"
+    )
+}
+
+/// True when the line after a scalar (past blank lines) is indented, which
+/// would continue the scalar over several lines.
+fn continues(lines: &[&str], mut i: usize) -> bool {
+    while i < lines.len() && lines[i].is_empty() {
+        i += 1;
+    }
+    i < lines.len() && lines[i].starts_with(' ')
+}
+
+/// A scalar written on one line: plain, `'single'` or `"double"` quoted.
+fn inline_scalar(text: &str) -> Option<Value> {
+    match text.as_bytes()[0] {
+        b'"' => double_quoted(&text[1..]).map(Value::String),
+        b'\'' => single_quoted(&text[1..]).map(Value::String),
+        _ => plain(text),
+    }
+}
+
+fn plain(text: &str) -> Option<Value> {
+    let first = text.chars().next()?;
+    if "-?:,[]{}#&*!|>'\"%@`+.".contains(first) || first.is_ascii_digit() {
+        return None;
+    }
+    if text.contains(": ") || text.ends_with(':') || text.contains(" #") {
+        return None;
+    }
+    Some(match text {
+        "null" | "Null" | "NULL" | "~" => Value::Null,
+        "true" | "True" | "TRUE" => Value::Bool(true),
+        "false" | "False" | "FALSE" => Value::Bool(false),
+        _ => Value::String(text.to_owned()),
+    })
+}
+
+/// The rest of a line after an opening `"`: the unescaped text, if the
+/// closing quote is on the same line with only spaces after it.
+fn double_quoted(text: &str) -> Option<String> {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.char_indices();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '"' => return text[i + 1..].bytes().all(|b| b == b' ').then_some(out),
+            '\\' => {
+                let (_, escaped) = chars.next()?;
+                out.push(match escaped {
+                    '"' => '"',
+                    '\\' => '\\',
+                    '/' => '/',
+                    'n' => '\n',
+                    't' => '\t',
+                    'r' => '\r',
+                    ' ' => ' ',
+                    'u' => {
+                        let hex: String = (0..4).map(|_| chars.next().map(|(_, h)| h)).collect::<Option<_>>()?;
+                        char::from_u32(u32::from_str_radix(&hex, 16).ok()?)?
+                    }
+                    _ => return None,
+                });
+            }
+            _ => out.push(c),
+        }
+    }
+    None
+}
+
+/// The rest of a line after an opening `'`.
+fn single_quoted(text: &str) -> Option<String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    loop {
+        let end = rest.find('\'')?;
+        out.push_str(&rest[..end]);
+        rest = &rest[end + 1..];
+        match rest.strip_prefix('\'') {
+            Some(after) => {
+                out.push('\'');
+                rest = after;
+            }
+            None => return rest.bytes().all(|b| b == b' ').then_some(out),
+        }
+    }
+}
+
+/// A `|`, `|-`, `>` or `>-` block scalar whose lines share one indentation
+/// (a literal block may also hold empty lines and deeper lines).
+fn block_scalar(header: &str, lines: &[&str], i: &mut usize) -> Option<Value> {
+    let (literal, strip) = match header {
+        "|" => (true, false),
+        "|-" => (true, true),
+        ">" => (false, false),
+        ">-" => (false, true),
+        _ => return None,
+    };
+    let first = *lines.get(*i)?;
+    let indent = first.len() - first.trim_start_matches(' ').len();
+    if indent == 0 || first.trim().is_empty() {
+        return None;
+    }
+    let mut parts: Vec<&str> = Vec::new();
+    while *i < lines.len() {
+        let line = lines[*i];
+        if line.is_empty() {
+            if !literal {
+                return None;
+            }
+            parts.push("");
+            *i += 1;
+            continue;
+        }
+        if line.trim_start_matches(' ').is_empty() {
+            // Spaces only: YAML's rules for these depend on the indentation.
+            return None;
+        }
+        let own = line.len() - line.trim_start_matches(' ').len();
+        if own < indent {
+            if own > 0 {
+                return None;
+            }
+            break;
+        }
+        if own > indent && !literal {
+            return None;
+        }
+        parts.push(&line[indent..]);
+        *i += 1;
+    }
+    while parts.last() == Some(&"") {
+        parts.pop();
+    }
+    let mut text = parts.join(if literal { "\n" } else { " " });
+    if !strip {
+        text.push('\n');
+    }
+    Some(Value::String(text))
+}
+
+/// What follows `key:` on the next lines: a list, a one-level map, or
+/// nothing (null).
+fn nested(lines: &[&str], i: &mut usize) -> Option<Value> {
+    let mut j = *i;
+    while j < lines.len() && lines[j].is_empty() {
+        j += 1;
+    }
+    let Some(first) = lines.get(j) else {
+        *i = j;
+        return Some(Value::Null);
+    };
+    let indent = first.len() - first.trim_start_matches(' ').len();
+    let body = &first[indent..];
+    if body == "-" || body.starts_with("- ") {
+        *i = j;
+        return sequence(lines, i, indent);
+    }
+    if indent == 0 {
+        *i = j;
+        return Some(Value::Null);
+    }
+    *i = j;
+    inner_mapping(lines, i, indent)
+}
+
+fn sequence(lines: &[&str], i: &mut usize, indent: usize) -> Option<Value> {
+    let mut items = Vec::new();
+    while *i < lines.len() {
+        let line = lines[*i];
+        if line.is_empty() {
+            *i += 1;
+            continue;
+        }
+        let own = line.len() - line.trim_start_matches(' ').len();
+        if own < indent {
+            break;
+        }
+        let item = line[indent..].strip_prefix("- ")?.trim_matches(' ');
+        if own > indent || item.is_empty() {
+            return None;
+        }
+        items.push(inline_scalar(item)?);
+        *i += 1;
+    }
+    ends_at_column_zero(lines, *i)?;
+    Some(Value::Sequence(items))
+}
+
+fn inner_mapping(lines: &[&str], i: &mut usize, indent: usize) -> Option<Value> {
+    let mut map = Mapping::new();
+    while *i < lines.len() {
+        let line = lines[*i];
+        if line.is_empty() {
+            *i += 1;
+            continue;
+        }
+        let own = line.len() - line.trim_start_matches(' ').len();
+        if own < indent {
+            break;
+        }
+        if own > indent {
+            return None;
+        }
+        let (key, rest) = split_key(&line[indent..])?;
+        if rest.is_empty() || rest.starts_with(['|', '>']) {
+            return None;
+        }
+        let key = Value::String(key.to_owned());
+        if map.contains_key(&key) {
+            return None;
+        }
+        map.insert(key, inline_scalar(rest)?);
+        *i += 1;
+    }
+    ends_at_column_zero(lines, *i)?;
+    Some(Value::Mapping(map))
+}
+
+/// A nested block must give way to a top-level line (or the end).
+fn ends_at_column_zero(lines: &[&str], i: usize) -> Option<()> {
+    match lines.get(i) {
+        Some(line) if line.starts_with(' ') => None,
+        _ => Some(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The contract: whatever the fast path accepts, serde_yaml reads the same.
+    fn agrees(yaml: &str) -> Option<Mapping> {
+        let fast: Mapping = parse(yaml)?
+            .into_iter()
+            .map(|(k, v)| (Value::String(k.to_owned()), v))
+            .collect();
+        let slow: Value =
+            serde_yaml::from_str(yaml).unwrap_or_else(|e| panic!("fast path accepted invalid YAML {yaml:?}: {e}"));
+        let slow = match slow {
+            Value::Mapping(m) => m,
+            Value::Null => Mapping::new(),
+            other => panic!("fast path accepted a non-mapping {yaml:?}: {other:?}"),
+        };
+        assert_eq!(fast, slow, "{yaml:?}");
+        Some(fast)
+    }
+
+    #[test]
+    fn accepts_the_common_shapes() {
+        let cases = [
+            "name: pdf\ndescription: Fill forms, and more.\n",
+            "name: pdf\ndescription: \"Quoted \\\"text\\\" with \\\\ and \\u00e9\"\nlicense: 'it''s MIT'\n",
+            "name: a\ndescription: >-\n  folded line one\n  line two\n",
+            "name: a\ndescription: |\n  literal\n\n    indented\n  end\n",
+            "name: a\nmetadata:\n  author: sre\n  version: \"1.2\"\nallowed-tools:\n  - Read\n  - Bash\n",
+            "name: a\nallowed-tools:\n- Read\n- 'Bash'\n",
+            "name: a\r\ndescription: crlf\r\nlicense: ~\r\n",
+            "# comment\nname: a\n\ndescription: C# and a:b, [x] {y} !z &w *v\n",
+            "name: café-outil\ndescription: 日本語 → unicode…\nflag: true\nempty:\n",
+        ];
+        for yaml in cases {
+            assert!(agrees(yaml).is_some(), "should be on the fast path: {yaml:?}");
+        }
+    }
+
+    #[test]
+    fn leaves_everything_else_to_serde() {
+        let cases = [
+            "name: 123\n",
+            "version: 1.10\n",
+            "name: -x\n",
+            "name: a\ndescription: multi\n  line plain\n",
+            "name: &a x\nother: *a\n",
+            "name: !tag x\n",
+            "name: [a, b]\n",
+            "name: {a: b}\n",
+            "name: a # comment\n",
+            "name: \"unterminated\n  quote\"\n",
+            "name: a\nname: b\n",
+            "key with space: x\n",
+            "name: >+\n  keep\n",
+            "name: >\n  a\n\n  b\n",
+            "metadata:\n  nested:\n    deep: x\n",
+            "metadata:\n  a: 1\n",
+            "list:\n  - a: b\n",
+            "name:\tx\n",
+            "  indented: x\n",
+            "true: x\n",
+        ];
+        for yaml in cases {
+            assert!(parse(yaml).is_none(), "should fall back: {yaml:?}");
+        }
+    }
+
+    fn scalar() -> impl Strategy<Value = String> {
+        prop_oneof![
+            "[a-zA-Z][a-zA-Z0-9 ,.;:#'\"!&*()\\[\\]{}é→-]{0,24}",
+            Just("null".into()),
+            Just("~".into()),
+            Just("True".into()),
+            Just("false".into()),
+            Just("".into()),
+            "[0-9.+-][0-9a-z.]{0,6}",
+        ]
+    }
+
+    fn value() -> impl Strategy<Value = String> {
+        prop_oneof![
+            scalar().prop_map(|s| format!(" {s}\n")),
+            scalar().prop_map(|s| format!(" \"{}\"\n", s.replace('\\', "\\\\").replace('"', "\\\""))),
+            scalar().prop_map(|s| format!(" '{}'\n", s.replace('\'', "''"))),
+            (
+                prop_oneof![Just("|"), Just("|-"), Just(">"), Just(">-")],
+                prop::collection::vec(scalar(), 1..4)
+            )
+                .prop_map(|(h, ls)| format!(" {h}\n{}", ls.iter().map(|l| format!("  {l}\n")).collect::<String>())),
+            prop::collection::vec(scalar(), 1..4)
+                .prop_map(|ls| format!("\n{}", ls.iter().map(|l| format!("  - {l}\n")).collect::<String>())),
+            prop::collection::vec(("[a-z]{1,6}", scalar()), 1..4).prop_map(|kv| format!(
+                "\n{}",
+                kv.iter().map(|(k, v)| format!("  {k}: {v}\n")).collect::<String>()
+            )),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4000))]
+        #[test]
+        fn fast_path_agrees_with_serde_yaml(entries in prop::collection::vec(("[a-z][a-z_-]{0,8}", value()), 0..6), crlf in any::<bool>()) {
+            let mut yaml: String = entries.iter().map(|(k, v)| format!("{k}:{v}")).collect();
+            if crlf {
+                yaml = yaml.replace('\n', "\r\n");
+            }
+            agrees(&yaml);
+        }
+    }
+}
