@@ -14,13 +14,13 @@ processes with a warm page cache:
                in-process load time, import excluded), unless --no-peer.
 
 It prints medians and the ratios the targets are stated in, and the peak
-resident memory of `skillstore list --json`. Times are medians of --runs runs
-after two warm-up runs; the machine is shared, so compare ratios.
+resident memory of `skillstore list --json`. The floor and skillstore run
+alternately (--runs pairs after two warm-up pairs), and the ratio is the
+median of the per-pair ratios, so both sides see the same machine load.
 """
 
 import argparse
 import json
-import resource
 import statistics
 import subprocess
 import sys
@@ -57,15 +57,26 @@ def generate(peer_dir: Path, root: Path, per_layer: int) -> None:
     )
 
 
-def timed(cmd: list[str], runs: int) -> float:
+def once(cmd: list[str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - start
+
+
+def paired(a: list[str], b: list[str], runs: int) -> tuple[float, float, float]:
+    """Runs `a` and `b` alternately, so both see the same machine load.
+    Returns the median time of each and the median of the per-pair ratios
+    b / a."""
     for _ in range(2):
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-    samples = []
+        once(a)
+        once(b)
+    times_a, times_b, ratios = [], [], []
     for _ in range(runs):
-        start = time.perf_counter()
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples)
+        ta, tb = once(a), once(b)
+        times_a.append(ta)
+        times_b.append(tb)
+        ratios.append(tb / ta)
+    return statistics.median(times_a), statistics.median(times_b), statistics.median(ratios)
 
 
 def peak_rss_mb(cmd: list[str]) -> float:
@@ -106,12 +117,11 @@ def main() -> int:
         for source in SOURCES:
             ours_cmd += ["--source", source]
         ours_cmd += ["list", "--json"]
-        floor_s = timed([str(floor), str(root)], args.runs)
-        ours_s = timed(ours_cmd, args.runs)
+        floor_s, ours_s, ratio = paired([str(floor), str(root)], ours_cmd, args.runs)
         rss = peak_rss_mb(ours_cmd)
         line = (
             f"{size} per layer ({4 * size} SKILL.md): floor {floor_s * 1e3:.1f} ms, "
-            f"skillstore {ours_s * 1e3:.1f} ms = {ours_s / floor_s:.2f}x floor, peak RSS {rss:.1f} MB"
+            f"skillstore {ours_s * 1e3:.1f} ms = {ratio:.2f}x floor (median of paired runs), peak RSS {rss:.1f} MB"
         )
         if not args.no_peer:
             peer_s = deepagents(args.peer_python, args.peer_dir, root)
