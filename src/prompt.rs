@@ -362,20 +362,30 @@ fn escape_xml(text: &str) -> String {
 }
 
 fn push_escaped(out: &mut String, text: &str) {
+    let bytes = text.as_bytes();
     let mut last = 0;
-    // The five characters are ASCII, so bytes can be searched directly.
-    for (i, byte) in text.bytes().enumerate() {
-        let entity = match byte {
+    // The five characters are ASCII: find each with vectorized searches and
+    // copy the runs between them whole.
+    while last < bytes.len() {
+        let rest = &bytes[last..];
+        let next = match (
+            memchr::memchr3(b'&', b'<', b'>', rest),
+            memchr::memchr2(b'"', b'\'', rest),
+        ) {
+            (Some(a), Some(b)) => a.min(b),
+            (Some(a), None) | (None, Some(a)) => a,
+            (None, None) => break,
+        };
+        let at = last + next;
+        out.push_str(&text[last..at]);
+        out.push_str(match bytes[at] {
             b'&' => "&amp;",
             b'<' => "&lt;",
             b'>' => "&gt;",
             b'"' => "&quot;",
-            b'\'' => "&apos;",
-            _ => continue,
-        };
-        out.push_str(&text[last..i]);
-        out.push_str(entity);
-        last = i + 1;
+            _ => "&apos;",
+        });
+        last = at + 1;
     }
     out.push_str(&text[last..]);
 }
