@@ -193,7 +193,7 @@ fn block_scalar(header: &str, lines: &[&str], i: &mut usize) -> Option<Value> {
         _ => return None,
     };
     let first = *lines.get(*i)?;
-    let indent = first.len() - first.trim_start_matches(' ').len();
+    let indent = indentation(first);
     if indent == 0 || first.trim().is_empty() {
         return None;
     }
@@ -212,7 +212,7 @@ fn block_scalar(header: &str, lines: &[&str], i: &mut usize) -> Option<Value> {
             // Spaces only: YAML's rules for these depend on the indentation.
             return None;
         }
-        let own = line.len() - line.trim_start_matches(' ').len();
+        let own = indentation(line);
         if own < indent {
             if own > 0 {
                 return None;
@@ -246,7 +246,7 @@ fn nested(lines: &[&str], i: &mut usize) -> Option<Value> {
         *i = j;
         return Some(Value::Null);
     };
-    let indent = first.len() - first.trim_start_matches(' ').len();
+    let indent = indentation(first);
     let body = &first[indent..];
     if body == "-" || body.starts_with("- ") {
         *i = j;
@@ -262,43 +262,21 @@ fn nested(lines: &[&str], i: &mut usize) -> Option<Value> {
 
 fn sequence(lines: &[&str], i: &mut usize, indent: usize) -> Option<Value> {
     let mut items = Vec::new();
-    while *i < lines.len() {
-        let line = lines[*i];
-        if line.is_empty() {
-            *i += 1;
-            continue;
-        }
-        let own = line.len() - line.trim_start_matches(' ').len();
-        if own < indent {
-            break;
-        }
-        let item = line[indent..].strip_prefix("- ")?.trim_matches(' ');
-        if own > indent || item.is_empty() {
+    block_lines(lines, i, indent, |body| {
+        let item = body.strip_prefix("- ")?.trim_matches(' ');
+        if item.is_empty() {
             return None;
         }
         items.push(inline_scalar(item)?);
-        *i += 1;
-    }
-    ends_at_column_zero(lines, *i)?;
+        Some(())
+    })?;
     Some(Value::Sequence(items))
 }
 
 fn inner_mapping(lines: &[&str], i: &mut usize, indent: usize) -> Option<Value> {
     let mut map = Mapping::new();
-    while *i < lines.len() {
-        let line = lines[*i];
-        if line.is_empty() {
-            *i += 1;
-            continue;
-        }
-        let own = line.len() - line.trim_start_matches(' ').len();
-        if own < indent {
-            break;
-        }
-        if own > indent {
-            return None;
-        }
-        let (key, rest) = split_key(&line[indent..])?;
+    block_lines(lines, i, indent, |body| {
+        let (key, rest) = split_key(body)?;
         if rest.is_empty() || rest.starts_with(['|', '>']) {
             return None;
         }
@@ -307,10 +285,43 @@ fn inner_mapping(lines: &[&str], i: &mut usize, indent: usize) -> Option<Value> 
             return None;
         }
         map.insert(key, inline_scalar(rest)?);
+        Some(())
+    })?;
+    Some(Value::Mapping(map))
+}
+
+/// Feeds `each` the lines of a nested block, all at exactly `indent`
+/// (without it), skipping empty lines and advancing `i` past the block.
+/// `None` when a line is deeper, `each` refuses one, or the block does not
+/// end at column 0.
+fn block_lines<'a>(
+    lines: &[&'a str],
+    i: &mut usize,
+    indent: usize,
+    mut each: impl FnMut(&'a str) -> Option<()>,
+) -> Option<()> {
+    while *i < lines.len() {
+        let line = lines[*i];
+        if line.is_empty() {
+            *i += 1;
+            continue;
+        }
+        let own = indentation(line);
+        if own < indent {
+            break;
+        }
+        if own > indent {
+            return None;
+        }
+        each(&line[indent..])?;
         *i += 1;
     }
-    ends_at_column_zero(lines, *i)?;
-    Some(Value::Mapping(map))
+    ends_at_column_zero(lines, *i)
+}
+
+/// How many spaces a line starts with.
+fn indentation(line: &str) -> usize {
+    line.len() - line.trim_start_matches(' ').len()
 }
 
 /// A nested block must give way to a top-level line (or the end).

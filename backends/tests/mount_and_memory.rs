@@ -47,29 +47,24 @@ async fn mount_routes_by_longest_whole_segment_prefix() {
     );
 }
 
+async fn listed(ns: &MountTable, dir: &str) -> Vec<(String, EntryKind)> {
+    ns.list(&p(dir))
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| (e.name, e.kind))
+        .collect()
+}
+
 #[tokio::test]
 async fn mount_listing_shows_mount_points_as_directories() {
     let ns = table().await;
-    let root: Vec<_> = ns
-        .list(&VPath::root())
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|e| (e.name, e.kind))
-        .collect();
     assert_eq!(
-        root,
+        listed(&ns, "/").await,
         [("team".into(), EntryKind::Dir), ("teamwork".into(), EntryKind::Dir)]
     );
-    let team: Vec<_> = ns
-        .list(&p("/team"))
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|e| (e.name, e.kind))
-        .collect();
     assert_eq!(
-        team,
+        listed(&ns, "/team").await,
         [("special".into(), EntryKind::Dir), ("x".into(), EntryKind::File)]
     );
 }
