@@ -31,7 +31,10 @@ pub const SKILL_FILE: &str = "SKILL.md";
 /// How a catalog is loaded.
 #[derive(Debug, Clone)]
 pub struct LoadOptions {
-    /// Reads and stats in flight at once, across all sources.
+    /// About how many candidates are in flight at once, across all
+    /// sources: batches of the backend's preferred size run concurrently
+    /// (at least eight, so every core has parsing to do), and each backend
+    /// bounds the requests inside a batch.
     pub concurrency: usize,
     /// Bytes read from the start of each SKILL.md; a longer read follows
     /// only when the frontmatter does not close inside them.

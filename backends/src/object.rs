@@ -25,6 +25,10 @@ use crate::backend::{
 use crate::error::{Error, ErrorKind, Result};
 use crate::vpath::VPath;
 
+/// Requests one batched call keeps in flight. A catalog runs several
+/// batches at once; with its default of eight, that is 64 requests.
+const REQUESTS_PER_BATCH: usize = 8;
+
 /// A [`SkillBackend`] over an `object_store` store, rooted at a key prefix.
 ///
 /// Cheap to clone. Versions are ETags (or, for stores without them, the
@@ -312,6 +316,25 @@ impl SkillBackend for ObjectStoreBackend {
             size,
             version,
         })
+    }
+
+    /// Reads a batch at most [`REQUESTS_PER_BATCH`] requests at a time, in
+    /// order.
+    async fn read_many(&self, paths: &[VPath], options: ReadOptions) -> Vec<Result<Blob>> {
+        let reads: Vec<_> = paths.iter().map(|p| self.read(p, options)).collect();
+        futures::stream::iter(reads)
+            .buffered(REQUESTS_PER_BATCH)
+            .collect()
+            .await
+    }
+
+    /// Stats a batch at most [`REQUESTS_PER_BATCH`] requests at a time.
+    async fn stat_many(&self, paths: &[VPath]) -> Vec<Result<Metadata>> {
+        let stats: Vec<_> = paths.iter().map(|p| self.stat(p)).collect();
+        futures::stream::iter(stats)
+            .buffered(REQUESTS_PER_BATCH)
+            .collect()
+            .await
     }
 
     async fn put(&self, path: &VPath, data: Bytes, mode: PutMode) -> Result<Version> {
