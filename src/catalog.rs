@@ -269,11 +269,11 @@ impl Catalog {
             }
         }
 
-        // Batches run as tasks of their own, so parsing spreads over every
-        // core while other batches wait on storage.
         // Candidates go to the backend in batches of the size it prefers,
-        // with about `concurrency` candidates in flight (and at least four
-        // batches, so every core has parsing to do).
+        // with about `concurrency` candidates in flight (and at least eight
+        // batches, so every core has parsing to do). Batches run as tasks of
+        // their own, so parsing spreads over every core while other batches
+        // wait on storage.
         let batch = self.backend.preferred_batch().max(1);
         let parallel = self.options.concurrency.div_ceil(batch).max(8);
         let mut batches = Vec::with_capacity(work.len().div_ceil(batch));
