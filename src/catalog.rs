@@ -326,6 +326,81 @@ impl Catalog {
         }
     }
 
+    /// A new catalog in which one skill directory of one source is read
+    /// again (added, changed or gone), leaving every other skill as it was.
+    /// This is how a write is seen at once, without a full refresh.
+    pub async fn reload_skill(&self, source_name: &str, dir_name: &str) -> Result<Catalog> {
+        let (index, source) = self
+            .sources
+            .iter()
+            .enumerate()
+            .find(|(_, s)| s.name() == source_name)
+            .ok_or_else(|| Error::SourceNotFound(source_name.to_owned()))?;
+        let skill_md = skill_file(source, dir_name).map_err(|e| Error::Usage(e.to_string()))?;
+        let job = Job {
+            source: index,
+            candidate: 0,
+            dir_name: dir_name.to_owned(),
+            skill_md: skill_md.clone(),
+            previous: None,
+        };
+        let (_, _, version, outcome) = run_batch(&*self.backend, &self.sources, &self.options, vec![job])
+            .await
+            .pop()
+            .expect("one job gives one result");
+        let mut states = self.states.clone();
+        if let Some(state) = states.get_mut(index) {
+            let candidates = &mut state.candidates;
+            let at = candidates.binary_search_by(|c| slash_order(&c.dir_name, dir_name));
+            match (at, &outcome) {
+                (Ok(i), Outcome::NotASkill) => {
+                    candidates.remove(i);
+                }
+                (Ok(i), _) => {
+                    candidates[i].version = version;
+                    candidates[i].outcome = outcome;
+                }
+                (Err(_), Outcome::NotASkill) => {}
+                (Err(i), _) if source.admits(dir_name) => candidates.insert(
+                    i,
+                    Candidate {
+                        dir_name: dir_name.to_owned(),
+                        skill_md,
+                        version,
+                        outcome,
+                    },
+                ),
+                (Err(_), _) => {}
+            }
+        }
+        let (skills, diagnostics) = merge(&self.sources, &states, &self.options.filter);
+        let index = skills
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.metadata.name.clone(), i))
+            .collect();
+        Ok(Catalog {
+            backend: Arc::clone(&self.backend),
+            sources: Arc::clone(&self.sources),
+            options: Arc::clone(&self.options),
+            states,
+            skills,
+            index,
+            diagnostics,
+        })
+    }
+
+    /// An editor of the skills of the source `source_name`, writing through
+    /// this catalog's backend. Fails with [`Error::ReadOnlySource`] unless
+    /// the source is writable.
+    pub fn editor(&self, source_name: &str) -> Result<crate::SkillEditor> {
+        let source = self
+            .sources
+            .get(source_name)
+            .ok_or_else(|| Error::SourceNotFound(source_name.to_owned()))?;
+        crate::SkillEditor::new(Arc::clone(&self.backend), source).map(|e| e.with_limit(self.options.read_limit))
+    }
+
     /// The skills, in deepagents' order, one per name.
     pub fn skills(&self) -> &[Skill] {
         &self.skills

@@ -232,8 +232,15 @@ impl SourceList {
     }
 
     /// Appends a source with a higher priority than all before it. Two
-    /// sources may not share a name.
+    /// sources may not share a name, and once there are two or more, the
+    /// first (the base layer) may not be writable.
     pub fn push(&mut self, source: Source) -> Result<()> {
+        if let Some(base) = self.sources.first().filter(|b| b.writable) {
+            return Err(Error::Usage(format!(
+                "the source `{}` is the base layer (the first, lowest priority) and cannot be writable",
+                base.name
+            )));
+        }
         if self.sources.iter().any(|s| s.name == source.name) {
             return Err(Error::Usage(format!(
                 "two sources are named `{}`; give one a label (LABEL=/path)",
@@ -324,6 +331,23 @@ mod tests {
         assert!(list.push(Source::parse("/b/skills").unwrap()).is_err());
         list.push(Source::parse("other=/b/skills").unwrap()).unwrap();
         assert_eq!(list.len(), 2);
+    }
+
+    #[test]
+    fn the_base_layer_is_never_writable() {
+        let alone = SourceList::from_sources([Source::parse("/mine").unwrap().with_writable(true)]).unwrap();
+        assert!(alone.get("mine").unwrap().is_writable());
+        let layered = SourceList::from_sources([
+            Source::parse("/base").unwrap().with_writable(true),
+            Source::parse("/team").unwrap(),
+        ]);
+        assert!(layered.unwrap_err().to_string().contains("base layer"));
+        let team = SourceList::from_sources([
+            Source::parse("/base").unwrap(),
+            Source::parse("/team").unwrap().with_writable(true),
+        ])
+        .unwrap();
+        assert!(team.get("team").unwrap().is_writable());
     }
 
     #[test]

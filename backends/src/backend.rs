@@ -172,6 +172,10 @@ pub struct Capabilities {
     pub create_only: bool,
     /// `put` honours [`PutMode::IfVersion`] atomically.
     pub if_version: bool,
+    /// [`SkillBackend::delete_if_version`] checks and deletes in one atomic
+    /// step (otherwise a write landing between its check and its delete is
+    /// lost).
+    pub if_version_delete: bool,
     /// The backend can hold symbolic links (and applies a symlink policy).
     pub symlinks: bool,
 }
@@ -182,14 +186,17 @@ impl Capabilities {
         write: false,
         create_only: false,
         if_version: false,
+        if_version_delete: false,
         symlinks: false,
     };
 
-    /// A backend with atomic conditional writes and no symbolic links.
+    /// A backend with atomic conditional writes, a checked (not atomic)
+    /// conditional delete, and no symbolic links.
     pub const READ_WRITE: Capabilities = Capabilities {
         write: true,
         create_only: true,
         if_version: true,
+        if_version_delete: false,
         symlinks: false,
     };
 }
@@ -225,12 +232,28 @@ pub trait SkillBackend: Send + Sync + fmt::Debug {
     /// the new ones, never a mix.
     async fn put(&self, path: &VPath, data: Bytes, mode: PutMode) -> Result<Version> {
         let _ = (data, mode);
-        Err(Error::at(ErrorKind::Unsupported, path).with_detail("this backend is read-only"))
+        Err(Error::at(ErrorKind::ReadOnly, path).with_detail("this backend is read-only"))
     }
 
     /// Deletes one file. Deleting nothing is [`ErrorKind::NotFound`].
     async fn delete(&self, path: &VPath) -> Result<()> {
-        Err(Error::at(ErrorKind::Unsupported, path).with_detail("this backend is read-only"))
+        Err(Error::at(ErrorKind::ReadOnly, path).with_detail("this backend is read-only"))
+    }
+
+    /// Deletes one file only while its version is `expected`; otherwise
+    /// [`ErrorKind::VersionConflict`], also when nothing is there. Atomic
+    /// where [`Capabilities::if_version_delete`] says so; the default checks
+    /// the version with a stat, then deletes.
+    async fn delete_if_version(&self, path: &VPath, expected: &Version) -> Result<()> {
+        let found = match self.stat(path).await {
+            Ok(meta) => meta.version,
+            Err(e) if e.kind() == ErrorKind::NotFound => None,
+            Err(e) => return Err(e),
+        };
+        if found.as_ref() != Some(expected) {
+            return Err(version_conflict(path, expected, found.as_ref()));
+        }
+        self.delete(path).await
     }
 
     /// How many paths a [`SkillBackend::read_many`] or
@@ -273,6 +296,9 @@ impl<T: SkillBackend + ?Sized> SkillBackend for Arc<T> {
     }
     async fn delete(&self, path: &VPath) -> Result<()> {
         (**self).delete(path).await
+    }
+    async fn delete_if_version(&self, path: &VPath, expected: &Version) -> Result<()> {
+        (**self).delete_if_version(path, expected).await
     }
     fn preferred_batch(&self) -> usize {
         (**self).preferred_batch()
@@ -323,4 +349,11 @@ pub(crate) fn too_large(path: &VPath, size: u64, limit: u64) -> Error {
 /// Builds the error for an object that grew past the limit while being read.
 pub(crate) fn grew_past_limit(path: &VPath, limit: u64) -> Error {
     Error::at(ErrorKind::TooLarge, path).with_detail(format!("grew past the limit of {limit} bytes while being read"))
+}
+
+/// Builds the [`ErrorKind::VersionConflict`] error of a conditional write or
+/// delete that found `found` instead of `expected`.
+pub(crate) fn version_conflict(path: &VPath, expected: &Version, found: Option<&Version>) -> Error {
+    let found = found.map_or_else(|| "nothing".to_owned(), |v| v.to_string());
+    Error::at(ErrorKind::VersionConflict, path).with_detail(format!("expected version {expected}, found {found}"))
 }

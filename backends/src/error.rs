@@ -45,6 +45,9 @@ pub enum ErrorKind {
     VersionConflict,
     /// The backend does not support the operation.
     Unsupported,
+    /// A write was refused because the backend, mount or source is
+    /// read-only.
+    ReadOnly,
     /// The backend could not be reached or failed transiently; retrying later
     /// may succeed.
     Unavailable,
@@ -70,6 +73,7 @@ impl ErrorKind {
             ErrorKind::AlreadyExists => "already_exists",
             ErrorKind::VersionConflict => "version_conflict",
             ErrorKind::Unsupported => "unsupported",
+            ErrorKind::ReadOnly => "read_only",
             ErrorKind::Unavailable => "unavailable",
             ErrorKind::Other => "other",
         }
@@ -92,6 +96,7 @@ impl ErrorKind {
             ErrorKind::AlreadyExists => "already exists",
             ErrorKind::VersionConflict => "version conflict",
             ErrorKind::Unsupported => "operation not supported by this backend",
+            ErrorKind::ReadOnly => "read-only",
             ErrorKind::Unavailable => "backend unavailable",
             ErrorKind::Other => "backend error",
         }

@@ -25,7 +25,7 @@ use rustix::io::Errno;
 
 use crate::backend::{
     Blob, Capabilities, Entry, EntryKind, Metadata, PutMode, ReadOptions, SkillBackend, Version, grew_past_limit,
-    too_large,
+    too_large, version_conflict,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::vpath::{MAX_PATH_BYTES, VPath, is_valid_segment};
@@ -146,7 +146,7 @@ impl FsBackend {
         if self.writable {
             Ok(())
         } else {
-            Err(Error::at(ErrorKind::Unsupported, path).with_detail("this directory is opened read-only"))
+            Err(Error::at(ErrorKind::ReadOnly, path).with_detail("this directory is opened read-only"))
         }
     }
 }
@@ -418,27 +418,38 @@ impl Inner {
             {
                 Ok(())
             }
-            (PutMode::IfVersion(expected), found) => {
-                let found = found.map_or_else(|| "nothing".to_owned(), |st| fingerprint(&st).to_string());
-                Err(Error::at(ErrorKind::VersionConflict, path)
-                    .with_detail(format!("expected version {expected}, found {found}")))
-            }
+            (PutMode::IfVersion(expected), found) => Err(version_conflict(
+                path,
+                expected,
+                found.map(|st| fingerprint(&st)).as_ref(),
+            )),
         }
     }
 
-    fn delete(&self, path: &VPath) -> Result<()> {
+    /// Deletes `path`; with `expected`, only while the file's fingerprint
+    /// is that version (checked under the directory lock writers take).
+    fn delete(&self, path: &VPath, expected: Option<&Version>) -> Result<()> {
         let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
             return Err(Error::at(ErrorKind::IsADirectory, path));
         };
-        let dir = self.open(&parent, OFlags::RDONLY | OFlags::DIRECTORY)?;
+        let dir = match self.open(&parent, OFlags::RDONLY | OFlags::DIRECTORY) {
+            Err(e) if e.kind() == ErrorKind::NotFound && expected.is_some() => {
+                return Err(version_conflict(path, expected.expect("checked"), None));
+            }
+            other => other?,
+        };
         {
             let _lock = DirLock::exclusive(&dir, path)?;
-            match rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW) {
-                Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::Directory => {
+            match (rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW), expected) {
+                (Ok(st), _) if FileType::from_raw_mode(st.st_mode) == FileType::Directory => {
                     return Err(Error::at(ErrorKind::IsADirectory, path));
                 }
-                Ok(_) => {}
-                Err(e) => return Err(self.open_error(e, path)),
+                (Ok(st), Some(expected)) if fingerprint(&st) != *expected => {
+                    return Err(version_conflict(path, expected, Some(&fingerprint(&st))));
+                }
+                (Ok(_), _) => {}
+                (Err(Errno::NOENT), Some(expected)) => return Err(version_conflict(path, expected, None)),
+                (Err(e), _) => return Err(self.open_error(e, path)),
             }
             rustix::fs::unlinkat(&dir, name, AtFlags::empty()).map_err(|e| self.open_error(e, path))?;
         }
@@ -612,6 +623,7 @@ impl SkillBackend for FsBackend {
             write: self.writable,
             create_only: self.writable,
             if_version: self.writable,
+            if_version_delete: self.writable,
             symlinks: true,
         }
     }
@@ -679,6 +691,13 @@ impl SkillBackend for FsBackend {
     async fn delete(&self, path: &VPath) -> Result<()> {
         self.check_writable(path)?;
         let path = path.clone();
-        self.blocking(move |inner| inner.delete(&path)).await
+        self.blocking(move |inner| inner.delete(&path, None)).await
+    }
+
+    async fn delete_if_version(&self, path: &VPath, expected: &Version) -> Result<()> {
+        self.check_writable(path)?;
+        let path = path.clone();
+        let expected = expected.clone();
+        self.blocking(move |inner| inner.delete(&path, Some(&expected))).await
     }
 }

@@ -9,6 +9,7 @@ use bytes::Bytes;
 
 use crate::backend::{
     Blob, Capabilities, Entry, EntryKind, Metadata, PutMode, ReadOptions, SkillBackend, Version, too_large,
+    version_conflict,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::vpath::VPath;
@@ -125,9 +126,7 @@ impl MemoryBackend {
             (PutMode::Create, None) => {}
             (PutMode::IfVersion(expected), Some(v)) if v == *expected => {}
             (PutMode::IfVersion(expected), found) => {
-                let found = found.map_or_else(|| "nothing".to_owned(), |v| v.to_string());
-                return Err(Error::at(ErrorKind::VersionConflict, path)
-                    .with_detail(format!("expected version {expected}, found {found}")));
+                return Err(version_conflict(path, expected, found.as_ref()));
             }
         }
         state.writes += 1;
@@ -163,7 +162,10 @@ fn version_of(counter: u64) -> Version {
 #[async_trait]
 impl SkillBackend for MemoryBackend {
     fn capabilities(&self) -> Capabilities {
-        Capabilities::READ_WRITE
+        Capabilities {
+            if_version_delete: true,
+            ..Capabilities::READ_WRITE
+        }
     }
 
     async fn list(&self, dir: &VPath) -> Result<Vec<Entry>> {
@@ -272,5 +274,18 @@ impl SkillBackend for MemoryBackend {
             return Err(Error::at(ErrorKind::IsADirectory, path));
         }
         Err(Error::at(ErrorKind::NotFound, path))
+    }
+
+    async fn delete_if_version(&self, path: &VPath, expected: &Version) -> Result<()> {
+        let mut state = self.write_state();
+        if state.is_dir(path.as_str()) {
+            return Err(Error::at(ErrorKind::IsADirectory, path));
+        }
+        let found = state.files.get(path.as_str()).map(|o| o.version.clone());
+        if found.as_ref() != Some(expected) {
+            return Err(version_conflict(path, expected, found.as_ref()));
+        }
+        state.files.remove(path.as_str());
+        Ok(())
     }
 }

@@ -115,6 +115,7 @@ impl SkillBackend for MountTable {
                 write: acc.write || c.write,
                 create_only: acc.create_only || c.create_only,
                 if_version: acc.if_version || c.if_version,
+                if_version_delete: acc.if_version_delete || c.if_version_delete,
                 symlinks: acc.symlinks || c.symlinks,
             }
         })
@@ -185,6 +186,16 @@ impl SkillBackend for MountTable {
         self.refuse_mount_ancestor(path)?;
         let (mount, inner) = self.route(path)?;
         mount.backend.delete(&inner).await.map_err(|e| outer(e, mount))
+    }
+
+    async fn delete_if_version(&self, path: &VPath, expected: &Version) -> Result<()> {
+        self.refuse_mount_ancestor(path)?;
+        let (mount, inner) = self.route(path)?;
+        mount
+            .backend
+            .delete_if_version(&inner, expected)
+            .await
+            .map_err(|e| outer(e, mount))
     }
 
     /// Each mount gets one batch of the paths it serves.

@@ -102,7 +102,7 @@ impl ObjectStoreBackend {
         if self.writable {
             Ok(())
         } else {
-            Err(Error::at(ErrorKind::Unsupported, path).with_detail("this store is opened read-only"))
+            Err(Error::at(ErrorKind::ReadOnly, path).with_detail("this store is opened read-only"))
         }
     }
 

@@ -214,6 +214,7 @@ macro_rules! __conformance_cases {
             concurrent_create_only_has_one_winner,
             delete_removes_the_file_and_empty_directories,
             delete_missing_is_not_found,
+            delete_if_version_checks_the_version,
             unicode_and_punctuation_names_round_trip,
             percent_encoded_dots_are_literal_names,
             hostile_paths_are_refused_before_any_backend_call,

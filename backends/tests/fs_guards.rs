@@ -317,10 +317,10 @@ async fn fs_read_only_refuses_writes() {
         .put(&p("/skills/new/SKILL.md"), "x".into(), PutMode::Create)
         .await
         .unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::Unsupported);
+    assert_eq!(err.kind(), ErrorKind::ReadOnly);
     assert_eq!(
         backend.delete(&p("/skills/real/SKILL.md")).await.unwrap_err().kind(),
-        ErrorKind::Unsupported
+        ErrorKind::ReadOnly
     );
     assert!(tree.at("skills/real/SKILL.md").exists());
 }

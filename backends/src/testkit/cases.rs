@@ -374,6 +374,23 @@ pub async fn delete_missing_is_not_found(f: Fixture) {
     assert_kind(f.backend.delete(&p("/y")).await, ErrorKind::NotFound);
 }
 
+/// A conditional delete removes the file only at the expected version.
+pub async fn delete_if_version_checks_the_version(f: Fixture) {
+    let old = put(&f, "/d/f.txt", "one").await;
+    let new = put(&f, "/d/f.txt", "two").await;
+    assert_kind(
+        f.backend.delete_if_version(&p("/d/f.txt"), &old).await,
+        ErrorKind::VersionConflict,
+    );
+    assert_eq!(read(&f, "/d/f.txt").await.data, "two");
+    f.backend.delete_if_version(&p("/d/f.txt"), &new).await.unwrap();
+    assert_kind(f.backend.stat(&p("/d/f.txt")).await, ErrorKind::NotFound);
+    assert_kind(
+        f.backend.delete_if_version(&p("/d/f.txt"), &new).await,
+        ErrorKind::VersionConflict,
+    );
+}
+
 /// Non-ASCII and punctuation survive a round trip through names.
 pub async fn unicode_and_punctuation_names_round_trip(f: Fixture) {
     let names_in = [

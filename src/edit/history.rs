@@ -1,0 +1,223 @@
+//! Per-skill change history: one JSON Lines file per skill under the
+//! source's `.history/` directory, appended with conditional writes.
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+use skillstore_backends::{ErrorKind, PutMode, ReadOptions, SkillBackend, VPath, Version};
+
+use crate::error::{Error, Result};
+
+/// The directory, inside a source, that holds the history files.
+pub const HISTORY_DIR: &str = ".history";
+
+/// The largest history file read or written, in bytes (64 MiB). A change
+/// whose record would push the file past it is still made, and reported as
+/// not recorded.
+pub const MAX_HISTORY_BYTES: u64 = 64 * 1024 * 1024;
+
+/// What a change did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Action {
+    /// A new skill.
+    Create,
+    /// SKILL.md replaced whole.
+    Edit,
+    /// A find-and-replace on one file.
+    Patch,
+    /// The whole skill removed.
+    Delete,
+    /// A supporting file written.
+    WriteFile,
+    /// A supporting file removed.
+    RemoveFile,
+    /// Files restored to an earlier entry.
+    Rollback,
+}
+
+impl Action {
+    /// The stable snake_case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Create => "create",
+            Action::Edit => "edit",
+            Action::Patch => "patch",
+            Action::Delete => "delete",
+            Action::WriteFile => "write_file",
+            Action::RemoveFile => "remove_file",
+            Action::Rollback => "rollback",
+        }
+    }
+}
+
+/// File content as recorded: UTF-8 text as is, anything else in base64.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Content {
+    /// The bytes were valid UTF-8.
+    Text(String),
+    /// The bytes, base64-encoded (standard alphabet, padded).
+    Base64(String),
+}
+
+impl Content {
+    /// Records `bytes` exactly.
+    pub fn of(bytes: &[u8]) -> Self {
+        match std::str::from_utf8(bytes) {
+            Ok(text) => Content::Text(text.to_owned()),
+            Err(_) => Content::Base64(BASE64.encode(bytes)),
+        }
+    }
+
+    /// The exact bytes recorded.
+    pub fn to_bytes(&self) -> Result<Bytes> {
+        match self {
+            Content::Text(text) => Ok(Bytes::from(text.clone())),
+            Content::Base64(encoded) => BASE64
+                .decode(encoded)
+                .map(Bytes::from)
+                .map_err(|e| Error::History(format!("a recorded file is not valid base64: {e}"))),
+        }
+    }
+}
+
+/// How one file changed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileChange {
+    /// The path inside the skill's directory.
+    pub path: String,
+    /// The version before the change; `None` when the file did not exist.
+    pub previous_version: Option<Version>,
+    /// The version after the change; `None` when the file was removed.
+    pub new_version: Option<Version>,
+    /// The content before the change.
+    pub previous: Option<Content>,
+    /// The content after the change.
+    pub new: Option<Content>,
+}
+
+/// One line of a skill's history.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Record {
+    /// The entry's number, from 1, in the order entries were appended.
+    pub id: u64,
+    /// When the change was made (RFC 3339, UTC).
+    pub time: String,
+    /// What was done.
+    pub action: Action,
+    /// Who did it, as the writer said.
+    pub author: String,
+    /// The entry a rollback restored, for [`Action::Rollback`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollback_to: Option<u64>,
+    /// Every file the change touched.
+    pub files: Vec<FileChange>,
+}
+
+/// The history file of `skill` in the source at `source`.
+pub fn history_path(source: &VPath, skill: &str) -> Result<VPath> {
+    Ok(source.join(HISTORY_DIR)?.join(&format!("{skill}.jsonl"))?)
+}
+
+/// The records of one history file, oldest first (none when the skill has
+/// no history yet).
+pub async fn read(backend: &dyn SkillBackend, path: &VPath) -> Result<Vec<Record>> {
+    Ok(read_raw(backend, path).await?.0)
+}
+
+/// The records, the file's bytes and its version (`None` when absent).
+async fn read_raw(backend: &dyn SkillBackend, path: &VPath) -> Result<(Vec<Record>, Bytes, Option<Version>)> {
+    let blob = match backend.read(path, ReadOptions::with_limit(MAX_HISTORY_BYTES)).await {
+        Ok(blob) => blob,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok((Vec::new(), Bytes::new(), None)),
+        Err(e) => return Err(e.into()),
+    };
+    let mut records = Vec::new();
+    for (n, line) in blob.data.split(|&b| b == b'\n').enumerate() {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let record: Record = serde_json::from_slice(line)
+            .map_err(|e| Error::History(format!("{path}: line {} is not a history record: {e}", n + 1)))?;
+        records.push(record);
+    }
+    Ok((records, blob.data, Some(blob.version)))
+}
+
+/// Appends one record, numbering it, and retries when another writer
+/// appended first. A record whose file change follows one not yet recorded
+/// (another writer changed the file just before, and has not appended yet)
+/// waits briefly for it, so entries keep the order the changes were made.
+pub async fn append(backend: &dyn SkillBackend, path: &VPath, mut record: Record) -> Result<Record> {
+    const ATTEMPTS: u32 = 400;
+    const PATIENCE: u32 = 40;
+    let mut waited = 0;
+    for attempt in 0..ATTEMPTS {
+        let (records, existing, version) = read_raw(backend, path).await?;
+        if waited < PATIENCE && !follows_recorded(&records, &record) {
+            waited += 1;
+            backoff(attempt).await;
+            continue;
+        }
+        record.id = records.last().map_or(1, |r| r.id + 1);
+        let line = serde_json::to_vec(&record).expect("records serialize");
+        let mut text = Vec::with_capacity(existing.len() + line.len() + 2);
+        text.extend_from_slice(&existing);
+        if !text.is_empty() && !text.ends_with(b"\n") {
+            text.push(b'\n');
+        }
+        text.extend_from_slice(&line);
+        text.push(b'\n');
+        if text.len() as u64 > MAX_HISTORY_BYTES {
+            return Err(Error::History(format!(
+                "{path} would grow past {MAX_HISTORY_BYTES} bytes; the change was made but not recorded"
+            )));
+        }
+        let mode = match version {
+            Some(v) => PutMode::IfVersion(v),
+            None => PutMode::Create,
+        };
+        match backend.put(path, Bytes::from(text), mode).await {
+            Ok(_) => return Ok(record),
+            Err(e) if matches!(e.kind(), ErrorKind::VersionConflict | ErrorKind::AlreadyExists) => {
+                backoff(attempt).await
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(Error::History(format!(
+        "{path}: gave up appending after {ATTEMPTS} attempts; the change was made but not recorded"
+    )))
+}
+
+/// True when, for every file of `record`, the last recorded change to that
+/// file ended at the version `record` started from.
+fn follows_recorded(records: &[Record], record: &Record) -> bool {
+    record.files.iter().all(|change| {
+        let last = records
+            .iter()
+            .rev()
+            .flat_map(|r| r.files.iter())
+            .find(|f| f.path == change.path);
+        match last {
+            Some(last) => last.new_version == change.previous_version,
+            None => true,
+        }
+    })
+}
+
+/// A short, growing, jittered pause between attempts.
+pub(crate) async fn backoff(attempt: u32) {
+    use std::hash::{BuildHasher, RandomState};
+    let jitter = RandomState::new().hash_one(attempt) % 1000;
+    let base = 1u64 << attempt.min(5);
+    let micros = base * 500 + jitter * base / 2;
+    tokio::time::sleep(std::time::Duration::from_micros(micros)).await;
+}
+
+/// The current time, RFC 3339 in UTC with milliseconds.
+pub(crate) fn now() -> String {
+    humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
+}

@@ -1,0 +1,559 @@
+//! Writing skills: create, edit, patch, delete, and supporting files, each
+//! change conditional on the version it was based on, checked before it is
+//! written, and recorded in the skill's history.
+//!
+//! A change never overwrites a version it did not read: every write is a
+//! create-only or version-conditional put, so of two writers who read the
+//! same version, one wins and the other gets
+//! [`ErrorKind::VersionConflict`] (see [`SkillEditor::patch_with_retry`] for
+//! a patch that tries again on the new version).
+
+pub mod check;
+pub mod history;
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use skillstore_backends::{ErrorKind, PutMode, ReadOptions, SkillBackend, VPath, Version, is_valid_segment};
+
+use crate::catalog::SKILL_FILE;
+use crate::error::{Error, Result};
+use crate::shared_catalog::SharedCatalog;
+use crate::skill::{Strictness, parse_skill_md};
+use crate::source::Source;
+use check::{ContentCheck, DefaultContentCheck, PendingFile, Verdict};
+use history::{Action, Content, FileChange, Record};
+
+/// The directories a skill's supporting files may be written under.
+pub const SUPPORTING_DIRS: [&str; 4] = ["references", "scripts", "assets", "templates"];
+
+/// A find-and-replace on one file of a skill.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Patch {
+    /// The file, relative to the skill's directory (`SKILL.md` by default).
+    pub file: String,
+    /// The exact text to find (not empty).
+    pub find: String,
+    /// What replaces each occurrence.
+    pub replace: String,
+    /// How many non-overlapping occurrences the file must hold; any other
+    /// count refuses the patch.
+    pub count: usize,
+    /// Apply only to this version of the file.
+    pub expected: Option<Version>,
+}
+
+impl Patch {
+    /// Replaces the single occurrence of `find` in SKILL.md.
+    pub fn new(find: impl Into<String>, replace: impl Into<String>) -> Self {
+        Patch {
+            file: SKILL_FILE.to_owned(),
+            find: find.into(),
+            replace: replace.into(),
+            count: 1,
+            expected: None,
+        }
+    }
+}
+
+/// A change that landed: its history record (with each file's previous and
+/// new version) and the warnings the content check gave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    /// The record appended to the skill's history.
+    pub record: Record,
+    /// Warnings from the content check, one per file it warned on.
+    pub warnings: Vec<String>,
+}
+
+impl Change {
+    /// The new version of `file` (`SKILL.md`, `scripts/run.sh`), if the
+    /// change wrote it.
+    pub fn version_of(&self, file: &str) -> Option<&Version> {
+        self.record
+            .files
+            .iter()
+            .find(|f| f.path == file)
+            .and_then(|f| f.new_version.as_ref())
+    }
+}
+
+/// One file of a planned change.
+struct Step {
+    path: String,
+    /// The new bytes, or `None` to remove the file.
+    new: Option<Bytes>,
+    /// The version the step is conditional on (`None`: the file must not
+    /// exist).
+    base: Option<Version>,
+    previous: Option<Bytes>,
+}
+
+/// Writes skills into one writable source, through any backend.
+#[derive(Debug, Clone)]
+pub struct SkillEditor {
+    backend: Arc<dyn SkillBackend>,
+    source: Source,
+    author: String,
+    check: Arc<dyn ContentCheck>,
+    limit: u64,
+    catalog: Option<SharedCatalog>,
+}
+
+impl SkillEditor {
+    /// An editor of the skills of `source`, stored in `backend` (the
+    /// namespace the source's path is in). Fails with
+    /// [`Error::ReadOnlySource`] unless the source is writable.
+    pub fn new(backend: Arc<dyn SkillBackend>, source: &Source) -> Result<Self> {
+        if !source.is_writable() {
+            return Err(Error::ReadOnlySource(source.name().to_owned()));
+        }
+        Ok(SkillEditor {
+            backend,
+            source: source.clone(),
+            author: "unknown".to_owned(),
+            check: Arc::new(DefaultContentCheck),
+            limit: skillstore_backends::DEFAULT_READ_LIMIT,
+            catalog: None,
+        })
+    }
+
+    /// Names the author recorded in history (default `unknown`).
+    pub fn with_author(mut self, author: impl Into<String>) -> Self {
+        self.author = author.into();
+        self
+    }
+
+    /// Replaces the content check (default [`DefaultContentCheck`]).
+    pub fn with_check(mut self, check: Arc<dyn ContentCheck>) -> Self {
+        self.check = check;
+        self
+    }
+
+    /// The largest file written or read, in bytes (default 10 MiB): a file
+    /// that could not be read back is not written.
+    pub fn with_limit(mut self, limit: u64) -> Self {
+        self.limit = limit;
+        self
+    }
+
+    /// Updates `catalog` as soon as each change lands.
+    pub fn with_catalog(mut self, catalog: SharedCatalog) -> Self {
+        self.catalog = Some(catalog);
+        self
+    }
+
+    /// The source written to.
+    pub fn source(&self) -> &Source {
+        &self.source
+    }
+
+    /// Creates the skill `name` with this SKILL.md; fails with
+    /// `already_exists` when the source has it.
+    pub async fn create(&self, name: &str, skill_md: impl Into<Bytes>) -> Result<Change> {
+        self.skill_dir(name)?;
+        let step = Step {
+            path: SKILL_FILE.to_owned(),
+            new: Some(skill_md.into()),
+            base: None,
+            previous: None,
+        };
+        self.apply(name, Action::Create, vec![step], None).await
+    }
+
+    /// Replaces the SKILL.md of `name` whole, only at version `expected`
+    /// when given.
+    pub async fn edit(&self, name: &str, skill_md: impl Into<Bytes>, expected: Option<&Version>) -> Result<Change> {
+        let (previous, version) = self.existing_skill_md(name).await?;
+        self.expect(name, SKILL_FILE, expected, Some(&version))?;
+        let step = Step {
+            path: SKILL_FILE.to_owned(),
+            new: Some(skill_md.into()),
+            base: Some(version),
+            previous: Some(previous),
+        };
+        self.apply(name, Action::Edit, vec![step], None).await
+    }
+
+    /// Applies a find-and-replace to one file of `name`.
+    pub async fn patch(&self, name: &str, patch: &Patch) -> Result<Change> {
+        if patch.find.is_empty() {
+            return Err(Error::Usage("a patch needs text to find".into()));
+        }
+        let (previous, version) = if patch.file == SKILL_FILE {
+            self.existing_skill_md(name).await?
+        } else {
+            self.supporting_path(name, &patch.file)?;
+            self.existing_skill_md(name).await?;
+            let path = self.file_path(name, &patch.file)?;
+            self.current(&path)
+                .await?
+                .ok_or_else(|| skillstore_backends::Error::at(ErrorKind::NotFound, &path))?
+        };
+        self.expect(name, &patch.file, patch.expected.as_ref(), Some(&version))?;
+        let text = std::str::from_utf8(&previous).map_err(|_| {
+            Error::Usage(format!(
+                "`{}` in `{name}` is not UTF-8 text; it cannot be patched",
+                patch.file
+            ))
+        })?;
+        let found = text.matches(patch.find.as_str()).count();
+        if found != patch.count {
+            return Err(Error::PatchMismatch {
+                skill: name.to_owned(),
+                path: patch.file.clone(),
+                expected: patch.count,
+                found,
+            });
+        }
+        let step = Step {
+            path: patch.file.clone(),
+            new: Some(Bytes::from(text.replace(patch.find.as_str(), &patch.replace))),
+            base: Some(version),
+            previous: Some(previous),
+        };
+        self.apply(name, Action::Patch, vec![step], None).await
+    }
+
+    /// Applies `patch`, and when another writer changed the file first,
+    /// applies it again to the new version, up to `attempts` times. The
+    /// patch's `expected` version is ignored: each attempt is conditional on
+    /// the version it read.
+    pub async fn patch_with_retry(&self, name: &str, patch: &Patch, attempts: u32) -> Result<Change> {
+        let patch = Patch {
+            expected: None,
+            ..patch.clone()
+        };
+        let mut attempt = 0;
+        loop {
+            match self.patch(name, &patch).await {
+                Err(Error::Backend(e)) if e.kind() == ErrorKind::VersionConflict && attempt + 1 < attempts => {
+                    attempt += 1;
+                    history::backoff(attempt).await;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// Deletes the skill `name` from the source: SKILL.md first (so the
+    /// skill leaves catalogs at once), then every other file. Each file's
+    /// content goes into the history, so a rollback can restore it.
+    pub async fn delete(&self, name: &str, expected: Option<&Version>) -> Result<Change> {
+        let (skill_md, version) = self.existing_skill_md(name).await?;
+        self.expect(name, SKILL_FILE, expected, Some(&version))?;
+        let mut steps = vec![Step {
+            path: SKILL_FILE.to_owned(),
+            new: None,
+            base: Some(version),
+            previous: Some(skill_md),
+        }];
+        for relative in self.files_of(name).await? {
+            if relative == SKILL_FILE {
+                continue;
+            }
+            let path = self.file_path(name, &relative)?;
+            if let Some((bytes, version)) = self.current(&path).await? {
+                steps.push(Step {
+                    path: relative,
+                    new: None,
+                    base: Some(version),
+                    previous: Some(bytes),
+                });
+            }
+        }
+        self.apply(name, Action::Delete, steps, None).await
+    }
+
+    /// Writes a supporting file (`references/x.md`, `scripts/run.py`, under
+    /// one of [`SUPPORTING_DIRS`]) of an existing skill, only over version
+    /// `expected` when given.
+    pub async fn write_file(
+        &self,
+        name: &str,
+        relative: &str,
+        data: impl Into<Bytes>,
+        expected: Option<&Version>,
+    ) -> Result<Change> {
+        self.supporting_path(name, relative)?;
+        self.existing_skill_md(name).await?;
+        let current = self.current(&self.file_path(name, relative)?).await?;
+        let (previous, base) = current.map_or((None, None), |(b, v)| (Some(b), Some(v)));
+        self.expect(name, relative, expected, base.as_ref())?;
+        let step = Step {
+            path: relative.to_owned(),
+            new: Some(data.into()),
+            base,
+            previous,
+        };
+        self.apply(name, Action::WriteFile, vec![step], None).await
+    }
+
+    /// Removes a supporting file of a skill, only at version `expected`
+    /// when given.
+    pub async fn remove_file(&self, name: &str, relative: &str, expected: Option<&Version>) -> Result<Change> {
+        self.supporting_path(name, relative)?;
+        let path = self.file_path(name, relative)?;
+        let (previous, version) = self
+            .current(&path)
+            .await?
+            .ok_or_else(|| skillstore_backends::Error::at(ErrorKind::NotFound, &path))?;
+        self.expect(name, relative, expected, Some(&version))?;
+        let step = Step {
+            path: relative.to_owned(),
+            new: None,
+            base: Some(version),
+            previous: Some(previous),
+        };
+        self.apply(name, Action::RemoveFile, vec![step], None).await
+    }
+
+    /// The history of `name`, oldest entry first.
+    pub async fn history(&self, name: &str) -> Result<Vec<Record>> {
+        self.skill_dir(name)?;
+        history::read(&*self.backend, &self.history_path(name)?).await
+    }
+
+    /// Restores every file the history of `name` mentions to what it was
+    /// right after entry `id`: the bytes that entry (or the last one before
+    /// it touching the file) left, or no file where there was none. The
+    /// rollback is itself recorded.
+    pub async fn rollback(&self, name: &str, id: u64) -> Result<Change> {
+        let records = self.history(name).await?;
+        if !records.iter().any(|r| r.id == id) {
+            return Err(Error::History(format!("`{name}` has no history entry {id}")));
+        }
+        let mut paths: Vec<&str> = Vec::new();
+        for change in records.iter().flat_map(|r| &r.files) {
+            if !paths.contains(&change.path.as_str()) {
+                paths.push(&change.path);
+            }
+        }
+        let mut steps = Vec::new();
+        for relative in paths {
+            let touching = records
+                .iter()
+                .filter_map(|r| r.files.iter().find(|f| f.path == relative).map(|f| (r.id, f)));
+            let mut at_or_before = None;
+            let mut first_after = None;
+            for (entry, change) in touching {
+                if entry <= id {
+                    at_or_before = Some(change);
+                } else if first_after.is_none() {
+                    first_after = Some(change);
+                }
+            }
+            let target = match (at_or_before, first_after) {
+                (Some(change), _) => change.new.as_ref(),
+                (None, Some(change)) => change.previous.as_ref(),
+                (None, None) => continue,
+            };
+            let target = target.map(Content::to_bytes).transpose()?;
+            let current = self.current(&self.file_path(name, relative)?).await?;
+            if current.as_ref().map(|(b, _)| b) == target.as_ref() {
+                continue;
+            }
+            let (previous, base) = current.map_or((None, None), |(b, v)| (Some(b), Some(v)));
+            steps.push(Step {
+                path: relative.to_owned(),
+                new: target,
+                base,
+                previous,
+            });
+        }
+        self.apply(name, Action::Rollback, steps, Some(id)).await
+    }
+
+    /// Checks, writes and records one change.
+    async fn apply(
+        &self,
+        name: &str,
+        action: Action,
+        mut steps: Vec<Step>,
+        rollback_to: Option<u64>,
+    ) -> Result<Change> {
+        let mut warnings = Vec::new();
+        for step in &steps {
+            let Some(data) = &step.new else { continue };
+            if data.len() as u64 > self.limit {
+                let path = self.file_path(name, &step.path)?;
+                return Err(skillstore_backends::Error::at(ErrorKind::TooLarge, &path)
+                    .with_detail(format!("{} bytes; the limit is {}", data.len(), self.limit))
+                    .into());
+            }
+            if step.path == SKILL_FILE {
+                let parsed = parse_skill_md(data, Some(name), Strictness::Strict);
+                if !parsed.is_valid() {
+                    return Err(Error::InvalidSkill {
+                        skill: name.to_owned(),
+                        problems: parsed.problems,
+                    });
+                }
+            }
+            let pending = PendingFile {
+                skill: name,
+                path: &step.path,
+                data,
+            };
+            match self.check.check(&pending) {
+                Verdict::Allow => {}
+                Verdict::Warn(reason) => warnings.push(reason),
+                Verdict::Block(reason) => {
+                    return Err(Error::ContentBlocked {
+                        skill: name.to_owned(),
+                        path: step.path.clone(),
+                        reason,
+                    });
+                }
+            }
+        }
+        // The skill appears only once complete and disappears first.
+        steps.sort_by_key(|s| match (s.path == SKILL_FILE, s.new.is_some()) {
+            (true, false) => 0,
+            (false, _) => 1,
+            (true, true) => 2,
+        });
+
+        let mut files = Vec::with_capacity(steps.len());
+        let mut failure = None;
+        for step in steps {
+            let path = self.file_path(name, &step.path)?;
+            let outcome = match (&step.new, &step.base) {
+                (Some(data), base) => {
+                    let mode = base.clone().map_or(PutMode::Create, PutMode::IfVersion);
+                    self.backend.put(&path, data.clone(), mode).await.map(Some)
+                }
+                (None, Some(base)) => self.backend.delete_if_version(&path, base).await.map(|()| None),
+                (None, None) => Ok(None),
+            };
+            match outcome {
+                Ok(new_version) => files.push(FileChange {
+                    path: step.path,
+                    previous_version: step.base,
+                    new_version,
+                    previous: step.previous.as_deref().map(Content::of),
+                    new: step.new.as_deref().map(Content::of),
+                }),
+                Err(e) => {
+                    failure = Some(e);
+                    break;
+                }
+            }
+        }
+        if files.is_empty()
+            && let Some(e) = failure
+        {
+            return Err(e.into());
+        }
+
+        let record = Record {
+            id: 0,
+            time: history::now(),
+            action,
+            author: self.author.clone(),
+            rollback_to,
+            files,
+        };
+        let recorded = history::append(&*self.backend, &self.history_path(name)?, record).await;
+        if let Some(catalog) = &self.catalog
+            && let Err(e) = catalog.reload_skill(self.source.name(), name).await
+        {
+            tracing::warn!(skill = name, error = %e, "the shared catalog could not take in a change");
+        }
+        let record = recorded?;
+        match failure {
+            Some(e) => Err(e.into()),
+            None => Ok(Change { record, warnings }),
+        }
+    }
+
+    fn expect(&self, name: &str, relative: &str, expected: Option<&Version>, found: Option<&Version>) -> Result<()> {
+        match expected {
+            Some(expected) if Some(expected) != found => {
+                let path = self.file_path(name, relative)?;
+                let found = found.map_or_else(|| "nothing".to_owned(), Version::to_string);
+                Err(skillstore_backends::Error::at(ErrorKind::VersionConflict, &path)
+                    .with_detail(format!("expected version {expected}, found {found}"))
+                    .into())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The bytes and version of a file, or `None` when there is none.
+    async fn current(&self, path: &VPath) -> Result<Option<(Bytes, Version)>> {
+        match self.backend.read(path, ReadOptions::with_limit(self.limit)).await {
+            Ok(blob) => Ok(Some((blob.data, blob.version))),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    async fn existing_skill_md(&self, name: &str) -> Result<(Bytes, Version)> {
+        self.skill_dir(name)?;
+        self.current(&self.file_path(name, SKILL_FILE)?)
+            .await?
+            .ok_or_else(|| Error::NotInSource {
+                skill: name.to_owned(),
+                source_name: self.source.name().to_owned(),
+            })
+    }
+
+    /// Every file under the skill's directory, relative to it.
+    async fn files_of(&self, name: &str) -> Result<Vec<String>> {
+        let root = self.skill_dir(name)?;
+        let mut files = Vec::new();
+        let mut pending = vec![(root, String::new())];
+        while let Some((dir, prefix)) = pending.pop() {
+            for entry in self.backend.list(&dir).await? {
+                let relative = format!("{prefix}{}", entry.name);
+                match entry.kind {
+                    skillstore_backends::EntryKind::Dir => pending.push((dir.join(&entry.name)?, relative + "/")),
+                    _ => files.push(relative),
+                }
+            }
+        }
+        files.sort();
+        Ok(files)
+    }
+
+    fn skill_dir(&self, name: &str) -> Result<VPath> {
+        if !is_valid_segment(name) || name.starts_with('.') {
+            return Err(Error::Usage(format!(
+                "`{}` is not a skill directory name",
+                name.escape_debug()
+            )));
+        }
+        Ok(self.source.path().join(name)?)
+    }
+
+    fn file_path(&self, name: &str, relative: &str) -> Result<VPath> {
+        Ok(self.skill_dir(name)?.join(relative)?)
+    }
+
+    fn history_path(&self, name: &str) -> Result<VPath> {
+        history::history_path(self.source.path(), name)
+    }
+
+    /// Refuses anything but a file under one of [`SUPPORTING_DIRS`].
+    fn supporting_path(&self, name: &str, relative: &str) -> Result<()> {
+        let refuse = |reason: String| Error::InvalidSkillPath {
+            skill: name.to_owned(),
+            path: relative.escape_debug().to_string(),
+            reason,
+        };
+        if relative.starts_with('/') {
+            return Err(refuse("expected a path relative to the skill's directory".into()));
+        }
+        let path = VPath::root().join(relative).map_err(|e| refuse(e.to_string()))?;
+        let mut segments = path.segments();
+        let top = segments.next().unwrap_or_default();
+        if !SUPPORTING_DIRS.contains(&top) || segments.next().is_none() {
+            return Err(refuse(format!(
+                "supporting files go under {}/",
+                SUPPORTING_DIRS.join("/, ")
+            )));
+        }
+        Ok(())
+    }
+}
