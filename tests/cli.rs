@@ -467,3 +467,189 @@ fn cli_rust_log_turns_on_tracing() {
     assert_eq!(out.code, 0);
     assert!(out.stderr.contains("DEBUG"), "{}", out.stderr);
 }
+
+/// A command over a temporary tree with a read-only base and a writable team.
+fn in_tree(dir: &std::path::Path, extra: &[&str]) -> Command {
+    let mut cmd = skillstore();
+    let mount = format!("/={}", dir.display());
+    cmd.args([
+        "--mount",
+        &mount,
+        "--source",
+        "/base",
+        "--source",
+        "/team",
+        "--writable",
+        "team",
+    ])
+    .args(extra);
+    cmd
+}
+
+const NOTES: &str = "---\nname: notes\ndescription: Take notes.\n---\n\n# Notes\n\nBody.\n";
+
+#[test]
+fn cli_skill_commands_change_history_and_roll_back() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("base/notes")).unwrap();
+    std::fs::write(dir.path().join("base/notes/SKILL.md"), NOTES.replace("Take", "Base")).unwrap();
+    std::fs::create_dir_all(dir.path().join("team")).unwrap();
+    let file = dir.path().join("notes.md");
+    std::fs::write(&file, NOTES).unwrap();
+    let from = file.to_str().unwrap();
+
+    let created = run(&mut in_tree(
+        dir.path(),
+        &["skill", "create", "notes", "--from", from, "--author", "ada", "--json"],
+    ));
+    assert_eq!(created.code, 0, "{}", created.stderr);
+    let created = created.json();
+    assert_eq!(
+        (created["id"].as_u64(), created["action"].as_str()),
+        (Some(1), Some("create"))
+    );
+    let v1 = created["files"][0]["new_version"].as_str().unwrap().to_owned();
+
+    let list = run(&mut in_tree(dir.path(), &["list", "--json"])).json();
+    assert_eq!(list["skills"][0]["source"], "team");
+    assert_eq!(list["skills"][0]["description"], "Take notes.");
+
+    let patched = run(&mut in_tree(
+        dir.path(),
+        &["skill", "patch", "notes", "--find", "Body.", "--replace", "Steps."],
+    ));
+    assert_eq!(patched.code, 0, "{}", patched.stderr);
+    assert!(
+        patched.text().starts_with("patch (history entry 2)"),
+        "{}",
+        patched.text()
+    );
+    let stale = run(&mut in_tree(
+        dir.path(),
+        &["skill", "edit", "notes", "--from", from, "--if-version", &v1],
+    ));
+    assert_eq!(stale.code, 1);
+    assert!(stale.stderr.contains("version conflict"), "{}", stale.stderr);
+    let mismatch = run(&mut in_tree(
+        dir.path(),
+        &["skill", "patch", "notes", "--find", "absent", "--replace", "x"],
+    ));
+    assert_eq!(mismatch.code, 1);
+    assert!(
+        mismatch.stderr.contains("expected 1 match(es) of the text, found 0"),
+        "{}",
+        mismatch.stderr
+    );
+
+    let mut script = in_tree(dir.path(), &["skill", "write-file", "notes", "scripts/run.sh"]);
+    script.write_stdin("#!/bin/sh\necho hi\n");
+    let script = run(&mut script);
+    assert_eq!(script.code, 0, "{}", script.stderr);
+    assert!(
+        script.stderr.starts_with("warning: `scripts/run.sh` is a script"),
+        "{}",
+        script.stderr
+    );
+    let mut binary = in_tree(dir.path(), &["skill", "write-file", "notes", "assets/tool"]);
+    binary.write_stdin(&b"\x7fELF\x02\x01\x01\0"[..]);
+    let binary = run(&mut binary);
+    assert_eq!(binary.code, 1);
+    assert!(binary.stderr.contains("executable binary (ELF)"), "{}", binary.stderr);
+    let outside = run(&mut in_tree(
+        dir.path(),
+        &["skill", "remove-file", "notes", "../../base/notes/SKILL.md"],
+    ));
+    assert_eq!(outside.code, 1);
+    assert!(outside.stderr.contains("refused path"), "{}", outside.stderr);
+
+    let history = run(&mut in_tree(dir.path(), &["skill", "history", "notes", "--json"])).json();
+    let actions: Vec<&str> = history
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(actions, ["create", "patch", "write_file"]);
+    assert_eq!(history[0]["author"], "ada");
+    let table = run(&mut in_tree(dir.path(), &["skill", "history", "notes"])).text();
+    assert_eq!(table.lines().count(), 4, "{table}");
+
+    let rolled = run(&mut in_tree(dir.path(), &["skill", "rollback", "notes", "1"]));
+    assert_eq!(rolled.code, 0, "{}", rolled.stderr);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("team/notes/SKILL.md")).unwrap(),
+        NOTES
+    );
+    assert!(!dir.path().join("team/notes/scripts/run.sh").exists());
+
+    let deleted = run(&mut in_tree(dir.path(), &["skill", "delete", "notes"]));
+    assert_eq!(deleted.code, 0, "{}", deleted.stderr);
+    let list = run(&mut in_tree(dir.path(), &["list", "--json"])).json();
+    assert_eq!(list["skills"][0]["source"], "base");
+    assert!(list["diagnostics"].as_array().unwrap().is_empty(), "{list}");
+}
+
+#[test]
+fn cli_skill_refusals_are_clear() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("base")).unwrap();
+    std::fs::create_dir_all(dir.path().join("team")).unwrap();
+    let file = dir.path().join("notes.md");
+    std::fs::write(&file, NOTES).unwrap();
+    let from = file.to_str().unwrap();
+
+    let base = run(&mut in_tree(
+        dir.path(),
+        &["skill", "create", "notes", "--from", from, "--to", "base"],
+    ));
+    assert_eq!(base.code, 1);
+    assert!(
+        base.stderr.contains("the source `base` is read-only"),
+        "{}",
+        base.stderr
+    );
+    let mount = format!("/={}", dir.path().display());
+    let none = run(skillstore().args([
+        "--mount", &mount, "--source", "/team", "skill", "create", "notes", "--from", from,
+    ]));
+    assert_eq!(none.code, 1);
+    assert!(none.stderr.contains("no source is writable"), "{}", none.stderr);
+    let layered_base = run(skillstore().args([
+        "--mount",
+        &mount,
+        "--source",
+        "/base",
+        "--source",
+        "/team",
+        "--writable",
+        "base",
+        "list",
+    ]));
+    assert_eq!(layered_base.code, 2);
+    assert!(layered_base.stderr.contains("base layer"), "{}", layered_base.stderr);
+    let wrong_name = run(&mut in_tree(dir.path(), &["skill", "create", "other", "--from", from]));
+    assert_eq!(wrong_name.code, 1);
+    assert!(wrong_name.stderr.contains("name_mismatch"), "{}", wrong_name.stderr);
+    assert!(!dir.path().join("team/other").exists());
+    let memory = dir.path().join("m.json");
+    std::fs::write(&memory, "{}").unwrap();
+    let location = format!("/=memory:{}", memory.display());
+    let lost = run(skillstore().args([
+        "--mount",
+        &location,
+        "--source",
+        "/a",
+        "--source",
+        "/b",
+        "--writable",
+        "b",
+        "skill",
+        "history",
+        "x",
+    ]));
+    assert_eq!(lost.code, 2);
+    assert!(lost.stderr.contains("would be lost"), "{}", lost.stderr);
+    for out in [&base, &none, &layered_base, &wrong_name, &lost] {
+        assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    }
+}

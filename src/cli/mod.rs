@@ -4,6 +4,7 @@
 mod commands;
 mod namespace;
 mod publish;
+mod skill;
 mod validate;
 
 use std::io::Write;
@@ -34,6 +35,9 @@ pub struct Global {
     /// A source of skills, lowest priority first; replaces the configuration's sources.
     #[arg(long = "source", global = true, value_name = "[LABEL=]VPATH")]
     pub sources: Vec<String>,
+    /// Let skills be written to the source of this name (repeatable; never the first of several).
+    #[arg(long = "writable", global = true, value_name = "SOURCE")]
+    pub writable: Vec<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -90,6 +94,9 @@ pub enum Command {
         #[arg(long, default_value_t = 16)]
         concurrency: usize,
     },
+    /// Create, change, delete and roll back skills in a writable source.
+    #[command(subcommand)]
+    Skill(skill::SkillCommand),
 }
 
 /// Why a command failed, and with which exit code.
@@ -191,5 +198,6 @@ async fn run(args: Args) -> Result<(), Failure> {
             location,
             concurrency,
         } => publish::run(&dir, &location, concurrency).await,
+        Command::Skill(command) => skill::run(&args.global, command).await,
     }
 }

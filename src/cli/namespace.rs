@@ -71,35 +71,52 @@ pub fn build(global: &Global) -> Result<Namespace, Failure> {
         });
     }
 
+    let mut sources: Vec<(Source, Option<SymlinkPolicy>)> = Vec::new();
+    if global.sources.is_empty() {
+        for s in &config.sources {
+            let path = parse_dir(&s.path)?;
+            let source = match &s.label {
+                Some(label) => Source::labeled(label, path),
+                None => Source::new(path),
+            };
+            let source = source
+                .with_include(Patterns::new(s.include.iter().cloned())?)
+                .with_exclude(Patterns::new(s.exclude.iter().cloned())?)
+                .with_writable(s.writable);
+            sources.push((source, s.symlinks.as_deref().map(parse_policy).transpose()?));
+        }
+    } else {
+        for spec in &global.sources {
+            sources.push((Source::parse(spec)?, None));
+        }
+    }
+    for name in &global.writable {
+        let (source, _) = sources
+            .iter_mut()
+            .find(|(s, _)| s.name() == name)
+            .ok_or_else(|| Failure::usage(format!("--writable names no source: `{name}`")))?;
+        *source = source.clone().with_writable(true);
+    }
+    for m in &mut mounts {
+        m.writable |= sources
+            .iter()
+            .any(|(s, _)| s.is_writable() && (s.path().starts_with(&m.at) || m.at.starts_with(s.path())));
+    }
+
     let mut table = MountTable::new();
     for m in &mounts {
         table
             .mount(m.at.clone(), open_location(&m.location, m.policy, m.writable)?)
             .map_err(|e| Failure::usage(format!("cannot mount {}: {e}", m.at)))?;
     }
-
-    let mut sources = SourceList::new();
-    if global.sources.is_empty() {
-        for s in &config.sources {
-            let path = parse_dir(&s.path)?;
-            let mut source = match &s.label {
-                Some(label) => Source::labeled(label, path.clone()),
-                None => Source::new(path.clone()),
-            };
-            source = source
-                .with_include(Patterns::new(s.include.iter().cloned())?)
-                .with_exclude(Patterns::new(s.exclude.iter().cloned())?)
-                .with_writable(s.writable);
-            if let Some(policy) = &s.symlinks {
-                confine_source(&mut table, &mounts, &path, parse_policy(policy)?)?;
-            }
-            sources.push(source)?;
+    let mut list = SourceList::new();
+    for (source, policy) in sources {
+        if let Some(policy) = policy {
+            confine_source(&mut table, &mounts, &source, policy)?;
         }
-    } else {
-        for spec in &global.sources {
-            sources.push(Source::parse(spec)?)?;
-        }
+        list.push(source)?;
     }
+    let sources = list;
     if sources.is_empty() {
         return Err(Failure::usage(
             "no sources: pass --source VPATH (repeatable) or a configuration with `sources:`",
@@ -150,6 +167,11 @@ pub fn open_location(location: &str, policy: SymlinkPolicy, writable: bool) -> R
         return Ok(Arc::new(if writable { backend } else { backend.read_only() }));
     }
     if let Some(file) = location.strip_prefix("memory:") {
+        if writable {
+            return Err(Failure::usage(format!(
+                "`{location}` is loaded into memory for one command, so a change to it would be lost; write to a directory or s3:// location"
+            )));
+        }
         let text = std::fs::read_to_string(file)
             .map_err(|e| Failure::usage(format!("cannot read the memory file `{file}`: {e}")))?;
         let backend = MemoryBackend::from_json(&text)
@@ -166,9 +188,10 @@ pub fn open_location(location: &str, policy: SymlinkPolicy, writable: bool) -> R
 fn confine_source(
     table: &mut MountTable,
     mounts: &[Mount],
-    path: &VPath,
+    source: &Source,
     policy: SymlinkPolicy,
 ) -> Result<(), Failure> {
+    let path = source.path();
     let mount = mounts
         .iter()
         .filter(|m| path.starts_with(&m.at))
@@ -183,8 +206,12 @@ fn confine_source(
     let inner = path.strip_prefix(&mount.at).expect("the mount is an ancestor");
     let host: PathBuf = Path::new(&mount.location).join(inner.relative_str());
     let backend = FsBackend::with_policy(&host, policy)
-        .map_err(|e| Failure::usage(format!("cannot open the source {path}: {e}")))?
-        .read_only();
+        .map_err(|e| Failure::usage(format!("cannot open the source {path}: {e}")))?;
+    let backend = if source.is_writable() {
+        backend
+    } else {
+        backend.read_only()
+    };
     table
         .mount(path.clone(), Arc::new(backend))
         .map_err(|e| Failure::usage(format!("cannot mount the source {path}: {e}")))

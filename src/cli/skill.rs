@@ -1,0 +1,328 @@
+//! `skill create|edit|patch|delete|write-file|remove-file|history|rollback`.
+
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use clap::Subcommand;
+use serde::Serialize;
+use skillstore::backends::{SkillBackend, Version};
+use skillstore::{Change, Patch, Record, SkillEditor};
+
+use super::namespace::build;
+use super::{Failure, Global, emit};
+
+/// Options of every `skill` subcommand.
+#[derive(Debug, clap::Args)]
+pub struct EditArgs {
+    /// The writable source to change (default: the highest-priority writable source).
+    #[arg(long, value_name = "SOURCE")]
+    pub to: Option<String>,
+    /// Who makes the change, as recorded in the history.
+    #[arg(long, env = "SKILLSTORE_AUTHOR", value_name = "NAME")]
+    pub author: Option<String>,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SkillCommand {
+    /// Create a skill from a SKILL.md (fails if the source has it).
+    Create {
+        name: String,
+        /// The SKILL.md to store (default: standard input).
+        #[arg(long, value_name = "FILE")]
+        from: Option<PathBuf>,
+        #[command(flatten)]
+        args: EditArgs,
+    },
+    /// Replace a skill's SKILL.md whole.
+    Edit {
+        name: String,
+        /// The new SKILL.md (default: standard input).
+        #[arg(long, value_name = "FILE")]
+        from: Option<PathBuf>,
+        /// Change only this version of SKILL.md.
+        #[arg(long, value_name = "VERSION")]
+        if_version: Option<String>,
+        #[command(flatten)]
+        args: EditArgs,
+    },
+    /// Find and replace text in SKILL.md or a supporting file.
+    Patch {
+        name: String,
+        /// The exact text to find.
+        #[arg(long)]
+        find: String,
+        /// What replaces it.
+        #[arg(long)]
+        replace: String,
+        /// How many occurrences there must be.
+        #[arg(long, default_value_t = 1)]
+        count: usize,
+        /// The file inside the skill.
+        #[arg(long, default_value = "SKILL.md", value_name = "RELPATH")]
+        file: String,
+        /// Change only this version of the file.
+        #[arg(long, value_name = "VERSION", conflicts_with = "retry")]
+        if_version: Option<String>,
+        /// Re-apply the patch to the new version this many times when another writer changed the file first.
+        #[arg(long, value_name = "N", default_value_t = 0)]
+        retry: u32,
+        #[command(flatten)]
+        args: EditArgs,
+    },
+    /// Delete a skill from the source (its history stays, for a rollback).
+    Delete {
+        name: String,
+        /// Delete only while SKILL.md is at this version.
+        #[arg(long, value_name = "VERSION")]
+        if_version: Option<String>,
+        #[command(flatten)]
+        args: EditArgs,
+    },
+    /// Write a file under references/, scripts/, assets/ or templates/.
+    WriteFile {
+        name: String,
+        relpath: String,
+        /// The content (default: standard input).
+        #[arg(long, value_name = "FILE")]
+        from: Option<PathBuf>,
+        /// Replace only this version of the file.
+        #[arg(long, value_name = "VERSION")]
+        if_version: Option<String>,
+        #[command(flatten)]
+        args: EditArgs,
+    },
+    /// Remove a supporting file.
+    RemoveFile {
+        name: String,
+        relpath: String,
+        /// Remove only this version of the file.
+        #[arg(long, value_name = "VERSION")]
+        if_version: Option<String>,
+        #[command(flatten)]
+        args: EditArgs,
+    },
+    /// List a skill's history.
+    History {
+        name: String,
+        #[command(flatten)]
+        args: EditArgs,
+    },
+    /// Restore a skill to how it was right after a history entry.
+    Rollback {
+        name: String,
+        /// The history entry's number.
+        id: u64,
+        #[command(flatten)]
+        args: EditArgs,
+    },
+}
+
+pub async fn run(global: &Global, command: SkillCommand) -> Result<(), Failure> {
+    use SkillCommand as C;
+    let version = |v: Option<String>| v.map(Version::new);
+    match command {
+        C::Create { name, from, args } => {
+            let data = input(from.as_deref())?;
+            report(&args, editor(global, &args)?.create(&name, data).await?)
+        }
+        C::Edit {
+            name,
+            from,
+            if_version,
+            args,
+        } => {
+            let data = input(from.as_deref())?;
+            let change = editor(global, &args)?
+                .edit(&name, data, version(if_version).as_ref())
+                .await?;
+            report(&args, change)
+        }
+        C::Patch {
+            name,
+            find,
+            replace,
+            count,
+            file,
+            if_version,
+            retry,
+            args,
+        } => {
+            let patch = Patch {
+                file,
+                find,
+                replace,
+                count,
+                expected: version(if_version),
+            };
+            let editor = editor(global, &args)?;
+            let change = if retry > 0 {
+                editor.patch_with_retry(&name, &patch, retry + 1).await?
+            } else {
+                editor.patch(&name, &patch).await?
+            };
+            report(&args, change)
+        }
+        C::Delete { name, if_version, args } => {
+            let change = editor(global, &args)?
+                .delete(&name, version(if_version).as_ref())
+                .await?;
+            report(&args, change)
+        }
+        C::WriteFile {
+            name,
+            relpath,
+            from,
+            if_version,
+            args,
+        } => {
+            let data = input(from.as_deref())?;
+            let change = editor(global, &args)?
+                .write_file(&name, &relpath, data, version(if_version).as_ref())
+                .await?;
+            report(&args, change)
+        }
+        C::RemoveFile {
+            name,
+            relpath,
+            if_version,
+            args,
+        } => {
+            let change = editor(global, &args)?
+                .remove_file(&name, &relpath, version(if_version).as_ref())
+                .await?;
+            report(&args, change)
+        }
+        C::History { name, args } => {
+            let records = editor(global, &args)?.history(&name).await?;
+            if args.json {
+                let mut text = serde_json::to_vec(&records).map_err(|e| Failure::failed(e.to_string()))?;
+                text.push(b'\n');
+                return emit(&text);
+            }
+            emit(history_table(&records).as_bytes())
+        }
+        C::Rollback { name, id, args } => report(&args, editor(global, &args)?.rollback(&name, id).await?),
+    }
+}
+
+/// The editor of the chosen source, or of the highest-priority writable one.
+fn editor(global: &Global, args: &EditArgs) -> Result<SkillEditor, Failure> {
+    let namespace = build(global)?;
+    let source = match &args.to {
+        Some(name) => namespace
+            .sources
+            .get(name)
+            .ok_or_else(|| Failure::usage(format!("no source named `{name}`")))?,
+        None => namespace
+            .sources
+            .iter()
+            .rev()
+            .find(|s| s.is_writable())
+            .ok_or_else(|| {
+                Failure::failed(
+                    "no source is writable: mark one `writable: true` in the configuration, or pass --writable NAME",
+                )
+            })?,
+    };
+    let backend: Arc<dyn SkillBackend> = Arc::new(namespace.table);
+    let author = args
+        .author
+        .clone()
+        .or_else(|| std::env::var("USER").ok())
+        .unwrap_or_else(|| "unknown".to_owned());
+    Ok(SkillEditor::new(backend, source)?
+        .with_author(author)
+        .with_limit(namespace.options.read_limit))
+}
+
+fn input(from: Option<&Path>) -> Result<Vec<u8>, Failure> {
+    match from {
+        Some(path) if path != Path::new("-") => {
+            std::fs::read(path).map_err(|e| Failure::usage(format!("cannot read `{}`: {e}", path.display())))
+        }
+        _ => {
+            let mut data = Vec::new();
+            std::io::stdin()
+                .read_to_end(&mut data)
+                .map_err(|e| Failure::usage(format!("cannot read standard input: {e}")))?;
+            Ok(data)
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct ChangeOutput<'a> {
+    id: u64,
+    action: &'a str,
+    files: Vec<FileOutput<'a>>,
+    warnings: &'a [String],
+}
+
+#[derive(Serialize)]
+struct FileOutput<'a> {
+    path: &'a str,
+    previous_version: Option<&'a Version>,
+    new_version: Option<&'a Version>,
+}
+
+fn report(args: &EditArgs, change: Change) -> Result<(), Failure> {
+    let record = &change.record;
+    if args.json {
+        let output = ChangeOutput {
+            id: record.id,
+            action: record.action.as_str(),
+            files: record
+                .files
+                .iter()
+                .map(|f| FileOutput {
+                    path: &f.path,
+                    previous_version: f.previous_version.as_ref(),
+                    new_version: f.new_version.as_ref(),
+                })
+                .collect(),
+            warnings: &change.warnings,
+        };
+        let mut text = serde_json::to_vec(&output).map_err(|e| Failure::failed(e.to_string()))?;
+        text.push(b'\n');
+        return emit(&text);
+    }
+    for warning in &change.warnings {
+        eprintln!("warning: {warning}");
+    }
+    let mut out = format!("{} (history entry {})\n", record.action.as_str(), record.id);
+    for f in &record.files {
+        let version = f
+            .new_version
+            .as_ref()
+            .map_or("removed".to_owned(), |v| format!("version {v}"));
+        out.push_str(&format!("  {}: {version}\n", f.path));
+    }
+    emit(out.as_bytes())
+}
+
+fn history_table(records: &[Record]) -> String {
+    if records.is_empty() {
+        return "no history\n".to_owned();
+    }
+    let mut out = String::from("ID  TIME                      ACTION       AUTHOR  FILES\n");
+    for r in records {
+        let files: Vec<&str> = r.files.iter().map(|f| f.path.as_str()).collect();
+        let action = match r.rollback_to {
+            Some(to) => format!("rollback:{to}"),
+            None => r.action.as_str().to_owned(),
+        };
+        out.push_str(&format!(
+            "{:<2}  {:<24}  {:<11}  {}  {}\n",
+            r.id,
+            r.time,
+            action,
+            r.author,
+            files.join(", ")
+        ));
+    }
+    out
+}
