@@ -12,6 +12,7 @@
 //!     label: Team
 //!     include: ["*"]
 //!     exclude: ["draft-*"]
+//!     writable: true            # skills may be written here (never the first source)
 //! skills:
 //!   disabled: ["legacy-*"]
 //! limits:
