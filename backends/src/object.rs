@@ -129,6 +129,80 @@ impl ObjectStoreBackend {
         }
     }
 
+    /// One ranged GET, telling a failed request from a body that broke
+    /// off (which is worth reading again).
+    async fn read_once(&self, path: &VPath, options: ReadOptions) -> Result<Blob, Failure> {
+        if path.is_root() {
+            return Err(Failure::Request(Error::at(ErrorKind::IsADirectory, path)));
+        }
+        let key = self.key(path).map_err(Failure::Request)?;
+        // Never more than one byte past the limit, even from a server that
+        // ignores the range.
+        let cap = options.prefix.unwrap_or(u64::MAX).min(options.limit.saturating_add(1));
+        if cap == 0 {
+            let meta = self
+                .store
+                .head(&key)
+                .await
+                .map_err(|e| Failure::Request(store_error(e, path)))?;
+            if meta.size > options.limit {
+                return Err(Failure::Request(too_large(path, meta.size, options.limit)));
+            }
+            return Ok(Blob {
+                data: Bytes::new(),
+                size: meta.size,
+                version: version_of(&meta),
+            });
+        }
+        let result = match self.ranged_get(path, &key, cap).await {
+            Ok(result) => result,
+            Err(e) if e.kind() == ErrorKind::NotFound => return Err(Failure::Request(self.missing(path, e).await)),
+            Err(e) => {
+                // A range over an empty object is unsatisfiable on S3 (416);
+                // a HEAD tells an empty object from a real failure.
+                return match self.store.head(&key).await {
+                    Ok(meta) if meta.size == 0 => Ok(Blob {
+                        data: Bytes::new(),
+                        size: 0,
+                        version: version_of(&meta),
+                    }),
+                    _ => Err(Failure::Request(e)),
+                };
+            }
+        };
+        let size = result.meta.size;
+        if size > options.limit {
+            return Err(Failure::Request(too_large(path, size, options.limit)));
+        }
+        let version = version_of(&result.meta);
+        let expected = result.range.end.saturating_sub(result.range.start);
+        let mut data = BytesMut::with_capacity(expected.min(cap) as usize);
+        let mut stream = result.into_stream();
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(|e| Failure::Body(store_error(e, path)))?;
+            let room = (cap - data.len() as u64) as usize;
+            data.extend_from_slice(&chunk[..chunk.len().min(room)]);
+            if data.len() as u64 >= cap {
+                break;
+            }
+        }
+        let read = data.len() as u64;
+        if read > options.limit {
+            return Err(Failure::Request(grew_past_limit(path, options.limit)));
+        }
+        if read < expected.min(cap) {
+            return Err(Failure::Body(
+                Error::at(ErrorKind::Unavailable, path)
+                    .with_detail(format!("the response ended after {read} of {expected} bytes")),
+            ));
+        }
+        Ok(Blob {
+            data: data.freeze(),
+            size,
+            version,
+        })
+    }
+
     async fn ranged_get(&self, path: &VPath, key: &KeyPath, cap: u64) -> Result<object_store::GetResult> {
         let options = GetOptions {
             range: Some(GetRange::Bounded(0..cap)),
@@ -140,6 +214,17 @@ impl ObjectStoreBackend {
             .map_err(|e| store_error(e, path))
     }
 }
+
+/// How one read attempt failed.
+enum Failure {
+    /// The request failed (after object_store's own retries) or was refused.
+    Request(Error),
+    /// The response began and its body broke off.
+    Body(Error),
+}
+
+/// Reads again after a body that broke off, at most this many times.
+const BODY_RETRIES: u32 = 3;
 
 /// The version a listing reports: the ETag, or nothing when the store's
 /// listings carry none (a version from other metadata would not match the
@@ -253,69 +338,18 @@ impl SkillBackend for ObjectStoreBackend {
     }
 
     async fn read(&self, path: &VPath, options: ReadOptions) -> Result<Blob> {
-        if path.is_root() {
-            return Err(Error::at(ErrorKind::IsADirectory, path));
-        }
-        let key = self.key(path)?;
-        // Never more than one byte past the limit, even from a server that
-        // ignores the range.
-        let cap = options.prefix.unwrap_or(u64::MAX).min(options.limit.saturating_add(1));
-        if cap == 0 {
-            let meta = self.store.head(&key).await.map_err(|e| store_error(e, path))?;
-            if meta.size > options.limit {
-                return Err(too_large(path, meta.size, options.limit));
-            }
-            return Ok(Blob {
-                data: Bytes::new(),
-                size: meta.size,
-                version: version_of(&meta),
-            });
-        }
-        let result = match self.ranged_get(path, &key, cap).await {
-            Ok(result) => result,
-            Err(e) if e.kind() == ErrorKind::NotFound => return Err(self.missing(path, e).await),
-            Err(e) => {
-                // A range over an empty object is unsatisfiable on S3 (416);
-                // a HEAD tells an empty object from a real failure.
-                return match self.store.head(&key).await {
-                    Ok(meta) if meta.size == 0 => Ok(Blob {
-                        data: Bytes::new(),
-                        size: 0,
-                        version: version_of(&meta),
-                    }),
-                    _ => Err(e),
-                };
-            }
-        };
-        let size = result.meta.size;
-        if size > options.limit {
-            return Err(too_large(path, size, options.limit));
-        }
-        let version = version_of(&result.meta);
-        let expected = result.range.end.saturating_sub(result.range.start);
-        let mut data = BytesMut::with_capacity(expected.min(cap) as usize);
-        let mut stream = result.into_stream();
-        while let Some(chunk) = stream.next().await {
-            let chunk = chunk.map_err(|e| store_error(e, path))?;
-            let room = (cap - data.len() as u64) as usize;
-            data.extend_from_slice(&chunk[..chunk.len().min(room)]);
-            if data.len() as u64 >= cap {
-                break;
+        let mut attempt = 0;
+        loop {
+            match self.read_once(path, options).await {
+                Err(Failure::Body(e)) if attempt < BODY_RETRIES => {
+                    attempt += 1;
+                    tracing::debug!(%path, attempt, error = %e, "a response body failed; reading again");
+                    tokio::time::sleep(std::time::Duration::from_millis(20 << attempt)).await;
+                }
+                Err(Failure::Body(e) | Failure::Request(e)) => return Err(e),
+                Ok(blob) => return Ok(blob),
             }
         }
-        let read = data.len() as u64;
-        if read > options.limit {
-            return Err(grew_past_limit(path, options.limit));
-        }
-        if read < expected.min(cap) {
-            return Err(Error::at(ErrorKind::Unavailable, path)
-                .with_detail(format!("the response ended after {read} of {expected} bytes")));
-        }
-        Ok(Blob {
-            data: data.freeze(),
-            size,
-            version,
-        })
     }
 
     /// Reads a batch at most [`REQUESTS_PER_BATCH`] requests at a time, in

@@ -21,6 +21,8 @@ use std::sync::Arc;
 use crate::backend::SkillBackend;
 
 pub mod cases;
+#[cfg(feature = "s3-server")]
+pub mod fault_proxy;
 pub mod hostile;
 #[cfg(feature = "s3-server")]
 pub mod s3_server;
