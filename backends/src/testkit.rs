@@ -220,6 +220,7 @@ macro_rules! __conformance_cases {
             unicode_and_punctuation_names_round_trip,
             percent_encoded_dots_are_literal_names,
             hostile_paths_are_refused_before_any_backend_call,
+            lookalike_paths_are_literal_names,
             concurrent_reads_agree,
             fifo_is_refused_not_waited_on,
             symlink_out_of_the_root_is_refused,

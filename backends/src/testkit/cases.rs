@@ -6,7 +6,7 @@ use bytes::Bytes;
 use futures::future::join_all;
 
 use super::Fixture;
-use super::hostile::HOSTILE_PATHS;
+use super::hostile::{lookalike_corpus, refused_corpus};
 use crate::backend::{DEFAULT_READ_LIMIT, EntryKind, PutMode, ReadOptions, SkillBackend, Version};
 use crate::error::{ErrorKind, Result};
 use crate::vpath::VPath;
@@ -433,8 +433,9 @@ pub async fn percent_encoded_dots_are_literal_names(f: Fixture) {
 /// be made with it; and the backend's tree is untouched.
 pub async fn hostile_paths_are_refused_before_any_backend_call(f: Fixture) {
     put(&f, "/inside/SKILL.md", "inside").await;
-    assert!(HOSTILE_PATHS.len() >= 50);
-    for raw in HOSTILE_PATHS {
+    let corpus = refused_corpus();
+    assert!(corpus.len() >= 450);
+    for raw in &corpus {
         let err = VPath::new(raw).expect_err(raw);
         assert_eq!(err.kind(), ErrorKind::InvalidPath, "{raw:?}");
         if let Some(relative) = raw.strip_prefix('/') {
@@ -442,6 +443,29 @@ pub async fn hostile_paths_are_refused_before_any_backend_call(f: Fixture) {
         }
     }
     assert_eq!(names(&f, "/").await, [("inside".into(), EntryKind::Dir)]);
+}
+
+/// Paths that only look like steps up (unicode dots, percent-encoding,
+/// padded dots, very long names) are literal names: reading them is a clear
+/// `not_found` (or `invalid_path` where the store cannot hold the name),
+/// never another file.
+pub async fn lookalike_paths_are_literal_names(f: Fixture) {
+    put(&f, "/inside/SKILL.md", "inside").await;
+    put(&f, "/skills/x/SKILL.md", "x").await;
+    for raw in lookalike_corpus() {
+        let path = VPath::new(&raw).unwrap();
+        for result in [
+            f.backend.read(&path, ReadOptions::default()).await.map(|_| ()),
+            f.backend.stat(&path).await.map(|_| ()),
+        ] {
+            let err = result.expect_err(&raw);
+            assert!(
+                matches!(err.kind(), ErrorKind::NotFound | ErrorKind::InvalidPath),
+                "{raw:?}: {err}"
+            );
+        }
+    }
+    assert_eq!(read(&f, "/skills/x/SKILL.md").await.data, "x");
 }
 
 /// Many simultaneous reads see the same bytes.
