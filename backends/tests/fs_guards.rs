@@ -396,3 +396,65 @@ fn fs_policy_names_parse() {
     assert!("maybe".parse::<SymlinkPolicy>().is_err());
     assert_eq!(SymlinkPolicy::default(), SymlinkPolicy::WithinRoot);
 }
+
+/// A file swapped again and again for a link out of the root, while being
+/// read: every read gives the file or an error, never the outside bytes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_swapped_for_a_link_while_read_is_never_followed_out() {
+    let tree = Tree::new();
+    let target = tree.outside().join("secret.txt");
+    let dir = tree.at("skills/real");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let swaps = {
+        let stop = std::sync::Arc::clone(&stop);
+        std::thread::spawn(move || {
+            let mut swaps = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let _ = std::fs::remove_file(dir.join("link.tmp"));
+                symlink(&target, dir.join("link.tmp")).unwrap();
+                std::fs::rename(dir.join("link.tmp"), dir.join("SKILL.md")).unwrap();
+                std::fs::write(dir.join("file.tmp"), "inside").unwrap();
+                std::fs::rename(dir.join("file.tmp"), dir.join("SKILL.md")).unwrap();
+                swaps += 1;
+            }
+            swaps
+        })
+    };
+    let path = p("/skills/real/SKILL.md");
+    let mut outcomes = std::collections::BTreeMap::<String, u64>::new();
+    for policy in [SymlinkPolicy::WithinRoot, SymlinkPolicy::Deny] {
+        let backend = tree.backend(policy);
+        for round in 0..1500 {
+            let results = if round % 2 == 0 {
+                vec![backend.read(&path, ReadOptions::default()).await]
+            } else {
+                backend
+                    .read_many(&[path.clone(), path.clone()], ReadOptions::prefix(64))
+                    .await
+            };
+            for result in results {
+                let key = match result {
+                    Ok(blob) => {
+                        assert_eq!(blob.data, "inside", "read {:?} under {policy:?}", blob.data);
+                        "read".to_owned()
+                    }
+                    Err(e) => {
+                        tree.assert_no_host_path(&e);
+                        e.kind().as_str().to_owned()
+                    }
+                };
+                *outcomes.entry(key).or_default() += 1;
+            }
+            let _ = backend.stat(&path).await;
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let swaps = swaps.join().unwrap();
+    eprintln!("{swaps} swaps; outcomes {outcomes:?}");
+    assert!(swaps > 100, "the race was not exercised: {swaps} swaps");
+    assert!(outcomes.get("read").copied().unwrap_or(0) > 0);
+    assert!(
+        outcomes.keys().any(|k| k != "read"),
+        "no read met the link: {outcomes:?}"
+    );
+}
