@@ -458,3 +458,34 @@ async fn a_file_swapped_for_a_link_while_read_is_never_followed_out() {
         "no read met the link: {outcomes:?}"
     );
 }
+
+/// Writers of a directory take turns under a `flock` the kernel drops when
+/// its holder dies: a writer that crashed holding it never wedges the next.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_write_lock_is_released_when_its_holder_crashes() {
+    let tree = Tree::new();
+    let backend = tree.backend(SymlinkPolicy::WithinRoot);
+    // Another process takes the directory's lock and holds it.
+    let mut holder = std::process::Command::new("flock")
+        .arg("--no-fork")
+        .arg(tree.at("skills/real"))
+        .args(["sleep", "60"])
+        .spawn()
+        .expect("util-linux flock");
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    let path = p("/skills/real/SKILL.md");
+    let mut write = Box::pin(backend.put(&path, "after".into(), PutMode::Overwrite));
+    let blocked = tokio::time::timeout(std::time::Duration::from_millis(300), &mut write).await;
+    assert!(blocked.is_err(), "the write waited for the lock");
+    // The holder dies without unlocking; the write goes through.
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    tokio::time::timeout(std::time::Duration::from_secs(10), write)
+        .await
+        .expect("the lock was released by the crash")
+        .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(tree.at("skills/real/SKILL.md")).unwrap(),
+        "after"
+    );
+}
