@@ -7,7 +7,7 @@ use std::sync::Arc;
 use clap::Subcommand;
 use serde::Serialize;
 use skillstore::backends::{SkillBackend, Version};
-use skillstore::{Change, Patch, Record, SkillEditor};
+use skillstore::{Change, Patch, Record, SkillEditor, Source, SourceList};
 
 use super::namespace::build;
 use super::{Failure, Global, emit};
@@ -197,7 +197,7 @@ pub async fn run(global: &Global, command: SkillCommand) -> Result<(), Failure> 
             report(&args, change)
         }
         C::History { name, args } => {
-            let records = editor(global, &args)?.history(&name).await?;
+            let records = history(global, &args, &name).await?;
             if args.json {
                 let mut text = serde_json::to_vec(&records).map_err(|e| Failure::failed(e.to_string()))?;
                 text.push(b'\n');
@@ -206,6 +206,31 @@ pub async fn run(global: &Global, command: SkillCommand) -> Result<(), Failure> 
             emit(history_table(&records).as_bytes())
         }
         C::Rollback { name, id, args } => report(&args, editor(global, &args)?.rollback(&name, id).await?),
+    }
+}
+
+/// The history of `name` in the chosen source (which may be read-only), or
+/// in the highest-priority writable one.
+async fn history(global: &Global, args: &EditArgs, name: &str) -> Result<Vec<Record>, Failure> {
+    if args.to.is_none() {
+        return Ok(editor(global, args)?.history(name).await?);
+    }
+    let namespace = build(global)?;
+    let source = chosen(&namespace.sources, args)?;
+    let path = skillstore::edit::history::history_path(source.path(), name)?;
+    Ok(skillstore::edit::history::read(&namespace.table, &path).await?)
+}
+
+fn chosen<'a>(sources: &'a SourceList, args: &EditArgs) -> Result<&'a Source, Failure> {
+    match &args.to {
+        Some(name) => sources
+            .get(name)
+            .ok_or_else(|| Failure::usage(format!("no source named `{name}`"))),
+        None => sources.iter().rev().find(|s| s.is_writable()).ok_or_else(|| {
+            Failure::failed(
+                "no source is writable: mark one `writable: true` in the configuration, or pass --writable NAME",
+            )
+        }),
     }
 }
 
