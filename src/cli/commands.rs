@@ -8,7 +8,7 @@ use serde::Serialize;
 use skillstore::{Catalog, Diagnostic, PromptOptions, PromptStyle, Skill, render};
 
 use super::namespace::build;
-use super::{Failure, Global, emit};
+use super::{Failure, Global, emit, emit_all};
 
 pub async fn list(global: &Global, json: bool) -> Result<(), Failure> {
     let started = std::time::Instant::now();
@@ -17,10 +17,10 @@ pub async fn list(global: &Global, json: bool) -> Result<(), Failure> {
         let text = list_json(&catalog)?;
         tracing::debug!(
             loaded_ms = started.elapsed().as_secs_f64() * 1e3,
-            bytes = text.len(),
+            bytes = text.iter().map(Vec::len).sum::<usize>(),
             "catalog serialized"
         );
-        let written = emit(&text);
+        let written = emit_all(&text);
         // The process ends next; dropping thousands of records first would
         // only return memory to it.
         std::mem::forget((catalog, text));
@@ -32,19 +32,24 @@ pub async fn list(global: &Global, json: bool) -> Result<(), Failure> {
 
 /// `{"skills": [...], "diagnostics": [...]}` and a newline, exactly as
 /// serializing [`ListOutput`] gives it, with the skills serialized in
-/// chunks on all cores.
-fn list_json(catalog: &Catalog) -> Result<Vec<u8>, Failure> {
+/// chunks on all cores. The pieces are written one after the other, never
+/// copied into one buffer.
+fn list_json(catalog: &Catalog) -> Result<Vec<Vec<u8>>, Failure> {
     let skills = catalog.skills();
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let chunk = skills.len().div_ceil(cores).max(512);
     let parts: Vec<Result<Vec<u8>, serde_json::Error>> = std::thread::scope(|scope| {
         let workers: Vec<_> = skills
             .chunks(chunk)
-            .map(|part| {
+            .enumerate()
+            .map(|(n, part)| {
                 scope.spawn(move || {
-                    let mut out = Vec::with_capacity(part.len() * 700);
+                    let mut out = Vec::with_capacity(part.len() * 700 + 16);
+                    if n == 0 {
+                        out.extend_from_slice(b"{\"skills\":[");
+                    }
                     for (i, skill) in part.iter().enumerate() {
-                        if i > 0 {
+                        if i > 0 || n > 0 {
                             out.push(b',');
                         }
                         serde_json::to_writer(&mut out, skill)?;
@@ -58,18 +63,19 @@ fn list_json(catalog: &Catalog) -> Result<Vec<u8>, Failure> {
             .map(|w| w.join().expect("a serializer thread"))
             .collect()
     });
-    let mut text = Vec::with_capacity(parts.iter().map(|p| p.as_ref().map_or(0, Vec::len)).sum::<usize>() + 1024);
-    text.extend_from_slice(b"{\"skills\":[");
-    for (i, part) in parts.into_iter().enumerate() {
-        if i > 0 {
-            text.push(b',');
-        }
-        text.extend_from_slice(&part.map_err(|e| Failure::failed(e.to_string()))?);
+    let mut pieces = parts
+        .into_iter()
+        .collect::<Result<Vec<Vec<u8>>, _>>()
+        .map_err(|e| Failure::failed(e.to_string()))?;
+    let mut tail = Vec::with_capacity(1024);
+    if pieces.is_empty() {
+        tail.extend_from_slice(b"{\"skills\":[");
     }
-    text.extend_from_slice(b"],\"diagnostics\":");
-    serde_json::to_writer(&mut text, catalog.diagnostics()).map_err(|e| Failure::failed(e.to_string()))?;
-    text.extend_from_slice(b"}\n");
-    Ok(text)
+    tail.extend_from_slice(b"],\"diagnostics\":");
+    serde_json::to_writer(&mut tail, catalog.diagnostics()).map_err(|e| Failure::failed(e.to_string()))?;
+    tail.extend_from_slice(b"}\n");
+    pieces.push(tail);
+    Ok(pieces)
 }
 
 /// The catalog as an aligned table, descriptions cut to the terminal.

@@ -139,6 +139,20 @@ impl From<skillstore::backends::Error> for Failure {
     }
 }
 
+/// Writes pieces to stdout in order, treating a closed pipe as success.
+pub fn emit_all(pieces: &[Vec<u8>]) -> Result<(), Failure> {
+    let mut out = std::io::stdout().lock();
+    let written = pieces
+        .iter()
+        .try_for_each(|piece| out.write_all(piece))
+        .and_then(|()| out.flush());
+    match written {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(Failure::failed(format!("cannot write to standard output: {e}"))),
+    }
+}
+
 /// Writes to stdout, treating a closed pipe as success.
 pub fn emit(bytes: &[u8]) -> Result<(), Failure> {
     let mut out = std::io::stdout().lock();
