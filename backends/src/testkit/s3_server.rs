@@ -128,7 +128,7 @@ async fn serve(root: PathBuf, ready: std::sync::mpsc::Sender<std::net::SocketAdd
         let mut builder = s3s::service::S3ServiceBuilder::new(FaithfulS3 {
             inner: fs,
             root,
-            writes: tokio::sync::Mutex::new(()),
+            writes: tokio::sync::RwLock::new(()),
         });
         builder.set_auth(s3s::auth::SimpleAuth::from_single(ACCESS_KEY, SECRET_KEY));
         builder.build()
@@ -153,14 +153,18 @@ async fn serve(root: PathBuf, ready: std::sync::mpsc::Sender<std::net::SocketAdd
     }
 }
 
-/// s3s-fs with two behaviours of real S3 that it lacks: a key naming a
-/// "directory" is `NoSuchKey` (s3s-fs answers 500), and a conditional write
+/// s3s-fs with three behaviours of real S3 that it lacks: a key naming a
+/// "directory" is `NoSuchKey` (s3s-fs answers 500); a conditional write
 /// (`If-None-Match`, `If-Match`) is atomic with respect to every other write
-/// (s3s-fs checks, then writes).
+/// (s3s-fs checks, then writes); and a GET or HEAD gives the ETag of the
+/// bytes it returns (s3s-fs opens the file, then reads the ETag from a
+/// separate record a concurrent write may have replaced in between, which
+/// would let a conditional writer overwrite a version it never read).
 struct FaithfulS3 {
     inner: s3s_fs::FileSystem,
     root: PathBuf,
-    writes: tokio::sync::Mutex<()>,
+    /// Writes hold it exclusively; reads and listings share it.
+    writes: tokio::sync::RwLock<()>,
 }
 
 impl FaithfulS3 {
@@ -184,6 +188,7 @@ macro_rules! faithful_impl {
                 if self.is_directory(&req.input.bucket, &req.input.key) {
                     return Err(s3s::s3_error!(NoSuchKey));
                 }
+                let _shared = self.writes.read().await;
                 self.inner.head_object(req).await
             }
 
@@ -191,6 +196,9 @@ macro_rules! faithful_impl {
                 if self.is_directory(&req.input.bucket, &req.input.key) {
                     return Err(s3s::s3_error!(NoSuchKey));
                 }
+                // The body streams from the file opened here; a later write
+                // renames a new file into place and leaves this one intact.
+                let _shared = self.writes.read().await;
                 self.inner.get_object(req).await
             }
 
@@ -202,7 +210,7 @@ macro_rules! faithful_impl {
 
             $(
                 async fn $wmethod(&self, req: S3Request<$winput>) -> S3Result<S3Response<$woutput>> {
-                    let _turn = self.writes.lock().await;
+                    let _turn = self.writes.write().await;
                     self.inner.$wmethod(req).await
                 }
             )*
