@@ -300,16 +300,23 @@ impl Catalog {
             candidate.outcome = outcome;
         }
 
-        let (skills, diagnostics) = merge(&self.sources, &states, &self.options.filter);
+        let catalog = self.with_states(states);
         tracing::debug!(
             sources = self.sources.len(),
-            skills = skills.len(),
-            diagnostics = diagnostics.len(),
+            skills = catalog.skills.len(),
+            diagnostics = catalog.diagnostics.len(),
             listed_ms = listed.as_secs_f64() * 1e3,
             read_ms = read.as_secs_f64() * 1e3,
             merged_ms = started.elapsed().as_secs_f64() * 1e3,
             "catalog loaded"
         );
+        catalog
+    }
+
+    /// A catalog over the same backend, sources and options with these
+    /// source states, merged and indexed.
+    fn with_states(&self, states: Vec<SourceState>) -> Catalog {
+        let (skills, diagnostics) = merge(&self.sources, &states, &self.options.filter);
         let index = skills
             .iter()
             .enumerate()
@@ -373,21 +380,7 @@ impl Catalog {
                 (Err(_), _) => {}
             }
         }
-        let (skills, diagnostics) = merge(&self.sources, &states, &self.options.filter);
-        let index = skills
-            .iter()
-            .enumerate()
-            .map(|(i, s)| (s.metadata.name.clone(), i))
-            .collect();
-        Ok(Catalog {
-            backend: Arc::clone(&self.backend),
-            sources: Arc::clone(&self.sources),
-            options: Arc::clone(&self.options),
-            states,
-            skills,
-            index,
-            diagnostics,
-        })
+        Ok(self.with_states(states))
     }
 
     /// An editor of the skills of the source `source_name`, writing through

@@ -13,7 +13,7 @@ use object_store::{BackoffConfig, ClientOptions, ObjectStore, RetryConfig};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 
-use super::s3_server::{ACCESS_KEY, REGION, SECRET_KEY};
+use super::s3_server::{ACCESS_KEY, REGION, SECRET_KEY, serve_on_thread};
 
 /// One kind of fault.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -105,34 +105,21 @@ impl FaultProxy {
             requests: AtomicU64::new(0),
             injected: Default::default(),
         });
-        let (tx, rx) = std::sync::mpsc::channel();
         let served = Arc::clone(&state);
-        std::thread::Builder::new()
-            .name("fault-proxy".into())
-            .spawn(move || {
-                let runtime = tokio::runtime::Builder::new_multi_thread()
-                    .worker_threads(2)
-                    .enable_all()
-                    .build()
-                    .expect("a tokio runtime");
-                runtime.block_on(async move {
-                    let listener = TcpListener::bind("127.0.0.1:0").await.expect("a loopback port");
-                    tx.send(listener.local_addr().expect("an address"))
-                        .expect("the caller waits");
-                    loop {
-                        let Ok((client, _)) = listener.accept().await else {
-                            continue;
-                        };
-                        let _ = client.set_nodelay(true);
-                        tokio::spawn(serve_connection(client, Arc::clone(&served)));
-                    }
-                });
-            })
-            .expect("spawning the proxy thread");
-        FaultProxy {
-            addr: rx.recv().expect("the proxy reports its address"),
-            state,
-        }
+        let addr = serve_on_thread("fault-proxy", move |ready| async move {
+            let listener = TcpListener::bind("127.0.0.1:0").await.expect("a loopback port");
+            ready
+                .send(listener.local_addr().expect("an address"))
+                .expect("the caller waits");
+            loop {
+                let Ok((client, _)) = listener.accept().await else {
+                    continue;
+                };
+                let _ = client.set_nodelay(true);
+                tokio::spawn(serve_connection(client, Arc::clone(&served)));
+            }
+        });
+        FaultProxy { addr, state }
     }
 
     /// `http://127.0.0.1:PORT`.

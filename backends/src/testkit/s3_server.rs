@@ -43,20 +43,8 @@ impl S3TestServer {
     pub fn start() -> Self {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let root = dir.path().to_path_buf();
-        let (tx, rx) = std::sync::mpsc::channel();
         let served = root.clone();
-        std::thread::Builder::new()
-            .name("s3s-fs".into())
-            .spawn(move || {
-                let runtime = tokio::runtime::Builder::new_multi_thread()
-                    .worker_threads(2)
-                    .enable_all()
-                    .build()
-                    .expect("a tokio runtime");
-                runtime.block_on(serve(served, tx));
-            })
-            .expect("spawning the server thread");
-        let addr = rx.recv().expect("the server reports its address");
+        let addr = serve_on_thread("s3s-fs", move |ready| serve(served, ready));
         S3TestServer {
             endpoint: format!("http://{addr}"),
             root,
@@ -98,6 +86,29 @@ impl S3TestServer {
             ("AWS_SECRET_ACCESS_KEY", SECRET_KEY.into()),
         ]
     }
+}
+
+/// Runs a server on a thread of its own, with a runtime of two workers, and
+/// returns the address it reports once listening. It serves until the
+/// process exits.
+pub(crate) fn serve_on_thread<F, Fut>(name: &str, serve: F) -> std::net::SocketAddr
+where
+    F: FnOnce(std::sync::mpsc::Sender<std::net::SocketAddr>) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()>,
+{
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
+        .name(name.to_owned())
+        .spawn(move || {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .expect("a tokio runtime");
+            runtime.block_on(serve(tx));
+        })
+        .expect("spawning a server thread");
+    rx.recv().expect("the server reports its address")
 }
 
 /// An S3 client for `bucket` at `endpoint` with the test keys, path-style.
