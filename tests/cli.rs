@@ -573,6 +573,34 @@ fn cli_skill_commands_change_history_and_roll_back() {
     assert_eq!(history[0]["author"], "ada");
     let table = run(&mut in_tree(dir.path(), &["skill", "history", "notes"])).text();
     assert_eq!(table.lines().count(), 4, "{table}");
+    // The history of any source can be read, writable or not.
+    let mount = format!("/={}", dir.path().display());
+    let read_only = run(skillstore().args([
+        "--mount", &mount, "--source", "/base", "--source", "/team", "skill", "history", "notes", "--to", "team",
+        "--json",
+    ]));
+    assert_eq!(read_only.code, 0, "{}", read_only.stderr);
+    assert_eq!(read_only.json().as_array().unwrap().len(), 3);
+    let retried = run(&mut in_tree(
+        dir.path(),
+        &[
+            "skill",
+            "patch",
+            "notes",
+            "--find",
+            "Steps.",
+            "--replace",
+            "Steps!",
+            "--retry",
+            "3",
+        ],
+    ));
+    assert_eq!(retried.code, 0, "{}", retried.stderr);
+    assert!(
+        retried.text().starts_with("patch (history entry 4)"),
+        "{}",
+        retried.text()
+    );
 
     let rolled = run(&mut in_tree(dir.path(), &["skill", "rollback", "notes", "1"]));
     assert_eq!(rolled.code, 0, "{}", rolled.stderr);
