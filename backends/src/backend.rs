@@ -251,7 +251,7 @@ pub trait SkillBackend: Send + Sync + fmt::Debug {
             Err(e) => return Err(e),
         };
         if found.as_ref() != Some(expected) {
-            return Err(version_conflict(path, expected, found.as_ref()));
+            return Err(Error::version_conflict(path, expected, found.as_ref()));
         }
         self.delete(path).await
     }
@@ -341,19 +341,22 @@ pub trait SkillBackendExt: SkillBackend {
 
 impl<T: SkillBackend + ?Sized> SkillBackendExt for T {}
 
-/// Builds the [`ErrorKind::TooLarge`] error every backend returns.
-pub(crate) fn too_large(path: &VPath, size: u64, limit: u64) -> Error {
-    Error::at(ErrorKind::TooLarge, path).with_detail(format!("{size} bytes; the limit is {limit}"))
+impl Error {
+    /// The [`ErrorKind::TooLarge`] error every backend returns for an object
+    /// of `size` bytes over `limit`.
+    pub fn too_large(path: &VPath, size: u64, limit: u64) -> Error {
+        Error::at(ErrorKind::TooLarge, path).with_detail(format!("{size} bytes; the limit is {limit}"))
+    }
+
+    /// The [`ErrorKind::VersionConflict`] error of a conditional write or
+    /// delete that found `found` (or nothing) instead of `expected`.
+    pub fn version_conflict(path: &VPath, expected: &Version, found: Option<&Version>) -> Error {
+        let found = found.map_or_else(|| "nothing".to_owned(), |v| v.to_string());
+        Error::at(ErrorKind::VersionConflict, path).with_detail(format!("expected version {expected}, found {found}"))
+    }
 }
 
 /// Builds the error for an object that grew past the limit while being read.
 pub(crate) fn grew_past_limit(path: &VPath, limit: u64) -> Error {
     Error::at(ErrorKind::TooLarge, path).with_detail(format!("grew past the limit of {limit} bytes while being read"))
-}
-
-/// Builds the [`ErrorKind::VersionConflict`] error of a conditional write or
-/// delete that found `found` instead of `expected`.
-pub(crate) fn version_conflict(path: &VPath, expected: &Version, found: Option<&Version>) -> Error {
-    let found = found.map_or_else(|| "nothing".to_owned(), |v| v.to_string());
-    Error::at(ErrorKind::VersionConflict, path).with_detail(format!("expected version {expected}, found {found}"))
 }

@@ -25,7 +25,6 @@ use rustix::io::Errno;
 
 use crate::backend::{
     Blob, Capabilities, Entry, EntryKind, Metadata, PutMode, ReadOptions, SkillBackend, Version, grew_past_limit,
-    too_large, version_conflict,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::vpath::{MAX_PATH_BYTES, VPath, is_valid_segment};
@@ -245,7 +244,7 @@ impl Inner {
         }
         let size = st.st_size.max(0) as u64;
         if size > options.limit {
-            return Err(too_large(path, size, options.limit));
+            return Err(Error::too_large(path, size, options.limit));
         }
         Ok((File::from(fd), st))
     }
@@ -418,7 +417,7 @@ impl Inner {
             {
                 Ok(())
             }
-            (PutMode::IfVersion(expected), found) => Err(version_conflict(
+            (PutMode::IfVersion(expected), found) => Err(Error::version_conflict(
                 path,
                 expected,
                 found.map(|st| fingerprint(&st)).as_ref(),
@@ -434,7 +433,7 @@ impl Inner {
         };
         let dir = match self.open(&parent, OFlags::RDONLY | OFlags::DIRECTORY) {
             Err(e) if e.kind() == ErrorKind::NotFound && expected.is_some() => {
-                return Err(version_conflict(path, expected.expect("checked"), None));
+                return Err(Error::version_conflict(path, expected.expect("checked"), None));
             }
             other => other?,
         };
@@ -445,10 +444,10 @@ impl Inner {
                     return Err(Error::at(ErrorKind::IsADirectory, path));
                 }
                 (Ok(st), Some(expected)) if fingerprint(&st) != *expected => {
-                    return Err(version_conflict(path, expected, Some(&fingerprint(&st))));
+                    return Err(Error::version_conflict(path, expected, Some(&fingerprint(&st))));
                 }
                 (Ok(_), _) => {}
-                (Err(Errno::NOENT), Some(expected)) => return Err(version_conflict(path, expected, None)),
+                (Err(Errno::NOENT), Some(expected)) => return Err(Error::version_conflict(path, expected, None)),
                 (Err(e), _) => return Err(self.open_error(e, path)),
             }
             rustix::fs::unlinkat(&dir, name, AtFlags::empty()).map_err(|e| self.open_error(e, path))?;

@@ -7,10 +7,7 @@ use std::sync::{Arc, RwLock};
 use async_trait::async_trait;
 use bytes::Bytes;
 
-use crate::backend::{
-    Blob, Capabilities, Entry, EntryKind, Metadata, PutMode, ReadOptions, SkillBackend, Version, too_large,
-    version_conflict,
-};
+use crate::backend::{Blob, Capabilities, Entry, EntryKind, Metadata, PutMode, ReadOptions, SkillBackend, Version};
 use crate::error::{Error, ErrorKind, Result};
 use crate::vpath::VPath;
 
@@ -126,7 +123,7 @@ impl MemoryBackend {
             (PutMode::Create, None) => {}
             (PutMode::IfVersion(expected), Some(v)) if v == *expected => {}
             (PutMode::IfVersion(expected), found) => {
-                return Err(version_conflict(path, expected, found.as_ref()));
+                return Err(Error::version_conflict(path, expected, found.as_ref()));
             }
         }
         state.writes += 1;
@@ -247,7 +244,7 @@ impl SkillBackend for MemoryBackend {
         };
         let size = object.data.len() as u64;
         if size > options.limit {
-            return Err(too_large(path, size, options.limit));
+            return Err(Error::too_large(path, size, options.limit));
         }
         let wanted = options.wanted(size) as usize;
         Ok(Blob {
@@ -283,7 +280,7 @@ impl SkillBackend for MemoryBackend {
         }
         let found = state.files.get(path.as_str()).map(|o| o.version.clone());
         if found.as_ref() != Some(expected) {
-            return Err(version_conflict(path, expected, found.as_ref()));
+            return Err(Error::version_conflict(path, expected, found.as_ref()));
         }
         state.files.remove(path.as_str());
         Ok(())

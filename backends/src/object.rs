@@ -20,7 +20,6 @@ use object_store::{
 
 use crate::backend::{
     Blob, Capabilities, Entry, EntryKind, Metadata, PutMode, ReadOptions, SkillBackend, Version, grew_past_limit,
-    too_large,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::vpath::VPath;
@@ -146,7 +145,7 @@ impl ObjectStoreBackend {
                 .await
                 .map_err(|e| Failure::Request(store_error(e, path)))?;
             if meta.size > options.limit {
-                return Err(Failure::Request(too_large(path, meta.size, options.limit)));
+                return Err(Failure::Request(Error::too_large(path, meta.size, options.limit)));
             }
             return Ok(Blob {
                 data: Bytes::new(),
@@ -172,7 +171,7 @@ impl ObjectStoreBackend {
         };
         let size = result.meta.size;
         if size > options.limit {
-            return Err(Failure::Request(too_large(path, size, options.limit)));
+            return Err(Failure::Request(Error::too_large(path, size, options.limit)));
         }
         let version = version_of(&result.meta);
         let expected = result.range.end.saturating_sub(result.range.start);

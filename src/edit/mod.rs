@@ -377,9 +377,7 @@ impl SkillEditor {
             let Some(data) = &step.new else { continue };
             if data.len() as u64 > self.limit {
                 let path = self.file_path(name, &step.path)?;
-                return Err(skillstore_backends::Error::at(ErrorKind::TooLarge, &path)
-                    .with_detail(format!("{} bytes; the limit is {}", data.len(), self.limit))
-                    .into());
+                return Err(skillstore_backends::Error::too_large(&path, data.len() as u64, self.limit).into());
             }
             if step.path == SKILL_FILE {
                 let parsed = parse_skill_md(data, Some(name), Strictness::Strict);
@@ -471,10 +469,7 @@ impl SkillEditor {
         match expected {
             Some(expected) if Some(expected) != found => {
                 let path = self.file_path(name, relative)?;
-                let found = found.map_or_else(|| "nothing".to_owned(), Version::to_string);
-                Err(skillstore_backends::Error::at(ErrorKind::VersionConflict, &path)
-                    .with_detail(format!("expected version {expected}, found {found}"))
-                    .into())
+                Err(skillstore_backends::Error::version_conflict(&path, expected, found).into())
             }
             _ => Ok(()),
         }

@@ -8,12 +8,11 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use object_store::aws::AmazonS3Builder;
 use object_store::{BackoffConfig, ClientOptions, ObjectStore, RetryConfig};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 
-use super::s3_server::{ACCESS_KEY, REGION, SECRET_KEY, serve_on_thread};
+use super::s3_server::{client_builder, serve_on_thread};
 
 /// One kind of fault.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -155,14 +154,7 @@ impl FaultProxy {
     /// An S3 client for `bucket` through this proxy, with the test keys,
     /// `timeout` per request and `retries` retries with a short backoff.
     pub fn client(&self, bucket: &str, timeout: Duration, retries: usize) -> Arc<dyn ObjectStore> {
-        let store = AmazonS3Builder::new()
-            .with_endpoint(self.endpoint())
-            .with_allow_http(true)
-            .with_bucket_name(bucket)
-            .with_region(REGION)
-            .with_access_key_id(ACCESS_KEY)
-            .with_secret_access_key(SECRET_KEY)
-            .with_virtual_hosted_style_request(false)
+        let store = client_builder(&self.endpoint(), bucket)
             .with_client_options(
                 ClientOptions::new()
                     .with_allow_http(true)

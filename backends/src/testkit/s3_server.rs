@@ -113,7 +113,12 @@ where
 
 /// An S3 client for `bucket` at `endpoint` with the test keys, path-style.
 pub fn client(endpoint: &str, bucket: &str) -> Arc<dyn ObjectStore> {
-    let store = AmazonS3Builder::new()
+    Arc::new(client_builder(endpoint, bucket).build().expect("an S3 client"))
+}
+
+/// The builder behind [`client`], for a test that sets timeouts or retries.
+pub fn client_builder(endpoint: &str, bucket: &str) -> AmazonS3Builder {
+    AmazonS3Builder::new()
         .with_endpoint(endpoint)
         .with_allow_http(true)
         .with_bucket_name(bucket)
@@ -121,9 +126,6 @@ pub fn client(endpoint: &str, bucket: &str) -> Arc<dyn ObjectStore> {
         .with_access_key_id(ACCESS_KEY)
         .with_secret_access_key(SECRET_KEY)
         .with_virtual_hosted_style_request(false)
-        .build()
-        .expect("an S3 client");
-    Arc::new(store)
 }
 
 /// A name no other call in this process returns.
