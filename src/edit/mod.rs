@@ -184,7 +184,7 @@ impl SkillEditor {
             self.existing_skill_md(name).await?
         } else {
             self.supporting_path(name, &patch.file)?;
-            self.existing_skill_md(name).await?;
+            self.require_skill(name).await?;
             let path = self.file_path(name, &patch.file)?;
             self.current(&path)
                 .await?
@@ -276,7 +276,7 @@ impl SkillEditor {
         expected: Option<&Version>,
     ) -> Result<Change> {
         self.supporting_path(name, relative)?;
-        self.existing_skill_md(name).await?;
+        self.require_skill(name).await?;
         let current = self.current(&self.file_path(name, relative)?).await?;
         let (previous, base) = current.map_or((None, None), |(b, v)| (Some(b), Some(v)));
         self.expect(name, relative, expected, base.as_ref())?;
@@ -488,10 +488,24 @@ impl SkillEditor {
         self.skill_dir(name)?;
         self.current(&self.file_path(name, SKILL_FILE)?)
             .await?
-            .ok_or_else(|| Error::NotInSource {
-                skill: name.to_owned(),
-                source_name: self.source.name().to_owned(),
-            })
+            .ok_or_else(|| self.not_in_source(name))
+    }
+
+    /// Fails unless the source holds the skill, with a stat, not a read.
+    async fn require_skill(&self, name: &str) -> Result<()> {
+        let found = match self.backend.stat(&self.file_path(name, SKILL_FILE)?).await {
+            Ok(meta) => meta.kind == skillstore_backends::EntryKind::File,
+            Err(e) if e.kind() == ErrorKind::NotFound => false,
+            Err(e) => return Err(e.into()),
+        };
+        if found { Ok(()) } else { Err(self.not_in_source(name)) }
+    }
+
+    fn not_in_source(&self, name: &str) -> Error {
+        Error::NotInSource {
+            skill: name.to_owned(),
+            source_name: self.source.name().to_owned(),
+        }
     }
 
     /// Every file under the skill's directory, relative to it.

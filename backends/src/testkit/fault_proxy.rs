@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use object_store::{BackoffConfig, ClientOptions, ObjectStore, RetryConfig};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 
 use super::s3_server::{client_builder, serve_on_thread};
@@ -291,20 +291,16 @@ fn error_response(status: u16, code: &str) -> Vec<u8> {
     .into_bytes()
 }
 
+/// A message head up to its blank line, or `None` when the peer closed
+/// before a whole head came.
 async fn read_head<R: AsyncRead + Unpin>(reader: &mut BufReader<R>) -> std::io::Result<Option<Vec<u8>>> {
     let mut head = Vec::new();
     loop {
-        let mut line = Vec::new();
-        let mut byte = [0u8; 1];
-        loop {
-            if reader.read(&mut byte).await? == 0 {
-                return Ok(None);
-            }
-            line.push(byte[0]);
-            if byte[0] == b'\n' {
-                break;
-            }
-        }
+        let line = match read_line(reader).await {
+            Ok(line) => line,
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+            Err(e) => return Err(e),
+        };
         head.extend_from_slice(&line);
         if line == b"\r\n" {
             return Ok(Some(head));
@@ -381,14 +377,13 @@ async fn read_body<R: AsyncRead + Unpin>(reader: &mut BufReader<R>, head: &[u8])
     Ok(body)
 }
 
+/// One line with its `\n`; a line the peer cut off is `UnexpectedEof`.
 async fn read_line<R: AsyncRead + Unpin>(reader: &mut BufReader<R>) -> std::io::Result<Vec<u8>> {
     let mut line = Vec::new();
-    let mut byte = [0u8; 1];
-    while reader.read(&mut byte).await? == 1 {
-        line.push(byte[0]);
-        if byte[0] == b'\n' {
-            return Ok(line);
-        }
+    reader.read_until(b'\n', &mut line).await?;
+    if line.ends_with(b"\n") {
+        Ok(line)
+    } else {
+        Err(std::io::ErrorKind::UnexpectedEof.into())
     }
-    Err(std::io::ErrorKind::UnexpectedEof.into())
 }
