@@ -52,9 +52,7 @@ pub(crate) fn parse(yaml: &str) -> Option<Vec<(&str, Value)>> {
 /// C1 controls, NEL, the line and paragraph separators, or a byte order
 /// mark. One pass over the bytes.
 fn plain_text(bytes: &[u8]) -> bool {
-    // Printable ASCII and LF only: the common case, checked in one pass the
-    // compiler can vectorize.
-    if bytes.iter().all(|&b| (0x20..0x7f).contains(&b) || b == b'\n') {
+    if printable_ascii(bytes) {
         return true;
     }
     let mut i = 0;
@@ -71,6 +69,32 @@ fn plain_text(bytes: &[u8]) -> bool {
         i += 1;
     }
     true
+}
+
+/// Printable ASCII and LF only: the common case. Whole blocks are folded
+/// without an early exit, so the compiler can vectorize them.
+fn printable_ascii(bytes: &[u8]) -> bool {
+    let outside = |b: u8| !((0x20..0x7f).contains(&b) || b == b'\n');
+    let mut blocks = bytes.chunks_exact(64);
+    for block in &mut blocks {
+        if block.iter().fold(false, |seen, &b| seen | outside(b)) {
+            return false;
+        }
+    }
+    !blocks.remainder().iter().any(|&b| outside(b))
+}
+
+/// True when `text` holds the two ASCII bytes `first` and `second` in a
+/// row (a search for the rarer byte, then a look at its neighbour).
+fn holds_pair(text: &str, first: u8, second: u8) -> bool {
+    let bytes = text.as_bytes();
+    memchr::memchr_iter(first, bytes).any(|at| bytes.get(at + 1) == Some(&second))
+}
+
+/// True when `text` holds `#` right after a space.
+fn holds_comment(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    memchr::memchr_iter(b'#', bytes).any(|at| at > 0 && bytes[at - 1] == b' ')
 }
 
 /// `key: rest` at column 0, with a key of letters, digits, `-` and `_`
@@ -122,7 +146,7 @@ fn plain(text: &str) -> Option<Value> {
     if "-?:,[]{}#&*!|>'\"%@`+.".contains(first) || first.is_ascii_digit() {
         return None;
     }
-    if text.contains(": ") || text.ends_with(':') || text.contains(" #") {
+    if holds_pair(text, b':', b' ') || text.ends_with(':') || holds_comment(text) {
         return None;
     }
     Some(match text {
@@ -137,31 +161,35 @@ fn plain(text: &str) -> Option<Value> {
 /// closing quote is on the same line with only spaces after it.
 fn double_quoted(text: &str) -> Option<String> {
     let mut out = String::with_capacity(text.len());
-    let mut chars = text.char_indices();
-    while let Some((i, c)) = chars.next() {
-        match c {
-            '"' => return text[i + 1..].bytes().all(|b| b == b' ').then_some(out),
-            '\\' => {
-                let (_, escaped) = chars.next()?;
-                out.push(match escaped {
-                    '"' => '"',
-                    '\\' => '\\',
-                    '/' => '/',
-                    'n' => '\n',
-                    't' => '\t',
-                    'r' => '\r',
-                    ' ' => ' ',
-                    'u' => {
-                        let hex: String = (0..4).map(|_| chars.next().map(|(_, h)| h)).collect::<Option<_>>()?;
-                        char::from_u32(u32::from_str_radix(&hex, 16).ok()?)?
-                    }
-                    _ => return None,
-                });
-            }
-            _ => out.push(c),
+    let mut rest = text;
+    loop {
+        // Plain runs are copied whole; only quotes and escapes stop the copy.
+        let at = memchr::memchr2(b'"', b'\\', rest.as_bytes())?;
+        out.push_str(&rest[..at]);
+        if rest.as_bytes()[at] == b'"' {
+            return rest[at + 1..].bytes().all(|b| b == b' ').then_some(out);
         }
+        let mut chars = rest[at + 1..].chars();
+        out.push(match chars.next()? {
+            '"' => '"',
+            '\\' => '\\',
+            '/' => '/',
+            'n' => '\n',
+            't' => '\t',
+            'r' => '\r',
+            ' ' => ' ',
+            'u' => {
+                let hex = chars.as_str().get(..4)?;
+                if !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+                    return None;
+                }
+                chars = chars.as_str()[4..].chars();
+                char::from_u32(u32::from_str_radix(hex, 16).ok()?)?
+            }
+            _ => return None,
+        });
+        rest = chars.as_str();
     }
-    None
 }
 
 /// The rest of a line after an opening `'`.
