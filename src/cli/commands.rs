@@ -8,74 +8,30 @@ use serde::Serialize;
 use skillstore::{Catalog, Diagnostic, PromptOptions, PromptStyle, Skill, render};
 
 use super::namespace::build;
-use super::{Failure, Global, emit, emit_all};
+use super::{Failure, Global, emit, list_json};
 
 pub async fn list(global: &Global, json: bool) -> Result<(), Failure> {
     let started = std::time::Instant::now();
     let catalog = build(global)?.load().await;
     if json {
-        let text = list_json(&catalog)?;
-        tracing::debug!(
-            loaded_ms = started.elapsed().as_secs_f64() * 1e3,
-            bytes = text.iter().map(Vec::len).sum::<usize>(),
-            "catalog serialized"
+        let written = list_json::write(
+            catalog.skills(),
+            catalog.diagnostics(),
+            std::io::stdout(),
+            list_json::CHUNK,
         );
-        let written = emit_all(&text);
+        tracing::debug!(loaded_ms = started.elapsed().as_secs_f64() * 1e3, "catalog written");
         // The process ends next; dropping thousands of records first would
         // only return memory to it.
-        std::mem::forget((catalog, text));
-        return written;
+        std::mem::forget(catalog);
+        return match written {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+            Err(e) => Err(Failure::failed(format!("cannot write to standard output: {e}"))),
+        };
     }
     report_diagnostics(catalog.diagnostics());
     emit(table(&catalog).as_bytes())
-}
-
-/// `{"skills": [...], "diagnostics": [...]}` and a newline, exactly as
-/// serializing [`ListOutput`] gives it, with the skills serialized in
-/// chunks on all cores. The pieces are written one after the other, never
-/// copied into one buffer.
-fn list_json(catalog: &Catalog) -> Result<Vec<Vec<u8>>, Failure> {
-    let skills = catalog.skills();
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let chunk = skills.len().div_ceil(cores).max(512);
-    let parts: Vec<Result<Vec<u8>, serde_json::Error>> = std::thread::scope(|scope| {
-        let workers: Vec<_> = skills
-            .chunks(chunk)
-            .enumerate()
-            .map(|(n, part)| {
-                scope.spawn(move || {
-                    let mut out = Vec::with_capacity(part.len() * 700 + 16);
-                    if n == 0 {
-                        out.extend_from_slice(b"{\"skills\":[");
-                    }
-                    for (i, skill) in part.iter().enumerate() {
-                        if i > 0 || n > 0 {
-                            out.push(b',');
-                        }
-                        serde_json::to_writer(&mut out, skill)?;
-                    }
-                    Ok(out)
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .map(|w| w.join().expect("a serializer thread"))
-            .collect()
-    });
-    let mut pieces = parts
-        .into_iter()
-        .collect::<Result<Vec<Vec<u8>>, _>>()
-        .map_err(|e| Failure::failed(e.to_string()))?;
-    let mut tail = Vec::with_capacity(1024);
-    if pieces.is_empty() {
-        tail.extend_from_slice(b"{\"skills\":[");
-    }
-    tail.extend_from_slice(b"],\"diagnostics\":");
-    serde_json::to_writer(&mut tail, catalog.diagnostics()).map_err(|e| Failure::failed(e.to_string()))?;
-    tail.extend_from_slice(b"}\n");
-    pieces.push(tail);
-    Ok(pieces)
 }
 
 /// The catalog as an aligned table, descriptions cut to the terminal.

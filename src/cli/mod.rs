@@ -2,6 +2,7 @@
 //! allowed), 1 the command's own failure, 2 bad usage.
 
 mod commands;
+mod list_json;
 mod namespace;
 mod publish;
 mod skill;
@@ -136,20 +137,6 @@ impl From<skillstore::Error> for Failure {
 impl From<skillstore::backends::Error> for Failure {
     fn from(err: skillstore::backends::Error) -> Self {
         Failure::failed(err.to_string())
-    }
-}
-
-/// Writes pieces to stdout in order, treating a closed pipe as success.
-pub fn emit_all(pieces: &[Vec<u8>]) -> Result<(), Failure> {
-    let mut out = std::io::stdout().lock();
-    let written = pieces
-        .iter()
-        .try_for_each(|piece| out.write_all(piece))
-        .and_then(|()| out.flush());
-    match written {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        Err(e) => Err(Failure::failed(format!("cannot write to standard output: {e}"))),
     }
 }
 
