@@ -181,10 +181,21 @@ enum Outcome {
 struct Job {
     source: usize,
     candidate: usize,
-    dir_name: String,
+    /// `SOURCE/DIR/SKILL.md`.
     skill_md: VPath,
     /// The outcome of the last load, reused if the SKILL.md is unchanged.
     previous: Option<Candidate>,
+}
+
+impl Job {
+    /// The name of the skill's directory.
+    fn dir_name(&self) -> &str {
+        self.skill_md
+            .as_str()
+            .rsplit('/')
+            .nth(1)
+            .expect("a SKILL.md below a source")
+    }
 }
 
 /// What a job found.
@@ -234,7 +245,6 @@ impl Catalog {
                         work.push(Job {
                             source: i,
                             candidate: candidates.len(),
-                            dir_name: dir_name.clone(),
                             skill_md: skill_md.clone(),
                             previous: known.get(dir_name.as_str()).map(|old| (*old).clone()),
                         });
@@ -347,7 +357,6 @@ impl Catalog {
         let job = Job {
             source: index,
             candidate: 0,
-            dir_name: dir_name.to_owned(),
             skill_md: skill_md.clone(),
             previous: None,
         };
@@ -530,8 +539,13 @@ async fn list_source(backend: &dyn SkillBackend, source: &Source) -> skillstore_
 /// Orders directory names as their paths with a trailing `/` compare
 /// (`foo-kit/` before `foo/`, since `-` sorts before `/`).
 fn slash_order(a: &str, b: &str) -> std::cmp::Ordering {
-    let slash = std::iter::once(b'/');
-    a.bytes().chain(slash.clone()).cmp(b.bytes().chain(slash))
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let common = a.len().min(b.len());
+    // Past the common length the shorter name's `/` is compared; names
+    // hold no `/`, so the order is settled there.
+    a[..common]
+        .cmp(&b[..common])
+        .then_with(|| a.get(common).unwrap_or(&b'/').cmp(b.get(common).unwrap_or(&b'/')))
 }
 
 /// The SKILL.md of the directory `dir_name` of a source.
@@ -611,7 +625,7 @@ async fn finish(
         Err(err) => return (None, outcome_of_error(source, &job.skill_md, &err)),
     };
     let parsed = match scan(&first.data, first.is_complete()) {
-        Scan::Yaml(yaml) => Some(parse_frontmatter(yaml, Some(&job.dir_name), Strictness::Lenient)),
+        Scan::Yaml(yaml) => Some(parse_frontmatter(yaml, Some(job.dir_name()), Strictness::Lenient)),
         Scan::Failed(parsed) => Some(parsed),
         Scan::NeedMore => None,
     };
@@ -627,7 +641,7 @@ async fn finish(
                 Err(err) => return (None, outcome_of_error(source, &job.skill_md, &err)),
             };
             let parsed = match scan(&second.data, second.is_complete()) {
-                Scan::Yaml(yaml) => parse_frontmatter(yaml, Some(&job.dir_name), Strictness::Lenient),
+                Scan::Yaml(yaml) => parse_frontmatter(yaml, Some(job.dir_name()), Strictness::Lenient),
                 Scan::Failed(parsed) => parsed,
                 Scan::NeedMore => unreachable!("a prefix past the frontmatter limit never needs more"),
             };
@@ -740,4 +754,22 @@ fn merge(sources: &SourceList, states: &[SourceState], filter: &SkillFilter) -> 
         }
     }
     (winners, diagnostics)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::slash_order;
+
+    #[test]
+    fn directories_sort_as_their_paths_with_a_slash() {
+        let mut names = vec!["foo", "foo-kit", "fo", "foo.d", "foo0", "a", "", "Foo", "été", "e"];
+        names.sort_by(|a, b| slash_order(a, b));
+        let mut by_path: Vec<String> = names.iter().map(|n| format!("{n}/")).collect();
+        by_path.sort();
+        let expected: Vec<&str> = by_path.iter().map(|p| p.strip_suffix('/').unwrap()).collect();
+        assert_eq!(names, expected);
+        assert_eq!(names[..3], ["", "Foo", "a"]);
+        assert!(names.iter().position(|n| *n == "foo-kit") < names.iter().position(|n| *n == "foo"));
+        assert_eq!(slash_order("same", "same"), std::cmp::Ordering::Equal);
+    }
 }

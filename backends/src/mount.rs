@@ -1,6 +1,5 @@
 //! [`MountTable`]: one namespace built from several backends.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -142,20 +141,25 @@ impl SkillBackend for MountTable {
             Err(e) if mounted.is_empty() => return Err(e),
             Err(_) => Vec::new(),
         };
-        let mut by_name: BTreeMap<String, Entry> = listed.into_iter().map(|e| (e.name.clone(), e)).collect();
-        for name in mounted {
-            // A mount point hides whatever the parent backend has there.
-            by_name.insert(
-                name.clone(),
-                Entry {
-                    name,
-                    kind: EntryKind::Dir,
-                    size: None,
-                    version: None,
-                },
-            );
-        }
-        Ok(by_name.into_values().collect())
+        let mut entries = listed;
+        // A mount point hides whatever the parent backend has there.
+        entries.retain(|e| !mounted.contains(&e.name));
+        entries.extend(mounted.into_iter().map(|name| Entry {
+            name,
+            kind: EntryKind::Dir,
+            size: None,
+            version: None,
+        }));
+        entries.sort_by(|a, b| a.name.cmp(&b.name));
+        // A name listed twice (an object and a prefix) is the later entry.
+        entries.dedup_by(|later, kept| {
+            let same = later.name == kept.name;
+            if same {
+                std::mem::swap(later, kept);
+            }
+            same
+        });
+        Ok(entries)
     }
 
     async fn stat(&self, path: &VPath) -> Result<Metadata> {
