@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use async_trait::async_trait;
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use rustix::fs::{AtFlags, Dir, FileType, FlockOperation, Mode, OFlags, RenameFlags, ResolveFlags, Stat};
 use rustix::io::Errno;
 
@@ -266,21 +266,33 @@ impl Inner {
         })
     }
 
-    /// Reads prefixes of several files through one reused buffer, each
-    /// blob an exactly sized copy of what was read.
+    /// Reads prefixes of several files into one buffer, packed one after
+    /// the other; each blob is a slice of it, so a batch costs one
+    /// allocation however many files it holds.
     fn read_prefixes(&self, paths: &[VPath], options: ReadOptions, cap: usize) -> Vec<Result<Blob>> {
-        let mut buffer = vec![0u8; cap];
-        paths
-            .iter()
-            .map(|path| {
-                let (mut file, st) = self.open_regular(path, options)?;
-                let read =
-                    fill(&mut file, &mut buffer).map_err(|e| Error::at(ErrorKind::Other, path).with_source(e))?;
+        let mut buffer = BytesMut::zeroed(cap * paths.len());
+        let mut filled = 0;
+        let mut spans = Vec::with_capacity(paths.len());
+        for path in paths {
+            let span = self.open_regular(path, options).and_then(|(mut file, st)| {
+                let room = &mut buffer[filled..filled + cap];
+                let read = fill(&mut file, room).map_err(|e| Error::at(ErrorKind::Other, path).with_source(e))?;
                 let size = checked_size(path, options, st.st_size.max(0) as u64, read as u64)?;
-                Ok(Blob {
-                    data: Bytes::copy_from_slice(&buffer[..read]),
+                let span = (filled, read, size, fingerprint(&st));
+                filled += read;
+                Ok(span)
+            });
+            spans.push(span);
+        }
+        buffer.truncate(filled);
+        let packed = buffer.freeze();
+        spans
+            .into_iter()
+            .map(|span| {
+                span.map(|(start, len, size, version)| Blob {
+                    data: packed.slice(start..start + len),
                     size,
-                    version: fingerprint(&st),
+                    version,
                 })
             })
             .collect()
