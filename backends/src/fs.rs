@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use async_trait::async_trait;
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use rustix::fs::{AtFlags, Dir, FileType, FlockOperation, Mode, OFlags, RenameFlags, ResolveFlags, Stat};
 use rustix::io::Errno;
 
@@ -270,22 +270,23 @@ impl Inner {
     /// the other; each blob is a slice of it, so a batch costs one
     /// allocation however many files it holds.
     fn read_prefixes(&self, paths: &[VPath], options: ReadOptions, cap: usize) -> Vec<Result<Blob>> {
-        let mut buffer = BytesMut::zeroed(cap * paths.len());
-        let mut filled = 0;
-        let mut spans = Vec::with_capacity(paths.len());
-        for path in paths {
-            let span = self.open_regular(path, options).and_then(|(mut file, st)| {
-                let room = &mut buffer[filled..filled + cap];
-                let read = fill(&mut file, room).map_err(|e| Error::at(ErrorKind::Other, path).with_source(e))?;
+        let mut packed = Vec::with_capacity(cap * paths.len());
+        let spans: Vec<_> = paths
+            .iter()
+            .map(|path| {
+                let (file, st) = self.open_regular(path, options)?;
+                let start = packed.len();
+                let read = file.take(cap as u64).read_to_end(&mut packed);
+                if let Err(e) = read {
+                    packed.truncate(start);
+                    return Err(Error::at(ErrorKind::Other, path).with_source(e));
+                }
+                let read = packed.len() - start;
                 let size = checked_size(path, options, st.st_size.max(0) as u64, read as u64)?;
-                let span = (filled, read, size, fingerprint(&st));
-                filled += read;
-                Ok(span)
-            });
-            spans.push(span);
-        }
-        buffer.truncate(filled);
-        let packed = buffer.freeze();
+                Ok((start, read, size, fingerprint(&st)))
+            })
+            .collect();
+        let packed = Bytes::from(packed);
         spans
             .into_iter()
             .map(|span| {
@@ -515,20 +516,6 @@ fn checked_size(path: &VPath, options: ReadOptions, size: u64, read: u64) -> Res
     // End of file came before the cap: what was read is the whole file.
     let reached_end = options.prefix.is_none_or(|p| read < p);
     Ok(if reached_end { read } else { size.max(read) })
-}
-
-/// Reads until `buf` is full or the file ends.
-fn fill(file: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
-    let mut filled = 0;
-    while filled < buf.len() {
-        match file.read(&mut buf[filled..]) {
-            Ok(0) => break,
-            Ok(n) => filled += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(filled)
 }
 
 fn write_and_sync(fd: OwnedFd, data: &[u8]) -> std::io::Result<Stat> {
