@@ -1,5 +1,5 @@
-//! Catalog load (memory and filesystem backends, 1,000 and 10,000 SKILL.md)
-//! and prompt rendering, with criterion.
+//! Catalog load (memory and filesystem backends, 1,000 and 10,000 SKILL.md),
+//! frontmatter parsing alone, and prompt rendering, with criterion.
 //!
 //!     cargo bench --bench catalog
 //!
@@ -12,7 +12,9 @@ use std::sync::Arc;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use skillstore::backends::{FsBackend, MemoryBackend, SkillBackend};
-use skillstore::{Catalog, LoadOptions, PromptOptions, PromptStyle, Source, SourceList, render};
+use skillstore::{
+    Catalog, LoadOptions, PromptOptions, PromptStyle, Source, SourceList, Strictness, parse_frontmatter, render,
+};
 
 fn trees() -> PathBuf {
     std::env::var_os("SKILLSTORE_BENCH_TREES")
@@ -94,5 +96,34 @@ fn prompt_render(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, catalog_load, prompt_render);
+/// The frontmatters of the 10,000-file tree, parsed one after the other on
+/// one thread: the CPU a load spends per skill, without any I/O.
+fn frontmatter_parse(c: &mut Criterion) {
+    let (root, _) = tree(2500);
+    let mut frontmatters = Vec::new();
+    for layer in ["base", "user", "project", "team"] {
+        for entry in std::fs::read_dir(root.join(layer)).unwrap() {
+            let entry = entry.unwrap();
+            let text = std::fs::read_to_string(entry.path().join("SKILL.md")).unwrap();
+            let yaml = text
+                .strip_prefix("---\n")
+                .and_then(|rest| rest.find("\n---\n").map(|end| rest[..=end].to_owned()))
+                .expect("a closed frontmatter");
+            frontmatters.push((entry.file_name().into_string().unwrap(), yaml));
+        }
+    }
+    let mut group = c.benchmark_group("frontmatter_parse");
+    group.sample_size(20);
+    group.bench_function(format!("{}_frontmatters", frontmatters.len()), |b| {
+        b.iter(|| {
+            frontmatters
+                .iter()
+                .filter(|(dir, yaml)| parse_frontmatter(yaml, Some(dir), Strictness::Lenient).skill.is_some())
+                .count()
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, catalog_load, frontmatter_parse, prompt_render);
 criterion_main!(benches);

@@ -52,36 +52,37 @@ pub(crate) fn parse(yaml: &str) -> Option<Vec<(&str, Value)>> {
 /// C1 controls, NEL, the line and paragraph separators, or a byte order
 /// mark. One pass over the bytes.
 fn plain_text(bytes: &[u8]) -> bool {
-    if printable_ascii(bytes) {
-        return true;
-    }
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'\n' => {}
-            b'\r' if bytes.get(i + 1) == Some(&b'\n') => {}
-            0..=0x1f | 0x7f => return false,
-            0xc2 if matches!(bytes.get(i + 1), Some(0x80..=0x9f)) => return false,
-            0xe2 if bytes.get(i + 1) == Some(&0x80) && matches!(bytes.get(i + 2), Some(0xa8 | 0xa9)) => return false,
-            0xef if bytes.get(i + 1) == Some(&0xbb) && bytes.get(i + 2) == Some(&0xbf) => return false,
-            _ => {}
+    const BLOCK: usize = 32;
+    // Printable ASCII and LF, the common case, is passed a block at a time;
+    // the check of a whole block has no early exit, so it compiles to
+    // vector compares. A block holding anything else is looked at byte by
+    // byte (a look-ahead may read into the next block).
+    let ordinary = |b: u8| (0x20..0x7f).contains(&b) || b == b'\n';
+    let mut start = 0;
+    while start < bytes.len() {
+        let end = (start + BLOCK).min(bytes.len());
+        if let Ok(block) = <&[u8; BLOCK]>::try_from(&bytes[start..end])
+            && block.iter().fold(true, |all, &b| all & ordinary(b))
+        {
+            start = end;
+            continue;
         }
-        i += 1;
+        for i in start..end {
+            match bytes[i] {
+                b'\n' => {}
+                b'\r' if bytes.get(i + 1) == Some(&b'\n') => {}
+                0..=0x1f | 0x7f => return false,
+                0xc2 if matches!(bytes.get(i + 1), Some(0x80..=0x9f)) => return false,
+                0xe2 if bytes.get(i + 1) == Some(&0x80) && matches!(bytes.get(i + 2), Some(0xa8 | 0xa9)) => {
+                    return false;
+                }
+                0xef if bytes.get(i + 1) == Some(&0xbb) && bytes.get(i + 2) == Some(&0xbf) => return false,
+                _ => {}
+            }
+        }
+        start = end;
     }
     true
-}
-
-/// Printable ASCII and LF only: the common case. Whole blocks are folded
-/// without an early exit, so the compiler can vectorize them.
-fn printable_ascii(bytes: &[u8]) -> bool {
-    let outside = |b: u8| !((0x20..0x7f).contains(&b) || b == b'\n');
-    let mut blocks = bytes.chunks_exact(64);
-    for block in &mut blocks {
-        if block.iter().fold(false, |seen, &b| seen | outside(b)) {
-            return false;
-        }
-    }
-    !blocks.remainder().iter().any(|&b| outside(b))
 }
 
 /// True when `text` holds the two ASCII bytes `first` and `second` in a
@@ -427,6 +428,23 @@ mod tests {
         for yaml in cases {
             assert!(parse(yaml).is_none(), "should fall back: {yaml:?}");
         }
+    }
+
+    #[test]
+    fn special_characters_are_found_anywhere_in_a_block() {
+        let specials = [
+            "\r", "\t", "\u{0}", "\u{7f}", "\u{85}", "\u{9f}", "\u{2028}", "\u{2029}", "\u{feff}",
+        ];
+        for at in [0, 1, 30, 31, 32, 33, 63, 64, 70] {
+            for special in specials {
+                let text = format!("{}{special}{}", "a".repeat(at), "b".repeat(40));
+                assert!(!plain_text(text.as_bytes()), "{special:?} at {at}");
+            }
+            let fine = format!("{}\r\né → \u{a0}日本{}\n", "a".repeat(at), "b".repeat(40));
+            assert!(plain_text(fine.as_bytes()), "at {at}");
+        }
+        assert!(plain_text(b""));
+        assert!(!plain_text(b"ends in a bare CR\r"));
     }
 
     fn scalar() -> impl Strategy<Value = String> {
