@@ -9,6 +9,7 @@
 //! deepagents produces, so on a spec-valid tree both give the same list.
 
 use std::collections::HashMap;
+use std::hash::BuildHasher;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -128,7 +129,7 @@ pub struct Catalog {
     options: Arc<LoadOptions>,
     states: Vec<SourceState>,
     skills: Vec<Skill>,
-    index: HashMap<String, usize>,
+    index: NameIndex,
     diagnostics: Vec<Diagnostic>,
 }
 
@@ -212,7 +213,7 @@ impl Catalog {
             options: Arc::new(options),
             states: Vec::new(),
             skills: Vec::new(),
-            index: HashMap::new(),
+            index: NameIndex::default(),
             diagnostics: Vec::new(),
         };
         empty.reload(None).await
@@ -326,12 +327,7 @@ impl Catalog {
     /// A catalog over the same backend, sources and options with these
     /// source states, merged and indexed.
     fn with_states(&self, states: Vec<SourceState>) -> Catalog {
-        let (skills, diagnostics) = merge(&self.sources, &states, &self.options.filter);
-        let index = skills
-            .iter()
-            .enumerate()
-            .map(|(i, s)| (s.metadata.name.clone(), i))
-            .collect();
+        let (skills, index, diagnostics) = merge(&self.sources, &states, &self.options.filter);
         Catalog {
             backend: Arc::clone(&self.backend),
             sources: Arc::clone(&self.sources),
@@ -415,7 +411,7 @@ impl Catalog {
 
     /// The skill named `name`.
     pub fn get(&self, name: &str) -> Option<&Skill> {
-        self.index.get(name).map(|&i| &self.skills[i])
+        self.index.get(&self.skills, name).map(|i| &self.skills[i])
     }
 
     /// Everything worth reporting about the load, sources first.
@@ -692,10 +688,14 @@ fn outcome_of_parse(source: &Source, skill_md: &VPath, parsed: Parsed) -> Outcom
 }
 
 /// Merges the sources' skills: later sources win, first positions stay.
-fn merge(sources: &SourceList, states: &[SourceState], filter: &SkillFilter) -> (Vec<Skill>, Vec<Diagnostic>) {
+fn merge(
+    sources: &SourceList,
+    states: &[SourceState],
+    filter: &SkillFilter,
+) -> (Vec<Skill>, NameIndex, Vec<Diagnostic>) {
     let capacity = states.iter().map(|s| s.candidates.len()).sum();
     let mut winners: Vec<Skill> = Vec::with_capacity(capacity);
-    let mut position: HashMap<&str, usize> = HashMap::with_capacity(capacity);
+    let mut index = NameIndex::with_capacity(capacity);
     let mut diagnostics = Vec::new();
     for (source, state) in sources.iter().zip(states) {
         if let Listing::Failed(diagnostic) = &state.listing {
@@ -724,8 +724,8 @@ fn merge(sources: &SourceList, states: &[SourceState], filter: &SkillFilter) -> 
                 shadowed: Vec::new(),
                 version: candidate.version.clone().unwrap_or_else(|| Version::new("")),
             };
-            match position.get(metadata.name.as_str()) {
-                Some(&at) => {
+            match index.get(&winners, &metadata.name) {
+                Some(at) => {
                     let previous = &mut winners[at];
                     if previous.source == skill.source {
                         diagnostics.push(Diagnostic::new(
@@ -747,13 +747,46 @@ fn merge(sources: &SourceList, states: &[SourceState], filter: &SkillFilter) -> 
                     *previous = skill;
                 }
                 None => {
-                    position.insert(metadata.name.as_str(), winners.len());
                     winners.push(skill);
+                    index.insert(&winners, winners.len() - 1);
                 }
             }
         }
     }
-    (winners, diagnostics)
+    (winners, index, diagnostics)
+}
+
+/// The position of each skill by name, kept beside the skills themselves
+/// (the names are not copied into the index).
+#[derive(Default, Clone)]
+struct NameIndex {
+    table: hashbrown::HashTable<usize>,
+    hasher: std::hash::RandomState,
+}
+
+impl NameIndex {
+    fn with_capacity(capacity: usize) -> Self {
+        NameIndex {
+            table: hashbrown::HashTable::with_capacity(capacity),
+            hasher: std::hash::RandomState::new(),
+        }
+    }
+
+    fn hash(&self, name: &str) -> u64 {
+        self.hasher.hash_one(name)
+    }
+
+    /// The position in `skills` of the skill named `name`.
+    fn get(&self, skills: &[Skill], name: &str) -> Option<usize> {
+        self.table.find(self.hash(name), |&i| skills[i].name() == name).copied()
+    }
+
+    /// Indexes `skills[at]`, whose name is not indexed yet.
+    fn insert(&mut self, skills: &[Skill], at: usize) {
+        let hash = self.hash(skills[at].name());
+        self.table
+            .insert_unique(hash, at, |&i| self.hasher.hash_one(skills[i].name()));
+    }
 }
 
 #[cfg(test)]
