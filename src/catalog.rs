@@ -546,7 +546,11 @@ fn slash_order(a: &str, b: &str) -> std::cmp::Ordering {
 
 /// The SKILL.md of the directory `dir_name` of a source.
 fn skill_file(source: &Source, dir_name: &str) -> skillstore_backends::Result<VPath> {
-    source.path().join(dir_name)?.join(SKILL_FILE)
+    let mut relative = String::with_capacity(dir_name.len() + 1 + SKILL_FILE.len());
+    relative.push_str(dir_name);
+    relative.push('/');
+    relative.push_str(SKILL_FILE);
+    source.path().join(&relative)
 }
 
 fn source_failure(source: &Source, err: &skillstore_backends::Error) -> Diagnostic {

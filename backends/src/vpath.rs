@@ -62,11 +62,11 @@ impl VPath {
             return Err(invalid(relative, "the relative path is empty"));
         }
         check_relative(relative, relative)?;
-        let joined = if self.is_root() {
-            format!("/{relative}")
-        } else {
-            format!("{}/{relative}", self.0)
-        };
+        let base = if self.is_root() { "" } else { &self.0 };
+        let mut joined = String::with_capacity(base.len() + 1 + relative.len());
+        joined.push_str(base);
+        joined.push('/');
+        joined.push_str(relative);
         check_length(&joined)?;
         Ok(VPath(Arc::from(joined)))
     }
