@@ -17,6 +17,10 @@ It prints medians and the ratios the targets are stated in, and the peak
 resident memory of `skillstore list --json`. The floor and skillstore run
 alternately (--runs pairs after two warm-up pairs), and the ratio is the
 median of the per-pair ratios, so both sides see the same machine load.
+deepagents takes seconds per load, so it is measured in --peer-blocks
+blocks (one harness run of one warm-up and --peer-repeats timed loads,
+then eleven skillstore runs); its ratio is the median over the blocks of
+deepagents' median over skillstore's median in the same block.
 """
 
 import argparse
@@ -89,9 +93,10 @@ def peak_rss_mb(cmd: list[str]) -> float:
     return int(out.stdout) / 1024
 
 
-def deepagents(python: str, peer_dir: Path, root: Path) -> float:
+def deepagents(python: str, peer_dir: Path, root: Path, repeats: int) -> float:
     out = subprocess.run(
-        [python, str(peer_dir / "deepagents_load.py"), str(root), "--backend", "fs", "-q"],
+        [python, str(peer_dir / "deepagents_load.py"), str(root), "--backend", "fs", "-q",
+         "--warmup", "1", "--repeats", str(repeats)],
         check=True, capture_output=True, text=True,
     ).stdout
     result = json.loads(out)["results"]["filesystem"]
@@ -108,6 +113,8 @@ def main() -> int:
     ap.add_argument("--peer-dir", type=Path, default=REPO.parent / "shared" / "bench" / "peer")
     ap.add_argument("--work", type=Path, default=Path("/tmp/skills-fx"))
     ap.add_argument("--no-peer", action="store_true", help="skip deepagents")
+    ap.add_argument("--peer-blocks", type=int, default=3)
+    ap.add_argument("--peer-repeats", type=int, default=3)
     args = ap.parse_args()
     skillstore, floor = build()
     for size in args.sizes:
@@ -124,8 +131,16 @@ def main() -> int:
             f"skillstore {ours_s * 1e3:.1f} ms = {ratio:.2f}x floor (median of paired runs), peak RSS {rss:.1f} MB"
         )
         if not args.no_peer:
-            peer_s = deepagents(args.peer_python, args.peer_dir, root)
-            line += f"; deepagents {peer_s * 1e3:.0f} ms = {peer_s / ours_s:.0f}x skillstore"
+            peers, peer_ratios = [], []
+            for _ in range(args.peer_blocks):
+                peer_s = deepagents(args.peer_python, args.peer_dir, root, args.peer_repeats)
+                ours_block = statistics.median(once(ours_cmd) for _ in range(11))
+                peers.append(peer_s)
+                peer_ratios.append(peer_s / ours_block)
+            line += (
+                f"; deepagents {statistics.median(peers) * 1e3:.0f} ms = {statistics.median(peer_ratios):.0f}x skillstore"
+                f" (blocks: {', '.join(f'{r:.0f}x' for r in peer_ratios)})"
+            )
         print(line, flush=True)
     return 0
 
