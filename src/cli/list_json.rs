@@ -75,6 +75,7 @@ impl<W: Write> Turn<W> {
 
     /// Takes chunks until none is left or the output failed.
     fn work(&self, chunks: &[&[Skill]]) {
+        let _stop_others = StopOnPanic(self);
         let mut buffer = Vec::new();
         loop {
             let n = self.claimed.fetch_add(1, Ordering::Relaxed);
@@ -101,6 +102,23 @@ impl<W: Write> Turn<W> {
             if stop {
                 return;
             }
+        }
+    }
+}
+
+/// Ends every worker's wait when its own thread unwinds: the chunk it held
+/// will never be written, and nobody may wait for it.
+struct StopOnPanic<'a, W>(&'a Turn<W>);
+
+impl<W> Drop for StopOnPanic<'_, W> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            let mut state = self.0.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            state
+                .failed
+                .get_or_insert_with(|| io::Error::other("a serializer thread panicked"));
+            drop(state);
+            self.0.advanced.notify_all();
         }
     }
 }
@@ -368,6 +386,36 @@ mod tests {
         fn flush(&mut self) -> io::Result<()> {
             Ok(())
         }
+    }
+
+    /// Panics on its second write.
+    struct PanicsOnSecondWrite(usize);
+
+    impl Write for PanicsOnSecondWrite {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.0 += 1;
+            assert!(self.0 < 2, "the output broke");
+            Ok(buf.len())
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[tokio::test]
+    async fn a_panicking_worker_ends_the_others_waits() {
+        let catalog = catalog(301).await;
+        let skills = catalog.skills().to_vec();
+        let (sender, receiver) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let outcome = std::panic::catch_unwind(|| write(&skills, &[], PanicsOnSecondWrite(0), 1));
+            let _ = sender.send(outcome.is_err());
+        });
+        let panicked = receiver
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("every worker returns");
+        assert!(panicked, "the panic reaches the caller");
     }
 
     #[tokio::test]
