@@ -54,6 +54,33 @@ impl SymlinkPolicy {
     }
 }
 
+impl SymlinkPolicy {
+    /// How much a policy lets links do: `deny` < `within_root` < `follow`.
+    fn looseness(self) -> u8 {
+        match self {
+            SymlinkPolicy::Deny => 0,
+            SymlinkPolicy::WithinRoot => 1,
+            SymlinkPolicy::Follow => 2,
+        }
+    }
+
+    /// The name used in configuration files: `deny`, `within_root` or
+    /// `follow`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SymlinkPolicy::Deny => "deny",
+            SymlinkPolicy::WithinRoot => "within_root",
+            SymlinkPolicy::Follow => "follow",
+        }
+    }
+}
+
+impl std::fmt::Display for SymlinkPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 impl std::str::FromStr for SymlinkPolicy {
     type Err = Error;
     fn from_str(s: &str) -> Result<Self> {
@@ -130,6 +157,27 @@ impl FsBackend {
     /// The symlink policy in force.
     pub fn policy(&self) -> SymlinkPolicy {
         self.inner.policy
+    }
+
+    /// A backend rooted at the directory `dir` of this one, with `policy`
+    /// inside it. The way to `dir` is resolved under this backend's own
+    /// policy, exactly as a read would be (nothing is canonicalized first),
+    /// so a `dir` that is a link out of this root is refused. `policy` may
+    /// only narrow this backend's (`follow` > `within_root` > `deny`): a
+    /// looser one is [`ErrorKind::InvalidPath`]. The new backend is
+    /// writable only if this one is.
+    pub fn subdir(&self, dir: &VPath, policy: SymlinkPolicy) -> Result<FsBackend> {
+        if policy.looseness() > self.inner.policy.looseness() {
+            return Err(Error::at(ErrorKind::InvalidPath, dir).with_detail(format!(
+                "the symlink policy `{policy}` is looser than the `{}` of the directory above it",
+                self.inner.policy
+            )));
+        }
+        let root = self.inner.open(dir, OFlags::PATH | OFlags::DIRECTORY)?;
+        Ok(FsBackend {
+            inner: Arc::new(Inner { root, policy }),
+            writable: self.writable,
+        })
     }
 
     async fn blocking<T: Send + 'static>(&self, f: impl FnOnce(&Inner) -> Result<T> + Send + 'static) -> Result<T> {

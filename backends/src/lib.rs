@@ -38,6 +38,7 @@ mod backend;
 mod error;
 mod memory;
 mod mount;
+mod subtree;
 mod vpath;
 
 #[cfg(all(feature = "fs", target_os = "linux"))]
@@ -65,4 +66,5 @@ pub use object::ObjectStoreBackend;
 pub use object_store;
 #[cfg(feature = "s3")]
 pub use s3::{S3Location, S3Options};
+pub use subtree::Subtree;
 pub use vpath::{MAX_PATH_BYTES, VPath, is_valid_segment};

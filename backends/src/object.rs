@@ -79,6 +79,17 @@ impl ObjectStoreBackend {
         self
     }
 
+    /// A backend over the same store rooted at the directory `dir` of this
+    /// one (its key prefix extended by `dir`), writable only if this one is.
+    pub fn subdir(&self, dir: &VPath) -> Result<ObjectStoreBackend> {
+        let prefix = self.key(dir)?;
+        Ok(ObjectStoreBackend {
+            store: Arc::clone(&self.store),
+            prefix,
+            writable: self.writable,
+        })
+    }
+
     /// The underlying store.
     pub fn store(&self) -> &Arc<dyn ObjectStore> {
         &self.store
