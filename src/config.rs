@@ -26,11 +26,17 @@
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
+use skillstore_backends::DEFAULT_READ_LIMIT;
 
 use crate::error::{Error, Result};
+use crate::location::{Location, read_local_text};
+use crate::namespace::Namespace;
 
-/// The parsed configuration file. Relative local locations are resolved
-/// against the file's directory by [`Config::load`].
+/// The parsed configuration: what [`Config::open`] assembles into a
+/// [`Namespace`]. Built from a file ([`Config::load`]), from text
+/// ([`Config::parse`]), or in code; command-line flags are applied with
+/// [`Config::set_mount`], [`Config::set_sources`] and
+/// [`Config::make_writable`].
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
@@ -49,6 +55,13 @@ pub struct Config {
     /// Prompt settings.
     #[serde(default)]
     pub prompt: PromptConfig,
+    /// The directory relative locations and files are resolved against:
+    /// the configuration file's directory, or the working directory.
+    #[serde(skip)]
+    pub base_dir: Option<PathBuf>,
+    /// Source names made writable beyond the file's `writable: true`.
+    #[serde(skip)]
+    writable_names: Vec<String>,
 }
 
 /// One mount.
@@ -63,13 +76,15 @@ pub struct MountConfig {
     /// or `follow`.
     #[serde(default)]
     pub symlinks: Option<String>,
-    /// Whether skills may be written through this mount.
-    #[serde(default)]
-    pub writable: bool,
+    /// The directory a relative `location` is resolved against, when it is
+    /// not the configuration's [`Config::base_dir`] (a mount given on the
+    /// command line resolves against the working directory).
+    #[serde(skip)]
+    pub base_dir: Option<PathBuf>,
 }
 
 /// One source.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SourceConfig {
     /// The virtual directory holding skill directories.
@@ -85,10 +100,12 @@ pub struct SourceConfig {
     #[serde(default)]
     pub exclude: Vec<String>,
     /// A symlink policy for this source alone (local directories only):
-    /// links are then judged against the source's own directory.
+    /// links are then judged against the source's own directory. It may
+    /// only narrow the policy of the mount serving the source.
     #[serde(default)]
     pub symlinks: Option<String>,
-    /// Whether skills may be written to this source.
+    /// Whether skills may be written to this source (never the first of
+    /// several).
     #[serde(default)]
     pub writable: bool,
 }
@@ -109,7 +126,8 @@ pub struct SkillsConfig {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LimitsConfig {
-    /// The largest file read, in bytes (default 10 MiB).
+    /// The largest file read, in bytes (default 10 MiB). Also bounds the
+    /// memory and template files the configuration names.
     #[serde(default)]
     pub max_file_bytes: Option<u64>,
     /// Reads in flight at once (default 32).
@@ -130,6 +148,11 @@ pub struct PromptConfig {
     /// A template file (relative to the configuration file).
     #[serde(default)]
     pub template: Option<String>,
+    /// Where the skills will be found by the agent (a synced or mounted
+    /// tree such as `/mnt/skills`): each location in the prompt becomes
+    /// `ROOT/NAME/SKILL.md` instead of the virtual path.
+    #[serde(default)]
+    pub location_root: Option<String>,
 }
 
 impl Config {
@@ -141,51 +164,88 @@ impl Config {
         serde_yaml::from_str(text).map_err(|e| Error::Config(format!("invalid configuration: {e}")))
     }
 
-    /// Reads and parses `path`, resolving relative local locations and the
-    /// template against the file's directory. Without mounts, `/` is the
-    /// file's directory.
+    /// Reads (under the default 10 MiB read limit) and parses `path`.
+    /// Relative locations, memory files and the template resolve against
+    /// the file's directory; without mounts, `/` is that directory.
     pub fn load(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| Error::Config(format!("cannot read the configuration {}: {e}", path.display())))?;
+        let text = read_local_text(path, DEFAULT_READ_LIMIT, "configuration")?;
         let mut config = Config::parse(&text).map_err(|e| match e {
             Error::Config(m) => Error::Config(format!("{}: {m}", path.display())),
             other => other,
         })?;
-        let base = path
-            .parent()
-            .map(Path::to_path_buf)
-            .unwrap_or_else(|| PathBuf::from("."));
-        let base = if base.as_os_str().is_empty() {
+        let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        config.base_dir = Some(if base.as_os_str().is_empty() {
             PathBuf::from(".")
         } else {
             base
-        };
+        });
         if config.mounts.is_empty() {
             config.mounts.push(MountConfig {
                 at: "/".into(),
-                location: base.to_string_lossy().into_owned(),
+                location: ".".into(),
                 symlinks: None,
-                writable: false,
+                base_dir: None,
             });
-        } else {
-            for mount in &mut config.mounts {
-                if is_local(&mount.location) && Path::new(&mount.location).is_relative() {
-                    mount.location = base.join(&mount.location).to_string_lossy().into_owned();
-                }
-            }
-        }
-        if let Some(template) = &mut config.prompt.template
-            && Path::new(template.as_str()).is_relative()
-        {
-            *template = base.join(&*template).to_string_lossy().into_owned();
         }
         Ok(config)
     }
-}
 
-/// True for a location naming a local directory (not `s3://` or `memory:`).
-pub fn is_local(location: &str) -> bool {
-    !location.starts_with("s3://") && !location.starts_with("memory:")
+    /// The directory relative paths of this configuration resolve against.
+    pub fn base(&self) -> PathBuf {
+        self.base_dir.clone().unwrap_or_else(|| PathBuf::from("."))
+    }
+
+    /// Mounts `location` at `at`, replacing a mount at the same point; a
+    /// relative location resolves against `base_dir` (for a command-line
+    /// flag, the working directory).
+    pub fn set_mount(&mut self, at: &str, location: &str, base_dir: &Path) -> Result<()> {
+        let at_path = crate::source::parse_dir(at)?;
+        Location::parse(location)?;
+        self.mounts
+            .retain(|m| crate::source::parse_dir(&m.at).map(|p| p != at_path).unwrap_or(true));
+        self.mounts.push(MountConfig {
+            at: at.to_owned(),
+            location: location.to_owned(),
+            symlinks: None,
+            base_dir: Some(base_dir.to_path_buf()),
+        });
+        Ok(())
+    }
+
+    /// Replaces the sources with `[LABEL=]VPATH` specs, lowest priority
+    /// first, as the command line gives them.
+    pub fn set_sources<'a>(&mut self, specs: impl IntoIterator<Item = &'a str>) -> Result<()> {
+        let mut sources = Vec::new();
+        for spec in specs {
+            let source = crate::Source::parse(spec)?;
+            let labeled = spec
+                .split_once('=')
+                .is_some_and(|(l, _)| !l.is_empty() && !l.starts_with('/'));
+            sources.push(SourceConfig {
+                path: source.path().as_str().to_owned(),
+                label: labeled.then(|| source.name().to_owned()),
+                ..SourceConfig::default()
+            });
+        }
+        self.sources = sources;
+        Ok(())
+    }
+
+    /// Marks the source of this name writable when the namespace is opened
+    /// (an error then if no source has the name).
+    pub fn make_writable(&mut self, name: &str) {
+        self.writable_names.push(name.to_owned());
+    }
+
+    /// Assembles the namespace: opens every mount (read-only), gives each
+    /// writable source, and each source with a symlink policy of its own, a
+    /// backend rooted at its own directory, refuses sources that alias one
+    /// another with different writability, and builds the load and prompt
+    /// options. Every front end calls this; it is the one place where
+    /// locations become backends.
+    pub fn open(&self) -> Result<Namespace> {
+        crate::namespace::assemble(self, &self.writable_names)
+    }
 }
 
 #[cfg(test)]

@@ -14,8 +14,9 @@ use skillstore::backends::{
     SymlinkPolicy, VPath,
 };
 
-use super::namespace::open_location;
 use super::{Failure, emit};
+use skillstore::Location;
+use skillstore::location::read_local_text;
 
 /// A file found in the local tree.
 struct LocalFile {
@@ -40,21 +41,20 @@ pub async fn run(dir: &Path, location: &str, concurrency: usize) -> Result<(), F
     let local = FsBackend::with_policy(dir, SymlinkPolicy::WithinRoot)
         .map_err(|e| Failure::usage(format!("cannot open the directory {}: {e}", dir.display())))?
         .read_only();
-    let (destination, memory_file): (Arc<dyn SkillBackend>, Option<(MemoryBackend, &str)>) =
-        match location.strip_prefix("memory:") {
-            Some(file) => {
-                let memory = if Path::new(file).exists() {
-                    let text = std::fs::read_to_string(file)
-                        .map_err(|e| Failure::usage(format!("cannot read the memory file `{file}`: {e}")))?;
-                    MemoryBackend::from_json(&text)
-                        .map_err(|e| Failure::usage(format!("cannot load the memory file `{file}`: {e}")))?
-                } else {
-                    MemoryBackend::new()
-                };
-                (Arc::new(memory.clone()), Some((memory, file)))
-            }
-            None => (open_location(location, SymlinkPolicy::WithinRoot, true)?, None),
-        };
+    let parsed = Location::parse(location)?;
+    let (destination, memory_file): (Arc<dyn SkillBackend>, Option<(MemoryBackend, &Path)>) = match &parsed {
+        Location::Memory(file) => {
+            let memory = if file.exists() {
+                let text = read_local_text(file, DEFAULT_READ_LIMIT, "memory file")?;
+                MemoryBackend::from_json(&text)
+                    .map_err(|e| Failure::usage(format!("cannot load the memory file `{}`: {e}", file.display())))?
+            } else {
+                MemoryBackend::new()
+            };
+            (Arc::new(memory.clone()), Some((memory, file.as_path())))
+        }
+        other => (other.open(SymlinkPolicy::WithinRoot, DEFAULT_READ_LIMIT)?, None),
+    };
     if !destination.capabilities().write {
         return Err(Failure::usage(format!("`{location}` cannot be written to")));
     }
@@ -71,7 +71,7 @@ pub async fn run(dir: &Path, location: &str, concurrency: usize) -> Result<(), F
     } else {
         ProgressBar::hidden()
     };
-    let compare_md5 = location.starts_with("s3://");
+    let compare_md5 = matches!(parsed, Location::S3 { .. });
     let local = Arc::new(local);
     let results: Vec<(VPath, Sent)> = futures::stream::iter(files)
         .map(|file| {
@@ -104,7 +104,7 @@ pub async fn run(dir: &Path, location: &str, concurrency: usize) -> Result<(), F
     }
     if let Some((memory, file)) = memory_file {
         let json = memory.to_json().map_err(|e| Failure::failed(e.to_string()))?;
-        std::fs::write(file, json).map_err(|e| Failure::failed(format!("cannot write `{file}`: {e}")))?;
+        std::fs::write(file, json).map_err(|e| Failure::failed(format!("cannot write `{}`: {e}", file.display())))?;
     }
 
     skipped.sort_by(|a, b| a.path.cmp(&b.path));

@@ -2,12 +2,11 @@
 
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use clap::Subcommand;
 use serde::Serialize;
-use skillstore::backends::{SkillBackend, Version};
-use skillstore::{Change, Patch, Record, SkillEditor, Source, SourceList};
+use skillstore::backends::Version;
+use skillstore::{Change, Namespace, Patch, Record, SkillEditor, Source};
 
 use super::namespace::build;
 use super::{Failure, Global, emit};
@@ -212,56 +211,32 @@ pub async fn run(global: &Global, command: SkillCommand) -> Result<(), Failure> 
 /// The history of `name` in the chosen source (which may be read-only), or
 /// in the highest-priority writable one.
 async fn history(global: &Global, args: &EditArgs, name: &str) -> Result<Vec<Record>, Failure> {
-    if args.to.is_none() {
-        return Ok(editor(global, args)?.history(name).await?);
-    }
     let namespace = build(global)?;
-    let source = chosen(&namespace.sources, args)?;
+    let source = target(&namespace, args)?;
     let path = skillstore::edit::history::history_path(source.path(), name)?;
-    Ok(skillstore::edit::history::read(&namespace.table, &path).await?)
+    Ok(skillstore::edit::history::read(&*namespace.backend(), &path).await?)
 }
 
-fn chosen<'a>(sources: &'a SourceList, args: &EditArgs) -> Result<&'a Source, Failure> {
-    match &args.to {
-        Some(name) => sources
-            .get(name)
-            .ok_or_else(|| Failure::usage(format!("no source named `{name}`"))),
-        None => sources.iter().rev().find(|s| s.is_writable()).ok_or_else(|| {
-            Failure::failed(
-                "no source is writable: mark one `writable: true` in the configuration, or pass --writable NAME",
-            )
-        }),
+/// The source named by `--to`, or the highest-priority writable one.
+fn target<'a>(namespace: &'a Namespace, args: &EditArgs) -> Result<&'a Source, Failure> {
+    if args.to.is_none() && !namespace.sources().iter().any(Source::is_writable) {
+        return Err(Failure::failed(
+            "no source is writable: mark one `writable: true` in the configuration, or pass --writable NAME",
+        ));
     }
+    Ok(namespace.write_target(args.to.as_deref())?)
 }
 
 /// The editor of the chosen source, or of the highest-priority writable one.
 fn editor(global: &Global, args: &EditArgs) -> Result<SkillEditor, Failure> {
     let namespace = build(global)?;
-    let source = match &args.to {
-        Some(name) => namespace
-            .sources
-            .get(name)
-            .ok_or_else(|| Failure::usage(format!("no source named `{name}`")))?,
-        None => namespace
-            .sources
-            .iter()
-            .rev()
-            .find(|s| s.is_writable())
-            .ok_or_else(|| {
-                Failure::failed(
-                    "no source is writable: mark one `writable: true` in the configuration, or pass --writable NAME",
-                )
-            })?,
-    };
-    let backend: Arc<dyn SkillBackend> = Arc::new(namespace.table);
+    let source = target(&namespace, args)?;
     let author = args
         .author
         .clone()
         .or_else(|| std::env::var("USER").ok())
         .unwrap_or_else(|| "unknown".to_owned());
-    Ok(SkillEditor::new(backend, source)?
-        .with_author(author)
-        .with_limit(namespace.options.read_limit))
+    Ok(namespace.editor(Some(source.name()))?.with_author(author))
 }
 
 fn input(from: Option<&Path>) -> Result<Vec<u8>, Failure> {

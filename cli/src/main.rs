@@ -1,5 +1,7 @@
-//! Argument parsing and dispatch. Exit codes: 0 success (diagnostics
-//! allowed), 1 the command's own failure, 2 bad usage.
+//! The `skillstore` command: flags become a [`skillstore::Config`], the
+//! library does the work, and this crate prints and picks the exit code.
+//! Exit codes: 0 success (diagnostics allowed), 1 the command's own
+//! failure, 2 bad usage, 3 done but a source was unavailable or stale.
 
 mod commands;
 mod list_json;
@@ -13,6 +15,14 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+
+// The catalog reads on blocking threads and parses on runtime threads; an
+// allocator with cheap cross-thread frees keeps that from costing page
+// faults and lock traffic. Built without transparent huge pages: a command
+// that lives for milliseconds touches a few megabytes per thread, and a
+// huge page is zeroed whole on its first touch.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Store, layer and serve Agent Skills from directories, memory or S3.
 #[derive(Debug, Parser)]
@@ -150,7 +160,7 @@ pub fn emit(bytes: &[u8]) -> Result<(), Failure> {
     }
 }
 
-pub fn main() -> ExitCode {
+fn main() -> ExitCode {
     let args = Args::parse();
     init_tracing();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {

@@ -5,7 +5,7 @@ use std::io::IsTerminal;
 use std::path::Path;
 
 use serde::Serialize;
-use skillstore::{Catalog, Diagnostic, PromptOptions, PromptStyle, Skill, render};
+use skillstore::{Catalog, Diagnostic, PromptStyle, Skill, render};
 
 use super::namespace::build;
 use super::{Failure, Global, emit, list_json};
@@ -183,25 +183,20 @@ pub async fn prompt(
     template: Option<&Path>,
 ) -> Result<(), Failure> {
     let namespace = build(global)?;
-    let style = match style.or(namespace.prompt.style.as_deref()) {
-        Some(text) => text.parse::<PromptStyle>()?,
-        None => PromptStyle::default(),
-    };
-    let template_path = template
-        .map(Path::to_path_buf)
-        .or(namespace.prompt.template.clone().map(Into::into));
-    let template = match template_path {
-        Some(path) => Some(
-            std::fs::read_to_string(&path)
-                .map_err(|e| Failure::usage(format!("cannot read the template {}: {e}", path.display())))?,
-        ),
-        None => None,
-    };
-    let options = PromptOptions {
-        style,
-        max_chars: max_chars.or(namespace.prompt.max_chars),
-        template,
-    };
+    let mut options = namespace.prompt_options()?;
+    if let Some(style) = style {
+        options.style = style.parse::<PromptStyle>()?;
+    }
+    if max_chars.is_some() {
+        options.max_chars = max_chars;
+    }
+    if let Some(path) = template {
+        options.template = Some(skillstore::location::read_local_text(
+            path,
+            namespace.load_options().read_limit,
+            "template",
+        )?);
+    }
     let catalog = namespace.load().await;
     let prompt = render(&catalog, &options);
     if prompt.omitted > 0 || prompt.shortened > 0 {

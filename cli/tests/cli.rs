@@ -7,8 +7,12 @@ use assert_cmd::Command;
 use serde_json::Value;
 use skillstore::backends::testkit::s3_server::S3TestServer;
 
+/// The workspace root, which holds the example layers.
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the command's crate sits in the workspace")
+        .to_path_buf()
 }
 
 /// The command, run from the repository root (whose skillstore.yaml holds

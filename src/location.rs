@@ -1,0 +1,245 @@
+//! Where a mount's bytes live: a local directory, an object-store URL or a
+//! `memory:` file, parsed once for every front end.
+
+use std::fmt;
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+
+use skillstore_backends::object_store::ObjectStoreScheme;
+
+use crate::error::{Error, Result};
+
+/// A parsed location.
+///
+/// Text forms: a local directory (`./skills`, `/srv/skills`,
+/// `file:///srv/skills`); an object-store URL, recognized by
+/// `object_store`'s own scheme parsing (`s3://bucket[/prefix]`; `gs://` and
+/// `az://` are recognized and refused as not built in); `memory:FILE.json`,
+/// a flat `{"/path": "content"}` JSON file loaded into memory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    /// A local directory.
+    Dir(PathBuf),
+    /// An S3 bucket, optionally under a key prefix (no leading or trailing
+    /// `/`; may be empty).
+    S3 {
+        /// The bucket.
+        bucket: String,
+        /// The key prefix.
+        prefix: String,
+    },
+    /// A JSON file whose contents are held in memory.
+    Memory(PathBuf),
+}
+
+impl Location {
+    /// Parses a location. Relative paths stay relative: see
+    /// [`Location::resolved_against`].
+    pub fn parse(text: &str) -> Result<Location> {
+        if text.is_empty() {
+            return Err(Error::Usage(
+                "an empty location; expected a directory, s3://bucket[/prefix] or memory:FILE.json".into(),
+            ));
+        }
+        if let Some(file) = text.strip_prefix("memory:")
+            && !file.starts_with("//")
+        {
+            if file.is_empty() {
+                return Err(Error::Usage("`memory:` needs a file: memory:FILE.json".into()));
+            }
+            return Ok(Location::Memory(PathBuf::from(file)));
+        }
+        if !text.contains("://") {
+            return Ok(Location::Dir(PathBuf::from(text)));
+        }
+        let url =
+            url::Url::parse(text).map_err(|e| Error::Usage(format!("bad location `{}`: {e}", text.escape_debug())))?;
+        let (scheme, path) = ObjectStoreScheme::parse(&url).map_err(|_| {
+            Error::Usage(format!(
+                "unknown location scheme `{}://`; expected a directory, s3://bucket[/prefix] or memory:FILE.json",
+                url.scheme()
+            ))
+        })?;
+        match scheme {
+            ObjectStoreScheme::Local => Ok(Location::Dir(PathBuf::from(url.path()))),
+            ObjectStoreScheme::AmazonS3 if matches!(url.scheme(), "s3" | "s3a") => {
+                let bucket = url.host_str().unwrap_or_default().to_owned();
+                if bucket.is_empty() {
+                    return Err(Error::Usage(format!("`{text}` names no bucket")));
+                }
+                Ok(Location::S3 {
+                    bucket,
+                    prefix: path.as_ref().trim_matches('/').to_owned(),
+                })
+            }
+            other => Err(Error::Usage(format!(
+                "`{}` is a {} location, which this build does not support; use a directory, s3://bucket[/prefix] or memory:FILE.json",
+                text.escape_debug(),
+                scheme_name(&other)
+            ))),
+        }
+    }
+
+    /// The location with a relative directory or memory file resolved
+    /// against `base` (a configuration file's directory, or the working
+    /// directory for command-line flags).
+    pub fn resolved_against(self, base: &Path) -> Location {
+        match self {
+            Location::Dir(path) if path.is_relative() => Location::Dir(base.join(path)),
+            Location::Memory(path) if path.is_relative() => Location::Memory(base.join(path)),
+            other => other,
+        }
+    }
+
+    /// True for a local directory.
+    pub fn is_local_dir(&self) -> bool {
+        matches!(self, Location::Dir(_))
+    }
+}
+
+fn scheme_name(scheme: &ObjectStoreScheme) -> &'static str {
+    match scheme {
+        ObjectStoreScheme::GoogleCloudStorage => "Google Cloud Storage",
+        ObjectStoreScheme::MicrosoftAzure => "Azure storage",
+        ObjectStoreScheme::Http => "plain HTTP",
+        ObjectStoreScheme::Memory => "object_store memory",
+        ObjectStoreScheme::AmazonS3 => "S3 (only s3:// URLs are taken)",
+        _ => "an unsupported kind of",
+    }
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Location::Dir(path) => write!(f, "{}", path.display()),
+            Location::S3 { bucket, prefix } if prefix.is_empty() => write!(f, "s3://{bucket}"),
+            Location::S3 { bucket, prefix } => write!(f, "s3://{bucket}/{prefix}"),
+            Location::Memory(path) => write!(f, "memory:{}", path.display()),
+        }
+    }
+}
+
+impl std::str::FromStr for Location {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        Location::parse(s)
+    }
+}
+
+/// Reads a local text file that is not a skill (a configuration, template
+/// or memory file) under `limit` bytes: a larger file, or one that is not
+/// a regular file, is refused with a message naming `what`.
+pub fn read_local_text(path: &Path, limit: u64, what: &str) -> Result<String> {
+    let mut open = std::fs::OpenOptions::new();
+    open.read(true);
+    // A FIFO would block the open until a writer came; opened non-blocking
+    // it is refused by the type check below instead.
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut open, rustix::fs::OFlags::NONBLOCK.bits() as i32);
+    let file = open
+        .open(path)
+        .map_err(|e| Error::Config(format!("cannot read the {what} {}: {e}", path.display())))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| Error::Config(format!("cannot read the {what} {}: {e}", path.display())))?;
+    if !meta.is_file() {
+        return Err(Error::Config(format!(
+            "the {what} {} is not a regular file",
+            path.display()
+        )));
+    }
+    let too_large = || {
+        Error::Config(format!(
+            "the {what} {} is larger than the {limit}-byte limit",
+            path.display()
+        ))
+    };
+    if meta.len() > limit {
+        return Err(too_large());
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(limit.saturating_add(1))
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::Config(format!("cannot read the {what} {}: {e}", path.display())))?;
+    if bytes.len() as u64 > limit {
+        return Err(too_large());
+    }
+    String::from_utf8(bytes).map_err(|_| Error::Config(format!("the {what} {} is not UTF-8", path.display())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_form() {
+        assert_eq!(Location::parse("./skills").unwrap(), Location::Dir("./skills".into()));
+        assert_eq!(
+            Location::parse("file:///srv/skills").unwrap(),
+            Location::Dir("/srv/skills".into())
+        );
+        assert_eq!(
+            Location::parse("s3://bucket/tenants/acme/").unwrap(),
+            Location::S3 {
+                bucket: "bucket".into(),
+                prefix: "tenants/acme".into()
+            }
+        );
+        assert_eq!(
+            Location::parse("s3://bucket").unwrap(),
+            Location::S3 {
+                bucket: "bucket".into(),
+                prefix: String::new()
+            }
+        );
+        assert_eq!(
+            Location::parse("memory:team.json").unwrap(),
+            Location::Memory("team.json".into())
+        );
+    }
+
+    #[test]
+    fn other_object_stores_are_recognized_and_refused() {
+        for url in ["gs://bucket/x", "az://container/x", "https://example.com/x"] {
+            let err = Location::parse(url).unwrap_err().to_string();
+            assert!(err.contains("does not support"), "{url}: {err}");
+        }
+        assert!(
+            Location::parse("ftp://host/x")
+                .unwrap_err()
+                .to_string()
+                .contains("unknown location scheme")
+        );
+        assert!(Location::parse("").is_err());
+        assert!(Location::parse("memory:").is_err());
+    }
+
+    #[test]
+    fn relative_paths_resolve_against_a_base() {
+        let base = Path::new("/etc/skillstore");
+        assert_eq!(
+            Location::parse("memory:team.json").unwrap().resolved_against(base),
+            Location::Memory("/etc/skillstore/team.json".into())
+        );
+        assert_eq!(
+            Location::parse("skills").unwrap().resolved_against(base),
+            Location::Dir("/etc/skillstore/skills".into())
+        );
+        let s3 = Location::parse("s3://b/p").unwrap();
+        assert_eq!(s3.clone().resolved_against(base), s3);
+    }
+
+    #[test]
+    fn local_text_is_read_under_its_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("big.yaml");
+        std::fs::write(&path, "x".repeat(101)).unwrap();
+        assert!(read_local_text(&path, 101, "configuration").is_ok());
+        let err = read_local_text(&path, 100, "configuration").unwrap_err().to_string();
+        assert!(err.contains("larger than the 100-byte limit"), "{err}");
+        let err = read_local_text(dir.path(), 100, "configuration")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("not a regular file"), "{err}");
+    }
+}

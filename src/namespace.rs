@@ -1,0 +1,484 @@
+//! [`Namespace`]: the mount table, sources and options a [`Config`]
+//! describes, assembled in one place for every front end.
+//!
+//! The assembly rules, which every front end gets by calling
+//! [`Config::open`]:
+//! - every mount is opened read-only;
+//! - a writable source, and a source with a symlink policy of its own, is
+//!   served by a backend rooted at its own directory, mounted at the
+//!   source's path. The way to that directory is judged by the mount's
+//!   policy (nothing is canonicalized first), and a source's policy may only
+//!   narrow its mount's;
+//! - two sources whose directories are the same or nested (judged on the
+//!   storage itself: device and inode for directories, bucket and key
+//!   prefix for object stores) cannot be one writable and one read-only,
+//!   so no source name can alias the base layer to write to it.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use skillstore_backends::{
+    FsBackend, MemoryBackend, MountTable, ObjectStoreBackend, S3Options, SkillBackend, Subtree, SymlinkPolicy, VPath,
+};
+
+use crate::catalog::{Catalog, LoadOptions, SkillFilter};
+use crate::config::{Config, MountConfig};
+use crate::edit::SkillEditor;
+use crate::error::{Error, Result};
+use crate::location::{Location, read_local_text};
+use crate::prompt::{PromptOptions, PromptStyle};
+use crate::source::{Patterns, Source, SourceList, parse_dir};
+
+/// Everything a catalog, an editor or a prompt needs: one namespace
+/// (mounts joined in a [`MountTable`]), the ordered sources in it, and the
+/// load and prompt options. Built by [`Config::open`].
+#[derive(Debug, Clone)]
+pub struct Namespace {
+    backend: Arc<MountTable>,
+    sources: SourceList,
+    source_locations: Vec<Location>,
+    load: LoadOptions,
+    prompt: PromptSettings,
+}
+
+/// Prompt settings from the configuration, before a template is read.
+#[derive(Debug, Clone, Default)]
+pub struct PromptSettings {
+    /// The list's shape.
+    pub style: PromptStyle,
+    /// The most characters a prompt may have.
+    pub max_chars: Option<usize>,
+    /// A template file, already resolved against the configuration's
+    /// directory.
+    pub template: Option<PathBuf>,
+    /// Where the agent finds the skills (a synced or mounted tree), when
+    /// locations should not be virtual paths.
+    pub location_root: Option<String>,
+}
+
+impl Namespace {
+    /// The whole namespace as one backend, with every guard of its mounts.
+    pub fn backend(&self) -> Arc<dyn SkillBackend> {
+        Arc::clone(&self.backend) as Arc<dyn SkillBackend>
+    }
+
+    /// The sources, lowest priority first.
+    pub fn sources(&self) -> &SourceList {
+        &self.sources
+    }
+
+    /// How catalogs are loaded.
+    pub fn load_options(&self) -> &LoadOptions {
+        &self.load
+    }
+
+    /// The prompt settings.
+    pub fn prompt_settings(&self) -> &PromptSettings {
+        &self.prompt
+    }
+
+    /// The location serving the source `name` (for a front end that must
+    /// refuse, say, writes to a `memory:` file it cannot save).
+    pub fn source_location(&self, name: &str) -> Option<&Location> {
+        let index = self.sources.iter().position(|s| s.name() == name)?;
+        self.source_locations.get(index)
+    }
+
+    /// Loads the catalog.
+    pub async fn load(&self) -> Catalog {
+        Catalog::load(self.backend(), self.sources.clone(), self.load.clone()).await
+    }
+
+    /// The source a write goes to: the one named, or else the
+    /// highest-priority writable source.
+    pub fn write_target(&self, name: Option<&str>) -> Result<&Source> {
+        match name {
+            Some(name) => self
+                .sources
+                .get(name)
+                .ok_or_else(|| Error::SourceNotFound(name.to_owned())),
+            None => self.sources.iter().rev().find(|s| s.is_writable()).ok_or_else(|| {
+                Error::Usage(
+                    "no source is writable: mark one `writable: true` in the configuration, or pass --writable NAME"
+                        .into(),
+                )
+            }),
+        }
+    }
+
+    /// An editor of the source `name` (or the highest-priority writable
+    /// one), writing through this namespace under its read limit. Fails with
+    /// [`Error::ReadOnlySource`] unless the source is writable.
+    pub fn editor(&self, name: Option<&str>) -> Result<SkillEditor> {
+        let source = self.write_target(name)?;
+        Ok(SkillEditor::new(self.backend(), source)?.with_limit(self.load.read_limit))
+    }
+
+    /// The prompt options of the configuration, its template (if any) read
+    /// under the read limit.
+    pub fn prompt_options(&self) -> Result<PromptOptions> {
+        let template = match &self.prompt.template {
+            Some(path) => Some(read_local_text(path, self.load.read_limit, "template")?),
+            None => None,
+        };
+        Ok(PromptOptions {
+            style: self.prompt.style,
+            max_chars: self.prompt.max_chars,
+            template,
+        })
+    }
+}
+
+/// A mount, opened.
+struct Mount {
+    at: VPath,
+    location: Location,
+    policy: SymlinkPolicy,
+    opened: Opened,
+}
+
+/// A mount's backend, writable, kept by kind so that a source's own
+/// backend can be opened beneath it.
+enum Opened {
+    Fs(FsBackend),
+    Object(ObjectStoreBackend),
+    Memory(Arc<MemoryBackend>),
+}
+
+impl Opened {
+    fn open(location: &Location, policy: SymlinkPolicy, read_limit: u64) -> Result<Opened> {
+        match location {
+            Location::Dir(path) => FsBackend::with_policy(path, policy)
+                .map(Opened::Fs)
+                .map_err(|e| Error::Usage(format!("cannot open the directory `{}`: {e}", path.display()))),
+            Location::S3 { .. } => ObjectStoreBackend::from_s3_url(&location.to_string(), &S3Options::default())
+                .map(Opened::Object)
+                .map_err(|e| Error::Usage(format!("cannot use `{location}`: {e}"))),
+            Location::Memory(file) => {
+                let text = read_local_text(file, read_limit, "memory file")?;
+                let backend = MemoryBackend::from_json(&text)
+                    .map_err(|e| Error::Usage(format!("cannot load the memory file `{}`: {e}", file.display())))?;
+                Ok(Opened::Memory(Arc::new(backend)))
+            }
+        }
+    }
+
+    /// The whole mount, read-only.
+    fn read_only(&self) -> Arc<dyn SkillBackend> {
+        match self {
+            Opened::Fs(b) => Arc::new(b.clone().read_only()),
+            Opened::Object(b) => Arc::new(b.clone().read_only()),
+            Opened::Memory(b) => {
+                Arc::new(Subtree::new(Arc::clone(b) as Arc<dyn SkillBackend>, VPath::root()).read_only())
+            }
+        }
+    }
+
+    /// A backend rooted at `inner` under this mount.
+    fn subdir(&self, inner: &VPath, policy: Option<SymlinkPolicy>, writable: bool) -> Result<Arc<dyn SkillBackend>> {
+        Ok(match self {
+            Opened::Fs(b) => {
+                let sub = b.subdir(inner, policy.unwrap_or(b.policy()))?;
+                Arc::new(if writable { sub } else { sub.read_only() })
+            }
+            Opened::Object(b) => {
+                let sub = b.subdir(inner)?;
+                Arc::new(if writable { sub } else { sub.read_only() })
+            }
+            Opened::Memory(b) => {
+                let sub = Subtree::new(Arc::clone(b) as Arc<dyn SkillBackend>, inner.clone());
+                Arc::new(if writable { sub } else { sub.read_only() })
+            }
+        })
+    }
+}
+
+impl Location {
+    /// Opens the location as one writable backend, with `policy` for a
+    /// local directory and `read_limit` for a memory file. For tools that
+    /// write a whole tree to a location (`publish`); catalogs, editors and
+    /// servers go through [`Config::open`], which applies the namespace's
+    /// rules.
+    pub fn open(&self, policy: SymlinkPolicy, read_limit: u64) -> Result<Arc<dyn SkillBackend>> {
+        Ok(match Opened::open(self, policy, read_limit)? {
+            Opened::Fs(b) => Arc::new(b),
+            Opened::Object(b) => Arc::new(b),
+            Opened::Memory(b) => b,
+        })
+    }
+}
+
+/// The assembly behind [`Config::open`].
+pub(crate) fn assemble(config: &Config, writable_names: &[String]) -> Result<Namespace> {
+    let defaults = LoadOptions::default();
+    let read_limit = config.limits.max_file_bytes.unwrap_or(defaults.read_limit);
+    let base = config.base();
+
+    let mut mount_configs: Vec<MountConfig> = config.mounts.clone();
+    if mount_configs.is_empty() {
+        mount_configs.push(MountConfig {
+            at: "/".into(),
+            location: ".".into(),
+            symlinks: None,
+            base_dir: None,
+        });
+    }
+    let mut mounts: Vec<Mount> = Vec::with_capacity(mount_configs.len());
+    for m in &mount_configs {
+        let at = parse_dir(&m.at)?;
+        let location = Location::parse(&m.location)?.resolved_against(m.base_dir.as_deref().unwrap_or(&base));
+        let policy = m.symlinks.as_deref().map(parse_policy).transpose()?.unwrap_or_default();
+        if m.symlinks.is_some() && !location.is_local_dir() {
+            return Err(Error::Usage(format!(
+                "the mount at {at} sets a symlink policy, which applies to local directories only"
+            )));
+        }
+        let opened = Opened::open(&location, policy, read_limit)?;
+        mounts.retain(|existing| existing.at != at);
+        mounts.push(Mount {
+            at,
+            location,
+            policy,
+            opened,
+        });
+    }
+
+    let mut sources: Vec<(Source, Option<SymlinkPolicy>)> = Vec::with_capacity(config.sources.len());
+    for s in &config.sources {
+        let path = parse_dir(&s.path)?;
+        let source = match &s.label {
+            Some(label) => Source::labeled(label, path),
+            None => Source::new(path),
+        }
+        .with_include(Patterns::new(s.include.iter().cloned())?)
+        .with_exclude(Patterns::new(s.exclude.iter().cloned())?)
+        .with_writable(s.writable);
+        sources.push((source, s.symlinks.as_deref().map(parse_policy).transpose()?));
+    }
+    for name in writable_names {
+        let (source, _) = sources
+            .iter_mut()
+            .find(|(s, _)| s.name() == name)
+            .ok_or_else(|| Error::Usage(format!("--writable names no source: `{name}`")))?;
+        *source = source.clone().with_writable(true);
+    }
+    if sources.is_empty() {
+        return Err(Error::Usage(
+            "no sources: pass --source VPATH (repeatable) or a configuration with `sources:`".into(),
+        ));
+    }
+
+    let mut own_roots: Vec<(VPath, Arc<dyn SkillBackend>)> = Vec::new();
+    let mut list = SourceList::new();
+    let mut source_locations = Vec::with_capacity(sources.len());
+    let mut identities = Vec::with_capacity(sources.len());
+    for (index, (source, policy)) in sources.into_iter().enumerate() {
+        let path = source.path();
+        let mount = mounts
+            .iter()
+            .filter(|m| path.starts_with(&m.at))
+            .max_by_key(|m| m.at.segments().count())
+            .ok_or_else(|| Error::Usage(format!("no mount serves the source {path}")))?;
+        let inner = path.strip_prefix(&mount.at).expect("the mount is an ancestor");
+        if let Some(policy) = policy {
+            if !mount.location.is_local_dir() {
+                return Err(Error::Usage(format!(
+                    "a symlink policy applies to local directories only; the source {path} is not in one"
+                )));
+            }
+            if looser(policy, mount.policy) {
+                return Err(Error::Usage(format!(
+                    "the source {path} asks for the symlink policy `{policy}`, looser than its mount's `{}`; a source may only narrow it",
+                    mount.policy
+                )));
+            }
+        }
+        if source.is_writable() || policy.is_some() {
+            let backend = mount
+                .opened
+                .subdir(&inner, policy, source.is_writable())
+                .map_err(|e| Error::Usage(format!("cannot open the source {path}: {e}")))?;
+            own_roots.push((path.clone(), backend));
+        }
+        identities.push((index, source.is_writable(), identity(mount, &mounts, &inner)));
+        source_locations.push(mount.location.clone());
+        list.push(source)?;
+    }
+    refuse_aliases(&list, &identities)?;
+
+    // A source with a backend of its own replaces a mount at the same point.
+    let mut table = MountTable::new();
+    for m in mounts.iter().filter(|m| !own_roots.iter().any(|(at, _)| *at == m.at)) {
+        table
+            .mount(m.at.clone(), m.opened.read_only())
+            .map_err(|e| Error::Usage(format!("cannot mount {}: {e}", m.at)))?;
+    }
+    for (at, backend) in own_roots {
+        table
+            .mount(at.clone(), backend)
+            .map_err(|e| Error::Usage(format!("cannot mount the source {at}: {e}")))?;
+    }
+
+    let filter = SkillFilter::new(
+        config.skills.enabled.clone().map(Patterns::new).transpose()?,
+        Patterns::new(config.skills.disabled.iter().cloned())?,
+    );
+    let load = LoadOptions {
+        concurrency: config.limits.concurrency.unwrap_or(defaults.concurrency).max(1),
+        read_limit,
+        filter,
+        ..defaults
+    };
+    let style = match config.prompt.style.as_deref() {
+        Some(text) => text.parse::<PromptStyle>()?,
+        None => PromptStyle::default(),
+    };
+    let template = config.prompt.template.as_ref().map(|t| {
+        let t = Path::new(t);
+        if t.is_relative() { base.join(t) } else { t.to_path_buf() }
+    });
+    Ok(Namespace {
+        backend: Arc::new(table),
+        sources: list,
+        source_locations,
+        load,
+        prompt: PromptSettings {
+            style,
+            max_chars: config.prompt.max_chars,
+            template,
+            location_root: config.prompt.location_root.clone(),
+        },
+    })
+}
+
+fn parse_policy(text: &str) -> Result<SymlinkPolicy> {
+    text.parse::<SymlinkPolicy>().map_err(|_| {
+        Error::Usage(format!(
+            "unknown symlink policy `{}`; expected deny, within_root or follow",
+            text.escape_debug()
+        ))
+    })
+}
+
+fn looser(a: SymlinkPolicy, b: SymlinkPolicy) -> bool {
+    let rank = |p: SymlinkPolicy| match p {
+        SymlinkPolicy::Deny => 0,
+        SymlinkPolicy::WithinRoot => 1,
+        SymlinkPolicy::Follow => 2,
+    };
+    rank(a) > rank(b)
+}
+
+/// Where a source's directory really is, to find sources that alias or
+/// hold one another.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Identity {
+    /// A local directory: its (device, inode) and its ancestors', nearest
+    /// first.
+    Dir(Vec<(u64, u64)>),
+    /// Storage addressed by name: a storage key, then path segments.
+    Keyed(Vec<String>),
+    /// The directory does not exist (yet): it holds nothing to alias.
+    Absent,
+}
+
+fn identity(mount: &Mount, mounts: &[Mount], inner: &VPath) -> Identity {
+    match &mount.location {
+        Location::Dir(dir) => dir_identity(&dir.join(inner.relative_str())),
+        Location::S3 { bucket, prefix } => {
+            let mut key = vec![format!("s3:{bucket}")];
+            key.extend(prefix.split('/').filter(|s| !s.is_empty()).map(str::to_owned));
+            key.extend(inner.segments().map(str::to_owned));
+            Identity::Keyed(key)
+        }
+        Location::Memory(_) => {
+            // Each memory mount is a store of its own.
+            let index = mounts.iter().position(|m| std::ptr::eq(m, mount)).unwrap_or(usize::MAX);
+            let mut key = vec![format!("memory:{index}")];
+            key.extend(inner.segments().map(str::to_owned));
+            Identity::Keyed(key)
+        }
+    }
+}
+
+/// The identities of a local directory and its ancestors. The path was
+/// already opened under its mount's policy; resolving it here serves only
+/// to compare sources, never to open one.
+fn dir_identity(path: &Path) -> Identity {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let Ok(canonical) = std::fs::canonicalize(path) else {
+            return Identity::Absent;
+        };
+        let chain = canonical
+            .ancestors()
+            .filter_map(|p| std::fs::metadata(p).ok())
+            .map(|m| (m.dev(), m.ino()))
+            .collect();
+        Identity::Dir(chain)
+    }
+    #[cfg(not(unix))]
+    {
+        match std::fs::canonicalize(path) {
+            Ok(canonical) => Identity::Keyed(
+                canonical
+                    .components()
+                    .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                    .collect(),
+            ),
+            Err(_) => Identity::Absent,
+        }
+    }
+}
+
+/// True when `a` and `b` are the same directory or one holds the other.
+fn overlaps(a: &Identity, b: &Identity) -> bool {
+    match (a, b) {
+        (Identity::Dir(a), Identity::Dir(b)) => match (a.first(), b.first()) {
+            (Some(a0), Some(b0)) => a.contains(b0) || b.contains(a0),
+            _ => false,
+        },
+        (Identity::Keyed(a), Identity::Keyed(b)) => a.starts_with(b) || b.starts_with(a),
+        _ => false,
+    }
+}
+
+fn refuse_aliases(sources: &SourceList, identities: &[(usize, bool, Identity)]) -> Result<()> {
+    let names: Vec<&Source> = sources.iter().collect();
+    for (i, (a, a_writable, a_id)) in identities.iter().enumerate() {
+        for (b, b_writable, b_id) in &identities[i + 1..] {
+            if a_writable != b_writable && overlaps(a_id, b_id) {
+                let (writable, read_only) = if *a_writable { (*a, *b) } else { (*b, *a) };
+                return Err(Error::Usage(format!(
+                    "the writable source `{}` ({}) and the read-only source `{}` ({}) are the same directory or one holds the other; a write to one would change the other",
+                    names[writable].name(),
+                    names[writable].display_path(),
+                    names[read_only].name(),
+                    names[read_only].display_path()
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+impl Config {
+    /// Opens the configuration at `path` when given; otherwise
+    /// `./skillstore.yaml` when it exists and `use_default_file` is set;
+    /// otherwise an empty configuration resolving against the working
+    /// directory.
+    pub fn load_or_default(path: Option<&Path>, use_default_file: bool) -> Result<Config> {
+        match path {
+            Some(path) => Config::load(path),
+            None if use_default_file && Path::new(DEFAULT_CONFIG_FILE).is_file() => {
+                Config::load(Path::new(DEFAULT_CONFIG_FILE))
+            }
+            None => Ok(Config::default()),
+        }
+    }
+}
+
+/// The configuration file read from the working directory when none is
+/// named.
+pub const DEFAULT_CONFIG_FILE: &str = "skillstore.yaml";

@@ -1,0 +1,214 @@
+//! The one assembly of a namespace (`Config::open`): writable sources on
+//! their own roots, source policies that only narrow, aliases refused,
+//! locations resolved against the configuration file, bounded files.
+
+use std::os::unix::fs::symlink;
+use std::path::Path;
+
+use skillstore::backends::{ErrorKind, SkillBackendExt, VPath};
+use skillstore::{Config, Error};
+
+const SKILL: &str = "---\nname: NAME\ndescription: A skill for tests.\n---\nBody.\n";
+
+fn skill(dir: &Path, name: &str) {
+    std::fs::create_dir_all(dir.join(name)).unwrap();
+    std::fs::write(dir.join(name).join("SKILL.md"), SKILL.replace("NAME", name)).unwrap();
+}
+
+fn config(yaml: &str, dir: &Path) -> Config {
+    let path = dir.join("skillstore.yaml");
+    std::fs::write(&path, yaml).unwrap();
+    Config::load(&path).unwrap()
+}
+
+fn usage_message(result: Result<skillstore::Namespace, Error>) -> String {
+    match result {
+        Err(Error::Usage(message)) => message,
+        Err(other) => panic!("expected a usage error, got {other:?}"),
+        Ok(_) => panic!("expected the namespace to be refused"),
+    }
+}
+
+/// Finding: a writable source made its whole mount writable, so a link
+/// inside the root carried a write into the base layer.
+#[tokio::test]
+async fn link_in_writable_source_cannot_write_into_base_layer() {
+    let dir = tempfile::tempdir().unwrap();
+    skill(&dir.path().join("base"), "secret");
+    skill(&dir.path().join("team"), "evil");
+    symlink("../../base/secret", dir.path().join("team/evil/references")).unwrap();
+    let namespace = config(
+        "sources:\n  - path: /base/\n  - path: /team/\n    writable: true\n",
+        dir.path(),
+    )
+    .open()
+    .unwrap();
+    let editor = namespace.editor(Some("team")).unwrap();
+    let err = editor
+        .write_file("evil", "references/x.md", b"planted".to_vec(), None)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err.kind(),
+            "symlink_escape" | "symlink_refused" | "symlink_in_write_path"
+        ),
+        "{err}"
+    );
+    assert!(!dir.path().join("base/secret/x.md").exists());
+    // The namespace as a whole is read-only outside writable sources.
+    let err = namespace
+        .backend()
+        .put(
+            &VPath::new("/base/secret/y.md").unwrap(),
+            "x".into(),
+            Default::default(),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::ReadOnly);
+}
+
+/// Finding: a second source name aliasing the base layer's directory could
+/// be made writable.
+#[test]
+fn alias_of_base_layer_cannot_be_writable() {
+    let dir = tempfile::tempdir().unwrap();
+    skill(&dir.path().join("base"), "one");
+    std::fs::create_dir_all(dir.path().join("team")).unwrap();
+    let yaml = format!(
+        "mounts:\n  - at: /\n    location: .\n  - at: /alias\n    location: {}\nsources:\n  - path: /base/\n  - path: /team/\n  - path: /alias/\n    writable: true\n",
+        dir.path().join("base").display()
+    );
+    let message = usage_message(config(&yaml, dir.path()).open());
+    assert!(message.contains("`alias`") && message.contains("`base`"), "{message}");
+
+    // The same through a link to the base layer's directory.
+    symlink("base", dir.path().join("linked")).unwrap();
+    let yaml = "mounts:\n  - at: /\n    location: .\n    symlinks: follow\nsources:\n  - path: /base/\n  - path: /linked/\n    writable: true\n";
+    let message = usage_message(config(yaml, dir.path()).open());
+    assert!(message.contains("`linked`"), "{message}");
+}
+
+#[test]
+fn nested_sources_cannot_differ_in_writability() {
+    let dir = tempfile::tempdir().unwrap();
+    skill(&dir.path().join("skills"), "one");
+    std::fs::create_dir_all(dir.path().join("skills/team")).unwrap();
+    let yaml = "sources:\n  - path: /skills/\n  - path: /skills/team/\n    writable: true\n";
+    let message = usage_message(config(yaml, dir.path()).open());
+    assert!(message.contains("one holds the other"), "{message}");
+    // Both read-only is fine.
+    let yaml = "sources:\n  - path: /skills/\n  - path: /skills/team/\n";
+    assert!(config(yaml, dir.path()).open().is_ok());
+}
+
+/// Finding: a source whose own directory is a link out of the root, under
+/// `symlinks: deny`, was canonicalized and read from outside.
+#[tokio::test]
+async fn source_policy_never_loosens_its_mount() {
+    let outside = tempfile::tempdir().unwrap();
+    skill(outside.path(), "leaked");
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    skill(&root.join("base"), "one");
+    symlink(outside.path(), root.join("linked")).unwrap();
+    let yaml = format!(
+        "mounts:\n  - at: /\n    location: {}\nsources:\n  - path: /base/\n  - path: /linked/\n    symlinks: deny\n",
+        root.display()
+    );
+    let message = usage_message(config(&yaml, dir.path()).open());
+    assert!(message.contains("/linked"), "{message}");
+    assert!(!message.contains(&outside.path().display().to_string()), "{message}");
+
+    // A source may not ask for more than its mount allows.
+    let yaml = format!(
+        "mounts:\n  - at: /\n    location: {}\nsources:\n  - path: /base/\n    symlinks: follow\n",
+        root.display()
+    );
+    let message = usage_message(config(&yaml, dir.path()).open());
+    assert!(message.contains("looser"), "{message}");
+
+    // Narrowing works, and the catalog loads.
+    let yaml = format!(
+        "mounts:\n  - at: /\n    location: {}\nsources:\n  - path: /base/\n    symlinks: deny\n",
+        root.display()
+    );
+    let catalog = config(&yaml, dir.path()).open().unwrap().load().await;
+    assert_eq!(catalog.skills().len(), 1);
+}
+
+/// Finding: a relative `memory:FILE` resolved from the working directory,
+/// not from the configuration file.
+#[tokio::test]
+async fn memory_file_resolves_against_the_configuration() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("team.json"),
+        r#"{"/changelog/SKILL.md": "---\nname: changelog\ndescription: Keep one.\n---\n"}"#,
+    )
+    .unwrap();
+    let yaml = "mounts:\n  - at: /team\n    location: memory:team.json\nsources:\n  - path: /team/\n";
+    let catalog = config(yaml, dir.path()).open().unwrap().load().await;
+    assert_eq!(catalog.get("changelog").unwrap().source, "team");
+}
+
+/// Finding: configuration, template and memory files were read with no
+/// size limit.
+#[test]
+fn local_files_are_read_under_the_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("team.json"),
+        format!("{{\"/a\": \"{}\"}}", "x".repeat(2000)),
+    )
+    .unwrap();
+    let yaml = "mounts:\n  - at: /team\n    location: memory:team.json\nsources:\n  - path: /team/\nlimits:\n  max_file_bytes: 1000\n";
+    let err = config(yaml, dir.path()).open().unwrap_err().to_string();
+    assert!(err.contains("larger than the 1000-byte limit"), "{err}");
+
+    let yaml = "sources:\n  - path: /team/\nprompt:\n  template: big.txt\nlimits:\n  max_file_bytes: 1000\n";
+    std::fs::write(dir.path().join("big.txt"), "y".repeat(1001)).unwrap();
+    std::fs::create_dir_all(dir.path().join("team")).unwrap();
+    let err = config(yaml, dir.path())
+        .open()
+        .unwrap()
+        .prompt_options()
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("template") && err.contains("limit"), "{err}");
+
+    let path = dir.path().join("huge.yaml");
+    let file = std::fs::File::create(&path).unwrap();
+    file.set_len(10 * 1024 * 1024 + 1).unwrap();
+    let err = Config::load(&path).unwrap_err().to_string();
+    assert!(err.contains("configuration") && err.contains("limit"), "{err}");
+}
+
+#[tokio::test]
+async fn flags_build_the_same_config() {
+    let dir = tempfile::tempdir().unwrap();
+    skill(&dir.path().join("base"), "one");
+    skill(&dir.path().join("team"), "one");
+    let mut config = Config::default();
+    config
+        .set_mount("/", dir.path().to_str().unwrap(), Path::new("."))
+        .unwrap();
+    config.set_sources(["/base/", "Team=/team/"]).unwrap();
+    config.make_writable("Team");
+    let namespace = config.open().unwrap();
+    assert!(namespace.sources().get("Team").unwrap().is_writable());
+    let catalog = namespace.load().await;
+    assert_eq!(catalog.get("one").unwrap().source, "Team");
+    let text = namespace
+        .backend()
+        .read_to_string(&VPath::new("/team/one/SKILL.md").unwrap())
+        .await
+        .unwrap();
+    assert!(text.contains("name: one"));
+
+    let mut config = Config::default();
+    config.set_sources(["/base/"]).unwrap();
+    config.make_writable("nope");
+    assert!(config.open().unwrap_err().to_string().contains("nope"));
+}
