@@ -7,6 +7,7 @@ mod commands;
 mod list_json;
 mod namespace;
 mod publish;
+mod serve;
 mod skill;
 mod validate;
 
@@ -108,6 +109,17 @@ pub enum Command {
     /// Create, change, delete and roll back skills in a writable source.
     #[command(subcommand)]
     Skill(skill::SkillCommand),
+    /// Serve the catalog over HTTP, with MCP (streamable HTTP) at /mcp.
+    Serve {
+        /// The address to listen on (default 127.0.0.1:8080).
+        #[arg(long, value_name = "ADDR")]
+        listen: Option<String>,
+        /// A server file naming tenants, their tokens and configurations.
+        #[arg(long, value_name = "FILE")]
+        tenants: Option<PathBuf>,
+    },
+    /// Serve the catalog over MCP on standard input and output.
+    Mcp,
 }
 
 /// Why a command failed, and with which exit code.
@@ -210,5 +222,7 @@ async fn run(args: Args) -> Result<(), Failure> {
             concurrency,
         } => publish::run(&dir, &location, concurrency).await,
         Command::Skill(command) => skill::run(&args.global, command).await,
+        Command::Serve { listen, tenants } => serve::serve(&args.global, listen.as_deref(), tenants.as_deref()).await,
+        Command::Mcp => serve::mcp(&args.global).await,
     }
 }

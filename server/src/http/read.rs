@@ -1,0 +1,112 @@
+//! The read routes: the catalog, one skill, a file of a skill, the prompt,
+//! a refresh, and the service's own health and counters.
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use skillstore::PromptStyle;
+
+use super::AppState;
+use super::conditional::{answer, answer_bytes, content_type};
+use crate::error::ApiError;
+
+/// `GET /v1/skills`: the `list --json` object.
+pub async fn list(State(state): State<AppState>, headers: HeaderMap) -> Result<Response, ApiError> {
+    let caller = state.service.authenticate(&headers)?;
+    let view = caller.tenant.view()?;
+    Ok(answer(&headers, &view.list, "application/json"))
+}
+
+/// `GET /v1/skills/{name}`: the `show --json` object.
+pub async fn show(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(name): Path<String>,
+) -> Result<Response, ApiError> {
+    let caller = state.service.authenticate(&headers)?;
+    let view = caller.tenant.view()?;
+    let rendered = view.show(&name).await?;
+    Ok(answer(&headers, &rendered, "application/json"))
+}
+
+/// `GET /v1/skills/{name}/files/{*path}`: the bytes of a file of the
+/// winning skill, confined to its directory.
+pub async fn file(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path((name, path)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    let caller = state.service.authenticate(&headers)?;
+    let catalog = caller.tenant.snapshot()?;
+    let bytes = catalog.read_file(&name, &path).await?;
+    let etag = format!("\"{}\"", crate::digest::sha256_hex(&bytes));
+    Ok(answer_bytes(&headers, bytes, &etag, content_type(&path)))
+}
+
+/// The query of `GET /v1/prompt`.
+#[derive(Debug, Deserialize)]
+pub struct PromptQuery {
+    style: Option<String>,
+    max_chars: Option<usize>,
+}
+
+/// `GET /v1/prompt?style=&max_chars=`: the rendered system-prompt section.
+pub async fn prompt(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    query: Result<Query<PromptQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Response, ApiError> {
+    let caller = state.service.authenticate(&headers)?;
+    let Query(query) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    let mut options = caller.tenant.prompt_options().clone();
+    if let Some(style) = &query.style {
+        options.style = style.parse::<PromptStyle>()?;
+    }
+    if query.max_chars.is_some() {
+        options.max_chars = query.max_chars;
+    }
+    let view = caller.tenant.view()?;
+    Ok(answer(&headers, &view.prompt(&options), "text/plain; charset=utf-8"))
+}
+
+/// `POST /v1/refresh`: refreshes the caller's catalog now.
+pub async fn refresh(State(state): State<AppState>, headers: HeaderMap) -> Result<Response, ApiError> {
+    let caller = state.service.authenticate(&headers)?;
+    let outcome = caller.tenant.refresh().await;
+    let stale = outcome == crate::tenant::RefreshOutcome::Stale;
+    state.service.metrics.refresh(stale);
+    let skills = caller.tenant.snapshot()?.skills().len();
+    Ok(Json(serde_json::json!({"skills": skills, "stale": stale})).into_response())
+}
+
+/// `GET /healthz`: the process answers.
+pub async fn healthz() -> Response {
+    Json(serde_json::json!({"status": "ok"})).into_response()
+}
+
+/// `GET /readyz`: every tenant's first load is done.
+pub async fn readyz(State(state): State<AppState>) -> Response {
+    if state.service.is_ready() {
+        Json(serde_json::json!({"status": "ready"})).into_response()
+    } else {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(serde_json::json!({"error": {"kind": "unavailable", "message": "catalogs are still loading"}})),
+        )
+            .into_response()
+    }
+}
+
+/// `GET /metrics`: the Prometheus text.
+pub async fn metrics(State(state): State<AppState>) -> Response {
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        state.service.render_metrics(),
+    )
+        .into_response()
+}

@@ -1,0 +1,231 @@
+//! The write routes: each goes through the tenant's `SkillEditor` (its
+//! validation, content check, conditional writes and history), with the
+//! caller's `If-Match` checked against the bytes it replaces.
+
+use axum::Json;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use serde::Deserialize;
+use skillstore::backends::{ErrorKind, ReadOptions, Version};
+use skillstore::{Change, Patch, SKILL_FILE};
+
+use super::AppState;
+use super::conditional::check_write;
+use crate::error::ApiError;
+use crate::service::Caller;
+use crate::tenant::Tenant;
+
+fn body(body: Result<Bytes, BytesRejection>) -> Result<Bytes, ApiError> {
+    body.map_err(|rejection| {
+        let status = rejection.status();
+        if status == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::new(
+                status,
+                "too_large",
+                "the request body is larger than the server accepts",
+            )
+        } else {
+            ApiError::bad_request(rejection.body_text())
+        }
+    })
+}
+
+/// The current bytes and version of the file `relative` of the skill
+/// `name` in the editor's source.
+async fn current(
+    caller: &Caller,
+    editor: &skillstore::SkillEditor,
+    name: &str,
+    relative: &str,
+) -> Result<Option<(Bytes, Version)>, ApiError> {
+    let path = Tenant::file_in_source(editor, name, relative)?;
+    let limit = caller.tenant.namespace().load_options().read_limit;
+    match caller
+        .tenant
+        .namespace()
+        .backend()
+        .read(&path, ReadOptions::with_limit(limit))
+        .await
+    {
+        Ok(blob) => Ok(Some((blob.data, blob.version))),
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(skillstore::Error::Backend(e).into()),
+    }
+}
+
+fn writer(state: &AppState, headers: &HeaderMap) -> Result<(Caller, skillstore::SkillEditor), ApiError> {
+    let caller = state.service.authenticate(headers)?;
+    caller.require_write()?;
+    let editor = caller.tenant.editor()?;
+    Ok((caller, editor))
+}
+
+/// The answer to a change: the files it wrote with their new tags.
+fn changed(caller: &Caller, status: StatusCode, name: &str, change: &Change) -> Response {
+    caller.tenant.written();
+    let files: Vec<serde_json::Value> = change
+        .record
+        .files
+        .iter()
+        .map(|f| {
+            let etag = f
+                .new
+                .as_ref()
+                .and_then(|c| c.to_bytes().ok())
+                .map(|b| format!("\"{}\"", crate::digest::sha256_hex(&b)));
+            serde_json::json!({"path": f.path, "etag": etag})
+        })
+        .collect();
+    let single_tag = match files.as_slice() {
+        [only] => only["etag"].as_str().map(str::to_owned),
+        _ => None,
+    };
+    let body = serde_json::json!({
+        "action": change.record.action,
+        "skill": name,
+        "history_id": change.record.id,
+        "files": files,
+        "warnings": change.warnings,
+    });
+    let mut response = (status, Json(body)).into_response();
+    if let Some(tag) = single_tag.and_then(|t| HeaderValue::from_str(&t).ok()) {
+        response.headers_mut().insert(axum::http::header::ETAG, tag);
+    }
+    response
+}
+
+/// `PUT /v1/skills/{name}`: creates the skill (201) or replaces its
+/// SKILL.md (200).
+pub async fn put_skill(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(name): Path<String>,
+    data: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let data = body(data)?;
+    let (caller, editor) = writer(&state, &headers)?;
+    put_skill_md(&caller, &editor, &headers, &name, data).await
+}
+
+async fn put_skill_md(
+    caller: &Caller,
+    editor: &skillstore::SkillEditor,
+    headers: &HeaderMap,
+    name: &str,
+    data: Bytes,
+) -> Result<Response, ApiError> {
+    let current = current(caller, editor, name, SKILL_FILE).await?;
+    check_write(headers, current.as_ref().map(|(b, _)| b))?;
+    Ok(match current {
+        None => changed(caller, StatusCode::CREATED, name, &editor.create(name, data).await?),
+        Some((_, version)) => changed(
+            caller,
+            StatusCode::OK,
+            name,
+            &editor.edit(name, data, Some(&version)).await?,
+        ),
+    })
+}
+
+/// The body of `PATCH /v1/skills/{name}`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PatchBody {
+    #[serde(default)]
+    file: Option<String>,
+    find: String,
+    replace: String,
+    #[serde(default)]
+    count: Option<usize>,
+}
+
+/// `PATCH /v1/skills/{name}`: a find-and-replace on one file (`SKILL.md`
+/// by default); `If-Match` names the file's version.
+pub async fn patch_skill(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(name): Path<String>,
+    data: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let data = body(data)?;
+    let (caller, editor) = writer(&state, &headers)?;
+    let request: PatchBody = serde_json::from_slice(&data).map_err(|e| {
+        ApiError::bad_request(format!(
+            "expected {{\"find\", \"replace\", \"file\"?, \"count\"?}}: {e}"
+        ))
+    })?;
+    let file = request.file.unwrap_or_else(|| SKILL_FILE.to_owned());
+    let current = current(&caller, &editor, &name, &file).await?;
+    check_write(&headers, current.as_ref().map(|(b, _)| b))?;
+    let mut patch = Patch::new(request.find, request.replace);
+    patch.file = file;
+    patch.count = request.count.unwrap_or(1);
+    patch.expected = current.map(|(_, v)| v);
+    Ok(changed(
+        &caller,
+        StatusCode::OK,
+        &name,
+        &editor.patch(&name, &patch).await?,
+    ))
+}
+
+/// `DELETE /v1/skills/{name}`: deletes the skill from the tenant's
+/// writable source; `If-Match` names the SKILL.md version.
+pub async fn delete_skill(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(name): Path<String>,
+) -> Result<Response, ApiError> {
+    let (caller, editor) = writer(&state, &headers)?;
+    let current = current(&caller, &editor, &name, SKILL_FILE).await?;
+    check_write(&headers, current.as_ref().map(|(b, _)| b))?;
+    let version = current.map(|(_, v)| v);
+    Ok(changed(
+        &caller,
+        StatusCode::OK,
+        &name,
+        &editor.delete(&name, version.as_ref()).await?,
+    ))
+}
+
+/// `PUT /v1/skills/{name}/files/{*path}`: writes a supporting file
+/// (`SKILL.md` itself goes through the same rules as `PUT` on the skill).
+pub async fn put_file(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path((name, path)): Path<(String, String)>,
+    data: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let data = body(data)?;
+    let (caller, editor) = writer(&state, &headers)?;
+    if path == SKILL_FILE {
+        return put_skill_md(&caller, &editor, &headers, &name, data).await;
+    }
+    let current = current(&caller, &editor, &name, &path).await?;
+    check_write(&headers, current.as_ref().map(|(b, _)| b))?;
+    let status = if current.is_some() {
+        StatusCode::OK
+    } else {
+        StatusCode::CREATED
+    };
+    let version = current.map(|(_, v)| v);
+    let change = editor.write_file(&name, &path, data, version.as_ref()).await?;
+    Ok(changed(&caller, status, &name, &change))
+}
+
+/// `DELETE /v1/skills/{name}/files/{*path}`: removes a supporting file.
+pub async fn delete_file(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path((name, path)): Path<(String, String)>,
+) -> Result<Response, ApiError> {
+    let (caller, editor) = writer(&state, &headers)?;
+    let current = current(&caller, &editor, &name, &path).await?;
+    check_write(&headers, current.as_ref().map(|(b, _)| b))?;
+    let version = current.map(|(_, v)| v);
+    let change = editor.remove_file(&name, &path, version.as_ref()).await?;
+    Ok(changed(&caller, StatusCode::OK, &name, &change))
+}

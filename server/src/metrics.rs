@@ -1,0 +1,132 @@
+//! Counters the server keeps and `/metrics` shows in the Prometheus text
+//! format: requests by route and status, latency by route, refresh
+//! outcomes, and the catalogs' sizes.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// Upper bounds of the latency buckets, in seconds.
+const BUCKETS: [f64; 12] = [
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0,
+];
+
+#[derive(Debug, Default, Clone)]
+struct Histogram {
+    counts: [u64; BUCKETS.len()],
+    count: u64,
+    sum: f64,
+}
+
+/// The server's counters.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    requests: Mutex<BTreeMap<(String, u16), u64>>,
+    latency: Mutex<BTreeMap<String, Histogram>>,
+    refresh_fresh: AtomicU64,
+    refresh_stale: AtomicU64,
+}
+
+impl Metrics {
+    /// Counts one answered request.
+    pub fn request(&self, route: &str, status: u16, elapsed: Duration) {
+        {
+            let mut requests = self.requests.lock().unwrap_or_else(|e| e.into_inner());
+            match requests.get_mut(&(route.to_owned(), status)) {
+                Some(n) => *n += 1,
+                None => {
+                    requests.insert((route.to_owned(), status), 1);
+                }
+            }
+        }
+        let seconds = elapsed.as_secs_f64();
+        let mut latency = self.latency.lock().unwrap_or_else(|e| e.into_inner());
+        if !latency.contains_key(route) {
+            latency.insert(route.to_owned(), Histogram::default());
+        }
+        let h = latency.get_mut(route).expect("inserted");
+        for (i, bound) in BUCKETS.iter().enumerate() {
+            if seconds <= *bound {
+                h.counts[i] += 1;
+            }
+        }
+        h.count += 1;
+        h.sum += seconds;
+    }
+
+    /// Counts one refresh.
+    pub fn refresh(&self, stale: bool) {
+        if stale {
+            self.refresh_stale.fetch_add(1, Ordering::Relaxed);
+        } else {
+            self.refresh_fresh.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// The Prometheus text: these counters, and the gauges given.
+    pub fn render(&self, tenants: usize, skills: usize, digests_computed: u64) -> String {
+        let mut out = String::new();
+        out.push_str("# HELP skillstore_http_requests_total Requests answered, by route and status.\n");
+        out.push_str("# TYPE skillstore_http_requests_total counter\n");
+        for ((route, status), n) in self.requests.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+            let _ = writeln!(
+                out,
+                "skillstore_http_requests_total{{route=\"{}\",status=\"{status}\"}} {n}",
+                escape(route)
+            );
+        }
+        out.push_str("# HELP skillstore_http_request_duration_seconds Time to answer, by route.\n");
+        out.push_str("# TYPE skillstore_http_request_duration_seconds histogram\n");
+        for (route, h) in self.latency.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+            let route = escape(route);
+            for (bound, n) in BUCKETS.iter().zip(h.counts) {
+                let _ = writeln!(
+                    out,
+                    "skillstore_http_request_duration_seconds_bucket{{route=\"{route}\",le=\"{bound}\"}} {n}"
+                );
+            }
+            let _ = writeln!(
+                out,
+                "skillstore_http_request_duration_seconds_bucket{{route=\"{route}\",le=\"+Inf\"}} {}",
+                h.count
+            );
+            let _ = writeln!(
+                out,
+                "skillstore_http_request_duration_seconds_sum{{route=\"{route}\"}} {}",
+                h.sum
+            );
+            let _ = writeln!(
+                out,
+                "skillstore_http_request_duration_seconds_count{{route=\"{route}\"}} {}",
+                h.count
+            );
+        }
+        out.push_str("# HELP skillstore_refresh_total Catalog refreshes, by outcome.\n");
+        out.push_str("# TYPE skillstore_refresh_total counter\n");
+        let _ = writeln!(
+            out,
+            "skillstore_refresh_total{{outcome=\"fresh\"}} {}",
+            self.refresh_fresh.load(Ordering::Relaxed)
+        );
+        let _ = writeln!(
+            out,
+            "skillstore_refresh_total{{outcome=\"stale\"}} {}",
+            self.refresh_stale.load(Ordering::Relaxed)
+        );
+        out.push_str("# HELP skillstore_tenants Tenants served.\n# TYPE skillstore_tenants gauge\n");
+        let _ = writeln!(out, "skillstore_tenants {tenants}");
+        out.push_str("# HELP skillstore_catalog_skills Skills in memory, all tenants.\n");
+        out.push_str("# TYPE skillstore_catalog_skills gauge\n");
+        let _ = writeln!(out, "skillstore_catalog_skills {skills}");
+        out.push_str("# HELP skillstore_digests_computed_total Files hashed for digests.\n");
+        out.push_str("# TYPE skillstore_digests_computed_total counter\n");
+        let _ = writeln!(out, "skillstore_digests_computed_total {digests_computed}");
+        out
+    }
+}
+
+fn escape(label: &str) -> String {
+    label.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}

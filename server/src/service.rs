@@ -1,0 +1,180 @@
+//! The state every front end shares: the tenants, who may call as which,
+//! the refresh loop, the limits and the counters.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::http::HeaderMap;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::{ApiError, ServerError};
+use crate::metrics::Metrics;
+use crate::settings::{Limits, Scope, Settings, TokenHash};
+use crate::tenant::Tenant;
+
+/// Who is calling: a tenant and what the caller may do there.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    /// The tenant the token names.
+    pub tenant: Arc<Tenant>,
+    /// What the token allows.
+    pub scope: Scope,
+}
+
+impl Caller {
+    /// Fails with 403 unless the caller may write.
+    pub fn require_write(&self) -> Result<(), ApiError> {
+        match self.scope {
+            Scope::Write => Ok(()),
+            Scope::Read => Err(ApiError::forbidden("this token may read only")),
+        }
+    }
+}
+
+/// Everything a request is answered from. Cheap to share (`Arc`).
+#[derive(Debug)]
+pub struct Service {
+    tenants: Vec<Arc<Tenant>>,
+    tokens: HashMap<TokenHash, (usize, Scope)>,
+    open: bool,
+    refresh_interval: Duration,
+    /// Request limits.
+    pub limits: Limits,
+    /// The counters `/metrics` shows.
+    pub metrics: Metrics,
+    /// Cancelled when the server begins to shut down.
+    pub shutdown: CancellationToken,
+}
+
+impl Service {
+    /// Opens every tenant's namespace (nothing is loaded yet: see
+    /// [`Service::start_refresh`]).
+    pub fn open(settings: &Settings) -> Result<Arc<Self>, ServerError> {
+        let mut tenants = Vec::with_capacity(settings.tenants.len());
+        let mut tokens = HashMap::new();
+        for (index, spec) in settings.tenants.iter().enumerate() {
+            tenants.push(Arc::new(Tenant::open(spec)?));
+            for (hash, scope) in &spec.tokens {
+                tokens.insert(*hash, (index, *scope));
+            }
+        }
+        if tenants.is_empty() {
+            return Err(ServerError::Config("no tenants".into()));
+        }
+        Ok(Arc::new(Service {
+            open: tenants.len() == 1 && settings.tenants[0].tokens.is_empty(),
+            tenants,
+            tokens,
+            refresh_interval: settings.refresh_interval,
+            limits: settings.limits,
+            metrics: Metrics::default(),
+            shutdown: CancellationToken::new(),
+        }))
+    }
+
+    /// The tenants.
+    pub fn tenants(&self) -> &[Arc<Tenant>] {
+        &self.tenants
+    }
+
+    /// True when the one tenant is served without a token.
+    pub fn is_open(&self) -> bool {
+        self.open
+    }
+
+    /// Refuses an open server on an address other than loopback.
+    pub fn check_listen(&self, addr: &SocketAddr) -> Result<(), ServerError> {
+        if self.open && !addr.ip().is_loopback() {
+            return Err(ServerError::Listen(format!(
+                "without tokens the server may listen on a loopback address only, not {addr}; give tenants tokens in a server file"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Loads every tenant's catalog now, then refreshes each at the
+    /// configured interval until shutdown. Returns once the first loads
+    /// are started; `/readyz` tells when they are done.
+    pub fn start_refresh(self: &Arc<Self>) {
+        for tenant in &self.tenants {
+            let service = Arc::clone(self);
+            let tenant = Arc::clone(tenant);
+            tokio::spawn(async move {
+                loop {
+                    let outcome = tenant.refresh().await;
+                    service.metrics.refresh(outcome == crate::tenant::RefreshOutcome::Stale);
+                    tokio::select! {
+                        () = service.shutdown.cancelled() => break,
+                        () = tokio::time::sleep(service.refresh_interval) => {}
+                    }
+                }
+            });
+        }
+    }
+
+    /// Loads every tenant's catalog and waits until all are loaded (for a
+    /// front end that serves one client, such as MCP over stdio).
+    pub async fn load_all(&self) {
+        futures::future::join_all(self.tenants.iter().map(|t| t.refresh())).await;
+    }
+
+    /// True once every tenant's first load is done.
+    pub fn is_ready(&self) -> bool {
+        self.tenants.iter().all(|t| t.is_ready())
+    }
+
+    /// The caller a request's `Authorization` header names. A missing or
+    /// unknown token is 401 and says nothing of what exists; an open
+    /// server's one tenant needs no token.
+    pub fn authenticate(&self, headers: &HeaderMap) -> Result<Caller, ApiError> {
+        match headers.get(axum::http::header::AUTHORIZATION) {
+            Some(value) => {
+                let token = value
+                    .to_str()
+                    .ok()
+                    .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+                    .map(str::trim)
+                    .filter(|t| !t.is_empty())
+                    .ok_or_else(ApiError::unauthorized)?;
+                self.caller_for_token(token).ok_or_else(ApiError::unauthorized)
+            }
+            None if self.open => Ok(Caller {
+                tenant: Arc::clone(&self.tenants[0]),
+                scope: Scope::Write,
+            }),
+            None => Err(ApiError::unauthorized()),
+        }
+    }
+
+    /// The caller `token` names, if any.
+    pub fn caller_for_token(&self, token: &str) -> Option<Caller> {
+        let (index, scope) = self.tokens.get(&TokenHash::of(token))?;
+        Some(Caller {
+            tenant: Arc::clone(&self.tenants[*index]),
+            scope: *scope,
+        })
+    }
+
+    /// The open server's one tenant, or the only tenant, for a front end
+    /// with no tokens (MCP over stdio): it may write.
+    pub fn local_caller(&self) -> Caller {
+        Caller {
+            tenant: Arc::clone(&self.tenants[0]),
+            scope: Scope::Write,
+        }
+    }
+
+    /// The Prometheus text.
+    pub fn render_metrics(&self) -> String {
+        let skills = self
+            .tenants
+            .iter()
+            .filter_map(|t| t.snapshot().ok())
+            .map(|c| c.skills().len())
+            .sum();
+        let digests = self.tenants.iter().map(|t| t.digests.computed()).sum();
+        self.metrics.render(self.tenants.len(), skills, digests)
+    }
+}

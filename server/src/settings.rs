@@ -1,0 +1,448 @@
+//! The server file: where to listen, how often to refresh, the limits, and
+//! the tenants, each with its tokens and its own skillstore configuration
+//! (or the shared template with `{tenant}` put into its locations).
+//!
+//! ```yaml
+//! listen: 127.0.0.1:8080        # `serve --listen` wins
+//! refresh_interval: 30s
+//! limits:
+//!   max_body_bytes: 10485760    # default: the read limit, 10 MiB
+//!   request_timeout: 30s
+//!   max_concurrent_requests: 256
+//!   page_size: 100              # resources/list and skills/list pages
+//! template:                     # a skillstore configuration
+//!   mounts:
+//!     - at: /
+//!       location: s3://skills/tenants/{tenant}
+//!   sources:
+//!     - path: /base
+//!     - path: /team
+//!       writable: true
+//! tenants:
+//!   - name: acme
+//!     tokens:
+//!       - sha256: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08
+//!         scope: write          # read (default) or write (read and write)
+//!       - env: ACME_READ_TOKEN  # the token itself, read from the environment
+//!   - name: globex
+//!     config: { sources: [ { path: /skills } ] }   # instead of the template
+//! ```
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+use sha2::{Digest, Sha256};
+use skillstore::Config;
+use skillstore::config::MountConfig;
+
+use crate::error::ServerError;
+
+/// The default refresh interval: 30 seconds.
+pub const DEFAULT_REFRESH: Duration = Duration::from_secs(30);
+
+/// What a token allows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    /// Reading skills.
+    #[default]
+    Read,
+    /// Reading and writing skills (where the tenant's source is writable).
+    Write,
+}
+
+/// One token of a tenant: its SHA-256 (hex), or the name of an
+/// environment variable holding the token itself.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TokenSpec {
+    /// The token's SHA-256, 64 hex digits.
+    #[serde(default)]
+    pub sha256: Option<String>,
+    /// An environment variable holding the token.
+    #[serde(default)]
+    pub env: Option<String>,
+    /// What the token allows.
+    #[serde(default)]
+    pub scope: Scope,
+}
+
+/// One tenant.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TenantSpec {
+    /// The tenant's name: lowercase ASCII letters, digits, `-` and `_`.
+    pub name: String,
+    /// The tokens naming this tenant.
+    #[serde(default)]
+    pub tokens: Vec<TokenSpec>,
+    /// The tenant's own configuration; the template's when absent.
+    #[serde(default)]
+    pub config: Option<Config>,
+}
+
+/// Request limits.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitsSpec {
+    /// The largest request body, in bytes.
+    #[serde(default)]
+    pub max_body_bytes: Option<u64>,
+    /// The longest a request may take (`30s`, `2m`).
+    #[serde(default)]
+    pub request_timeout: Option<String>,
+    /// Requests served at once; more wait their turn.
+    #[serde(default)]
+    pub max_concurrent_requests: Option<usize>,
+    /// The most entries one page of a list holds.
+    #[serde(default)]
+    pub page_size: Option<usize>,
+}
+
+/// The server file as written.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerFile {
+    /// The address to listen on.
+    #[serde(default)]
+    pub listen: Option<String>,
+    /// How often each tenant's catalog is refreshed (`30s`).
+    #[serde(default)]
+    pub refresh_interval: Option<String>,
+    /// Request limits.
+    #[serde(default)]
+    pub limits: LimitsSpec,
+    /// The configuration of every tenant without one of its own, with
+    /// `{tenant}` replaced by the tenant's name in mount locations.
+    #[serde(default)]
+    pub template: Option<Config>,
+    /// The tenants.
+    #[serde(default)]
+    pub tenants: Vec<TenantSpec>,
+}
+
+/// Limits applied to every request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// The largest request body, in bytes (default 10 MiB).
+    pub max_body_bytes: u64,
+    /// The longest a request may take (default 30 s).
+    pub request_timeout: Duration,
+    /// Requests served at once (default 256).
+    pub max_concurrent_requests: usize,
+    /// The most entries one page of a list holds (default 100, at most 1000).
+    pub page_size: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_body_bytes: skillstore::backends::DEFAULT_READ_LIMIT,
+            request_timeout: Duration::from_secs(30),
+            max_concurrent_requests: 256,
+            page_size: 100,
+        }
+    }
+}
+
+/// A token, hashed: only the SHA-256 of a token is ever kept.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TokenHash(pub [u8; 32]);
+
+impl std::fmt::Debug for TokenHash {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TokenHash(..)")
+    }
+}
+
+impl TokenHash {
+    /// The hash of `token`.
+    pub fn of(token: &str) -> Self {
+        TokenHash(Sha256::digest(token.as_bytes()).into())
+    }
+
+    /// Parses 64 hex digits.
+    pub fn from_hex(hex: &str) -> Option<Self> {
+        let bytes = hex.as_bytes();
+        if bytes.len() != 64 {
+            return None;
+        }
+        let mut out = [0u8; 32];
+        for (i, pair) in bytes.chunks(2).enumerate() {
+            let digit = |b: u8| (b as char).to_digit(16);
+            out[i] = (digit(pair[0])? * 16 + digit(pair[1])?) as u8;
+        }
+        Some(TokenHash(out))
+    }
+}
+
+/// One tenant, ready to open: its name, its configuration and its tokens.
+#[derive(Debug, Clone)]
+pub struct TenantSettings {
+    /// The tenant's name.
+    pub name: String,
+    /// The configuration [`Config::open`] assembles the tenant's namespace
+    /// from.
+    pub config: Config,
+    /// The tenant's tokens, hashed, with their scopes.
+    pub tokens: Vec<(TokenHash, Scope)>,
+}
+
+/// Everything the server needs: tenants, refresh interval and limits.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The tenants; at least one.
+    pub tenants: Vec<TenantSettings>,
+    /// How often catalogs are refreshed.
+    pub refresh_interval: Duration,
+    /// Request limits.
+    pub limits: Limits,
+    /// The address from the server file, if any.
+    pub listen: Option<String>,
+}
+
+impl Settings {
+    /// One tenant named `default`, with no tokens: allowed on a loopback
+    /// address only.
+    pub fn single(config: Config) -> Self {
+        Settings {
+            tenants: vec![TenantSettings {
+                name: "default".into(),
+                config,
+                tokens: Vec::new(),
+            }],
+            refresh_interval: DEFAULT_REFRESH,
+            limits: Limits::default(),
+            listen: None,
+        }
+    }
+
+    /// Reads and parses a server file; relative locations in tenants'
+    /// configurations resolve against the file's directory.
+    pub fn load(path: &Path) -> Result<Self, ServerError> {
+        let text = skillstore::location::read_local_text(path, skillstore::backends::DEFAULT_READ_LIMIT, "server file")
+            .map_err(|e| ServerError::Config(e.to_string()))?;
+        let base = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        Settings::parse(&text, &base).map_err(|e| match e {
+            ServerError::Config(m) => ServerError::Config(format!("{}: {m}", path.display())),
+            other => other,
+        })
+    }
+
+    /// Parses a server file's text; relative locations resolve against
+    /// `base`. Tokens named by environment variables are read now.
+    pub fn parse(text: &str, base: &Path) -> Result<Self, ServerError> {
+        let file: ServerFile =
+            serde_yaml::from_str(text).map_err(|e| ServerError::Config(format!("invalid server file: {e}")))?;
+        Settings::from_file(file, base, &|name| std::env::var(name).ok())
+    }
+
+    /// Builds settings from a parsed file; `env` looks up token variables.
+    pub fn from_file(file: ServerFile, base: &Path, env: &dyn Fn(&str) -> Option<String>) -> Result<Self, ServerError> {
+        if file.tenants.is_empty() {
+            return Err(ServerError::Config("the server file names no tenants".into()));
+        }
+        let mut tenants = Vec::with_capacity(file.tenants.len());
+        for spec in file.tenants {
+            check_tenant_name(&spec.name)?;
+            if tenants.iter().any(|t: &TenantSettings| t.name == spec.name) {
+                return Err(ServerError::Config(format!(
+                    "the tenant `{}` is named twice",
+                    spec.name
+                )));
+            }
+            let mut config = match (spec.config, &file.template) {
+                (Some(config), _) => config,
+                (None, Some(template)) => instantiate(template, &spec.name),
+                (None, None) => {
+                    return Err(ServerError::Config(format!(
+                        "the tenant `{}` has no `config` and there is no `template`",
+                        spec.name
+                    )));
+                }
+            };
+            config.base_dir = Some(base.to_path_buf());
+            if config.mounts.is_empty() {
+                config.mounts.push(MountConfig {
+                    at: "/".into(),
+                    location: ".".into(),
+                    symlinks: None,
+                    base_dir: None,
+                });
+            }
+            let mut tokens = Vec::with_capacity(spec.tokens.len());
+            for (i, token) in spec.tokens.iter().enumerate() {
+                let hash = match (&token.sha256, &token.env) {
+                    (Some(hex), None) => TokenHash::from_hex(&hex.to_ascii_lowercase()).ok_or_else(|| {
+                        ServerError::Config(format!(
+                            "token {} of the tenant `{}`: `sha256` takes 64 hex digits",
+                            i + 1,
+                            spec.name
+                        ))
+                    })?,
+                    (None, Some(var)) => match env(var) {
+                        Some(value) if !value.is_empty() => TokenHash::of(&value),
+                        _ => {
+                            return Err(ServerError::Config(format!(
+                                "token {} of the tenant `{}`: the variable `{var}` is not set",
+                                i + 1,
+                                spec.name
+                            )));
+                        }
+                    },
+                    _ => {
+                        return Err(ServerError::Config(format!(
+                            "token {} of the tenant `{}`: give exactly one of `sha256` and `env`",
+                            i + 1,
+                            spec.name
+                        )));
+                    }
+                };
+                if tenants
+                    .iter()
+                    .any(|t: &TenantSettings| t.tokens.iter().any(|(h, _)| *h == hash))
+                    || tokens.iter().any(|(h, _)| *h == hash)
+                {
+                    return Err(ServerError::Config(format!(
+                        "token {} of the tenant `{}` is used twice",
+                        i + 1,
+                        spec.name
+                    )));
+                }
+                tokens.push((hash, token.scope));
+            }
+            tenants.push(TenantSettings {
+                name: spec.name,
+                config,
+                tokens,
+            });
+        }
+        if tenants.len() > 1 && tenants.iter().any(|t| t.tokens.is_empty()) {
+            return Err(ServerError::Config(
+                "with several tenants, every tenant needs a token: the token names the tenant".into(),
+            ));
+        }
+        let limits = limits(&file.limits)?;
+        let refresh_interval = match &file.refresh_interval {
+            Some(text) => parse_duration(text, "refresh_interval")?,
+            None => DEFAULT_REFRESH,
+        };
+        Ok(Settings {
+            tenants,
+            refresh_interval,
+            limits,
+            listen: file.listen,
+        })
+    }
+
+    /// True when some tenant can be reached without a token.
+    pub fn is_open(&self) -> bool {
+        self.tenants.iter().any(|t| t.tokens.is_empty())
+    }
+}
+
+fn limits(spec: &LimitsSpec) -> Result<Limits, ServerError> {
+    let defaults = Limits::default();
+    Ok(Limits {
+        max_body_bytes: spec.max_body_bytes.unwrap_or(defaults.max_body_bytes),
+        request_timeout: match &spec.request_timeout {
+            Some(text) => parse_duration(text, "limits.request_timeout")?,
+            None => defaults.request_timeout,
+        },
+        max_concurrent_requests: spec
+            .max_concurrent_requests
+            .unwrap_or(defaults.max_concurrent_requests)
+            .max(1),
+        page_size: spec.page_size.unwrap_or(defaults.page_size).clamp(1, 1000),
+    })
+}
+
+fn parse_duration(text: &str, key: &str) -> Result<Duration, ServerError> {
+    let duration = humantime::parse_duration(text)
+        .map_err(|e| ServerError::Config(format!("`{key}`: cannot read `{text}` as a duration: {e}")))?;
+    if duration.is_zero() {
+        return Err(ServerError::Config(format!("`{key}` must be longer than zero")));
+    }
+    Ok(duration)
+}
+
+/// Tenant names go into locations and logs: keep them plain.
+fn check_tenant_name(name: &str) -> Result<(), ServerError> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
+        && !name.starts_with(['-', '_']);
+    if ok {
+        Ok(())
+    } else {
+        Err(ServerError::Config(format!(
+            "the tenant name `{}` is not allowed: use 1 to 64 lowercase letters, digits, `-` and `_`",
+            name.escape_debug()
+        )))
+    }
+}
+
+/// The template with `{tenant}` replaced by `name` in every mount location.
+fn instantiate(template: &Config, name: &str) -> Config {
+    let mut config = template.clone();
+    for mount in &mut config.mounts {
+        mount.location = mount.location.replace("{tenant}", name);
+    }
+    config
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FILE: &str = "refresh_interval: 5s\ntemplate:\n  mounts:\n    - at: /\n      location: s3://skills/tenants/{tenant}\n  sources:\n    - path: /base\ntenants:\n  - name: acme\n    tokens:\n      - sha256: 9F86D081884C7D659A2FEAA0C55AD015A3BF4F1B2B0B822CD15D6C15B0F00A08\n        scope: write\n  - name: globex\n    tokens:\n      - env: GLOBEX_TOKEN\n    config:\n      sources:\n        - path: /skills\n";
+
+    fn env(name: &str) -> Option<String> {
+        (name == "GLOBEX_TOKEN").then(|| "globex-secret".to_owned())
+    }
+
+    #[test]
+    fn template_locations_name_the_tenant() {
+        let file: ServerFile = serde_yaml::from_str(FILE).unwrap();
+        let settings = Settings::from_file(file, Path::new("/srv"), &env).unwrap();
+        assert_eq!(settings.refresh_interval, Duration::from_secs(5));
+        assert_eq!(
+            settings.tenants[0].config.mounts[0].location,
+            "s3://skills/tenants/acme"
+        );
+        assert_eq!(settings.tenants[0].tokens, vec![(TokenHash::of("test"), Scope::Write)]);
+        assert_eq!(
+            settings.tenants[1].tokens,
+            vec![(TokenHash::of("globex-secret"), Scope::Read)]
+        );
+        assert_eq!(settings.tenants[1].config.mounts[0].location, ".");
+    }
+
+    #[test]
+    fn a_missing_token_variable_is_an_error_naming_it() {
+        let file: ServerFile = serde_yaml::from_str(FILE).unwrap();
+        let err = Settings::from_file(file, Path::new("."), &|_| None)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("GLOBEX_TOKEN"), "{err}");
+    }
+
+    #[test]
+    fn hostile_tenant_names_are_refused() {
+        for name in ["", "../x", "a/b", "{tenant}", "Acme", "-x"] {
+            assert!(check_tenant_name(name).is_err(), "{name}");
+        }
+    }
+
+    #[test]
+    fn unknown_keys_are_named() {
+        let err = Settings::parse("tenant: []\n", Path::new(".")).unwrap_err().to_string();
+        assert!(err.contains("tenant"), "{err}");
+    }
+}

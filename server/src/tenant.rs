@@ -1,0 +1,392 @@
+//! One tenant: its namespace (opened by [`skillstore::Config::open`]), its
+//! catalog in memory, what has been rendered from that catalog, and a
+//! counter that moves when a refresh or a write changes the skills.
+
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use bytes::Bytes;
+use serde::Serialize;
+use skillstore::backends::{ErrorKind, VPath};
+use skillstore::{Catalog, Diagnostic, Namespace, PromptOptions, SharedCatalog, Skill, SkillEditor};
+use tokio::sync::watch;
+
+use crate::digest::DigestCache;
+use crate::error::{ApiError, ServerError};
+use crate::manifest::Manifest;
+use crate::settings::TenantSettings;
+
+/// A body rendered once and its entity tag.
+#[derive(Debug, Clone)]
+pub struct Rendered {
+    /// The bytes sent.
+    pub body: Bytes,
+    /// The strong entity tag, quoted.
+    pub etag: String,
+}
+
+impl Rendered {
+    /// `body` with its tag: the SHA-256 of the bytes.
+    pub fn new(body: impl Into<Bytes>) -> Self {
+        let body = body.into();
+        let etag = format!("\"{}\"", crate::digest::sha256_hex(&body));
+        Rendered { body, etag }
+    }
+}
+
+/// What is rendered from one catalog snapshot, built when first asked for
+/// and dropped with the snapshot.
+pub struct View {
+    /// The snapshot.
+    pub catalog: Arc<Catalog>,
+    /// `GET /v1/skills`: the `list --json` object.
+    pub list: Rendered,
+    shows: Mutex<HashMap<String, Rendered>>,
+    prompts: Mutex<HashMap<(String, Option<usize>), Rendered>>,
+    manifests: Mutex<HashMap<String, Arc<Manifest>>>,
+}
+
+impl View {
+    fn new(catalog: Arc<Catalog>) -> Self {
+        #[derive(Serialize)]
+        struct ListOutput<'a> {
+            skills: &'a [Skill],
+            diagnostics: Vec<Diagnostic>,
+        }
+        let output = ListOutput {
+            skills: catalog.skills(),
+            diagnostics: public_diagnostics(catalog.diagnostics()),
+        };
+        let mut body = serde_json::to_vec(&output).expect("a catalog serializes");
+        body.push(b'\n');
+        View {
+            catalog,
+            list: Rendered::new(body),
+            shows: Mutex::new(HashMap::new()),
+            prompts: Mutex::new(HashMap::new()),
+            manifests: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// `GET /v1/skills/{name}`: the `show --json` object, built once per
+    /// snapshot.
+    pub async fn show(&self, name: &str) -> Result<Rendered, ApiError> {
+        if let Some(hit) = lock(&self.shows).get(name) {
+            return Ok(hit.clone());
+        }
+        #[derive(Serialize)]
+        struct ShowOutput<'a> {
+            #[serde(flatten)]
+            skill: &'a Skill,
+            files: Vec<String>,
+            diagnostics: Vec<Diagnostic>,
+        }
+        let skill = self
+            .catalog
+            .get(name)
+            .ok_or_else(|| ApiError::from(skillstore::Error::SkillNotFound(name.to_owned())))?;
+        let (files, _) = self.catalog.list_files(name, 6, 500).await?;
+        let diagnostics: Vec<Diagnostic> = self
+            .catalog
+            .diagnostics()
+            .iter()
+            .filter(|d| {
+                d.path
+                    .as_ref()
+                    .is_some_and(|p| *p == skill.path || skill.shadowed.iter().any(|s| s.path == *p))
+            })
+            .cloned()
+            .collect();
+        let output = ShowOutput {
+            skill,
+            files,
+            diagnostics: public_diagnostics(&diagnostics),
+        };
+        let mut body = serde_json::to_vec_pretty(&output).expect("a skill serializes");
+        body.push(b'\n');
+        let rendered = Rendered::new(body);
+        let mut shows = lock(&self.shows);
+        if shows.len() < 10_000 {
+            shows.insert(name.to_owned(), rendered.clone());
+        }
+        Ok(rendered)
+    }
+
+    /// The manifest of the skill `name` (see [`crate::manifest`]), built
+    /// once per snapshot.
+    pub async fn manifest(&self, tenant: &Tenant, name: &str) -> Result<Arc<Manifest>, skillstore::Error> {
+        if let Some(hit) = lock(&self.manifests).get(name) {
+            return Ok(Arc::clone(hit));
+        }
+        let skill = self
+            .catalog
+            .get(name)
+            .ok_or_else(|| skillstore::Error::SkillNotFound(name.to_owned()))?;
+        let manifest = crate::manifest::build(tenant, &self.catalog, skill).await?;
+        lock(&self.manifests).insert(name.to_owned(), Arc::clone(&manifest));
+        Ok(manifest)
+    }
+
+    /// The rendered system-prompt section for these options, built once
+    /// per snapshot and options.
+    pub fn prompt(&self, options: &PromptOptions) -> Rendered {
+        let key = (format!("{:?}", options.style), options.max_chars);
+        if let Some(hit) = lock(&self.prompts).get(&key) {
+            return hit.clone();
+        }
+        let rendered = Rendered::new(skillstore::render(&self.catalog, options).text);
+        let mut prompts = lock(&self.prompts);
+        if prompts.len() < 64 {
+            prompts.insert(key, rendered.clone());
+        }
+        rendered
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Diagnostics as a tenant may see them: a diagnostic that comes from the
+/// storage (an unreachable or stale source, a refused read) keeps its kind,
+/// source and virtual path, and its message becomes a fixed sentence, so no
+/// endpoint, bucket or request URL reaches the tenant. The full message
+/// goes to the server's log when the catalog is loaded.
+pub fn public_diagnostics(diagnostics: &[Diagnostic]) -> Vec<Diagnostic> {
+    diagnostics
+        .iter()
+        .map(|d| {
+            let mut d = d.clone();
+            if let Some(message) = storage_message(&d.kind) {
+                d.message = message.to_owned();
+            }
+            d
+        })
+        .collect()
+}
+
+fn storage_message(kind: &str) -> Option<&'static str> {
+    Some(match kind {
+        "source_stale" => "cannot list the source now; keeping the skills it had at the last load",
+        "source_unavailable" => "cannot list the source: storage unavailable",
+        "source_not_found" => "the source's directory does not exist",
+        _ => {
+            let backend_kind = [
+                ErrorKind::Unavailable,
+                ErrorKind::Other,
+                ErrorKind::PermissionDenied,
+                ErrorKind::Unsupported,
+                ErrorKind::NotFound,
+                ErrorKind::NotADirectory,
+                ErrorKind::IsADirectory,
+                ErrorKind::NotRegularFile,
+                ErrorKind::TooLarge,
+                ErrorKind::SymlinkRefused,
+                ErrorKind::SymlinkEscape,
+                ErrorKind::SymlinkLoop,
+                ErrorKind::DanglingSymlink,
+            ]
+            .into_iter()
+            .find(|k| k.as_str() == kind)?;
+            backend_kind.describe()
+        }
+    })
+}
+
+/// What a refresh found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RefreshOutcome {
+    /// Every source was listed.
+    Fresh,
+    /// Some source could not be listed; its last good skills are kept.
+    Stale,
+}
+
+/// One tenant's catalog and namespace.
+pub struct Tenant {
+    name: String,
+    namespace: Namespace,
+    prompt: PromptOptions,
+    catalog: OnceLock<SharedCatalog>,
+    view: Mutex<Option<Arc<View>>>,
+    signature: Mutex<u64>,
+    generation: watch::Sender<u64>,
+    /// Digests of the tenant's files, by path and version.
+    pub digests: DigestCache,
+}
+
+impl std::fmt::Debug for Tenant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tenant")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Tenant {
+    /// Opens the tenant's namespace; the catalog is loaded by
+    /// [`Tenant::refresh`].
+    pub fn open(settings: &TenantSettings) -> Result<Self, ServerError> {
+        let wrap = |source| ServerError::Tenant {
+            tenant: settings.name.clone(),
+            source,
+        };
+        let namespace = settings.config.open().map_err(wrap)?;
+        let prompt = namespace.prompt_options().map_err(wrap)?;
+        Ok(Tenant {
+            name: settings.name.clone(),
+            namespace,
+            prompt,
+            catalog: OnceLock::new(),
+            view: Mutex::new(None),
+            signature: Mutex::new(0),
+            generation: watch::Sender::new(0),
+            digests: DigestCache::default(),
+        })
+    }
+
+    /// The tenant's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The namespace.
+    pub fn namespace(&self) -> &Namespace {
+        &self.namespace
+    }
+
+    /// The prompt options of the tenant's configuration.
+    pub fn prompt_options(&self) -> &PromptOptions {
+        &self.prompt
+    }
+
+    /// True once the first load is done.
+    pub fn is_ready(&self) -> bool {
+        self.catalog.get().is_some()
+    }
+
+    /// A counter that moves each time the skills change (a refresh that
+    /// found changes, or a write through this server).
+    pub fn changes(&self) -> watch::Receiver<u64> {
+        self.generation.subscribe()
+    }
+
+    /// The shared catalog, once loaded.
+    pub fn shared(&self) -> Result<&SharedCatalog, ApiError> {
+        self.catalog.get().ok_or_else(ApiError::loading)
+    }
+
+    /// The catalog as of now.
+    pub fn snapshot(&self) -> Result<Arc<Catalog>, ApiError> {
+        Ok(self.shared()?.snapshot())
+    }
+
+    /// What is rendered from the current snapshot.
+    pub fn view(&self) -> Result<Arc<View>, ApiError> {
+        let catalog = self.snapshot()?;
+        let mut slot = lock(&self.view);
+        if let Some(view) = slot.as_ref().filter(|v| Arc::ptr_eq(&v.catalog, &catalog)) {
+            return Ok(Arc::clone(view));
+        }
+        let view = Arc::new(View::new(catalog));
+        *slot = Some(Arc::clone(&view));
+        Ok(view)
+    }
+
+    /// Loads the catalog the first time, refreshes it afterwards; moves the
+    /// change counter when the skills changed. A source that cannot be
+    /// listed keeps its last good skills.
+    pub async fn refresh(&self) -> RefreshOutcome {
+        let catalog = match self.catalog.get() {
+            Some(shared) => {
+                shared.refresh().await;
+                shared.snapshot()
+            }
+            None => {
+                let loaded = self.namespace.load().await;
+                let shared = SharedCatalog::new(loaded);
+                let _ = self.catalog.set(shared);
+                self.snapshot().expect("just loaded")
+            }
+        };
+        for d in catalog.diagnostics() {
+            tracing::debug!(tenant = %self.name, kind = %d.kind, path = ?d.path, message = %d.message, "diagnostic");
+        }
+        self.note_change(&catalog);
+        if catalog.is_stale() {
+            RefreshOutcome::Stale
+        } else {
+            RefreshOutcome::Fresh
+        }
+    }
+
+    /// Moves the change counter if `catalog` differs from the last one seen.
+    fn note_change(&self, catalog: &Catalog) {
+        let signature = signature(catalog);
+        let mut last = lock(&self.signature);
+        if *last != signature {
+            *last = signature;
+            self.generation.send_modify(|g| *g += 1);
+        }
+    }
+
+    /// Called after a write through this server landed.
+    pub fn written(&self) {
+        if let Ok(catalog) = self.snapshot() {
+            self.note_change(&catalog);
+        }
+    }
+
+    /// An editor of the tenant's highest-priority writable source, keeping
+    /// the shared catalog up to date; `read_only` when no source is
+    /// writable.
+    pub fn editor(&self) -> Result<SkillEditor, ApiError> {
+        let shared = self.shared()?.clone();
+        if !self.namespace.sources().iter().any(|s| s.is_writable()) {
+            return Err(ApiError::new(
+                axum::http::StatusCode::FORBIDDEN,
+                "read_only",
+                "no source of this tenant is writable",
+            ));
+        }
+        let editor = self.namespace.editor(None)?;
+        Ok(editor.with_catalog(shared).with_author(format!("server:{}", self.name)))
+    }
+
+    /// The path of `relative` in the skill `name` of the editor's source,
+    /// checked as a virtual path.
+    pub fn file_in_source(editor: &SkillEditor, name: &str, relative: &str) -> Result<VPath, ApiError> {
+        let refuse = |e: skillstore::backends::Error| {
+            ApiError::new(
+                axum::http::StatusCode::BAD_REQUEST,
+                "invalid_path",
+                crate::error::backend_message(&e),
+            )
+        };
+        let dir = editor.source().path().join(name).map_err(refuse)?;
+        if relative.starts_with('/') {
+            return Err(ApiError::new(
+                axum::http::StatusCode::BAD_REQUEST,
+                "invalid_path",
+                "expected a path relative to the skill's directory",
+            ));
+        }
+        dir.join(relative).map_err(refuse)
+    }
+}
+
+/// What identifies a catalog's content: each skill's name, source, path,
+/// version and state.
+fn signature(catalog: &Catalog) -> u64 {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    for skill in catalog.skills() {
+        skill.name().hash(&mut hasher);
+        skill.source.hash(&mut hasher);
+        skill.path.as_str().hash(&mut hasher);
+        skill.version.as_str().hash(&mut hasher);
+        skill.enabled.hash(&mut hasher);
+    }
+    catalog.diagnostics().len().hash(&mut hasher);
+    hasher.finish()
+}

@@ -1,0 +1,144 @@
+//! Shared by the server's tests: a served port, fixtures and a client.
+
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use skillstore::Config;
+use skillstore_server::{Limits, Scope, Service, Settings, TenantSettings, TokenHash};
+use tokio::sync::oneshot;
+
+/// A server on `127.0.0.1:0`, stopped when dropped.
+pub struct Served {
+    pub base: String,
+    pub service: Arc<Service>,
+    stop: Option<oneshot::Sender<()>>,
+    pub done: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Served {
+    pub async fn start(settings: Settings) -> Served {
+        let service = Service::open(&settings).expect("tenants open");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        service.start_refresh();
+        let router = skillstore_server::http::router(
+            service.clone(),
+            Some(skillstore_server::mcp::http_router(service.clone())),
+        );
+        let (tx, rx) = oneshot::channel::<()>();
+        let done = tokio::spawn({
+            let service = service.clone();
+            async move {
+                skillstore_server::http::serve(
+                    listener,
+                    router,
+                    service,
+                    async move {
+                        let _ = rx.await;
+                    },
+                    Duration::from_secs(30),
+                )
+                .await
+                .unwrap();
+            }
+        });
+        let served = Served {
+            base: format!("http://{addr}"),
+            service,
+            stop: Some(tx),
+            done: Some(done),
+        };
+        served.wait_ready().await;
+        served
+    }
+
+    /// Polls /readyz until every tenant is loaded.
+    pub async fn wait_ready(&self) {
+        let client = reqwest::Client::new();
+        for _ in 0..2000 {
+            let r = client.get(format!("{}/readyz", self.base)).send().await.unwrap();
+            if r.status() == 200 {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        panic!("the server never became ready");
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    /// Asks the server to stop and waits until it has.
+    pub async fn stop(mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        if let Some(done) = self.done.take() {
+            done.await.unwrap();
+        }
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+pub fn write(root: &Path, relative: &str, text: &str) {
+    let path = root.join(relative);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+pub fn skill_md(name: &str, description: &str) -> String {
+    format!("---\nname: {name}\ndescription: {description}\n---\n# {name}\n\nSteps for {name}.\n")
+}
+
+/// Two layers in a directory: `base` (read-only) and `team` (writable).
+pub fn layered_tree(root: &Path) {
+    write(root, "base/alpha/SKILL.md", &skill_md("alpha", "Alpha from base."));
+    write(root, "base/alpha/references/guide.md", "# Guide\n");
+    write(root, "base/beta/SKILL.md", &skill_md("beta", "Beta, the base way."));
+    write(root, "base/beta/scripts/run.py", "print('beta')\n");
+    write(
+        root,
+        "team/alpha/SKILL.md",
+        &skill_md("alpha", "Alpha, the team's way."),
+    );
+    write(root, "team/alpha/references/guide.md", "# Team guide\n");
+}
+
+pub fn layered_config(root: &Path) -> Config {
+    let mut config = Config::parse("sources:\n  - path: /base\n  - path: /team\n    writable: true\n").unwrap();
+    config.set_mount("/", root.to_str().unwrap(), Path::new(".")).unwrap();
+    config
+}
+
+/// A tenant: its name, configuration and tokens with their scopes.
+pub type TenantFixture<'a> = (&'a str, Config, Vec<(&'a str, Scope)>);
+
+pub fn settings(tenants: Vec<TenantFixture<'_>>) -> Settings {
+    Settings {
+        tenants: tenants
+            .into_iter()
+            .map(|(name, config, tokens)| TenantSettings {
+                name: name.to_owned(),
+                config,
+                tokens: tokens.into_iter().map(|(t, s)| (TokenHash::of(t), s)).collect(),
+            })
+            .collect(),
+        refresh_interval: Duration::from_secs(3600),
+        limits: Limits {
+            max_body_bytes: 64 * 1024,
+            ..Limits::default()
+        },
+        listen: None,
+    }
+}

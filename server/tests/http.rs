@@ -1,0 +1,510 @@
+//! The HTTP API through a real client against a served port.
+
+mod common;
+
+use common::*;
+use reqwest::StatusCode;
+use serde_json::Value;
+use skillstore_server::Scope;
+
+const WRITER: &str = "writer-token";
+const READER: &str = "reader-token";
+
+async fn served(dir: &std::path::Path) -> Served {
+    layered_tree(dir);
+    Served::start(settings(vec![(
+        "acme",
+        layered_config(dir),
+        vec![(WRITER, Scope::Write), (READER, Scope::Read)],
+    )]))
+    .await
+}
+
+async fn error_kind(response: reqwest::Response) -> (StatusCode, String) {
+    let status = response.status();
+    let body: Value = response.json().await.expect("a JSON error body");
+    (status, body["error"]["kind"].as_str().expect("a kind").to_owned())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_routes_answer_with_etags_and_304s() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = served(dir.path()).await;
+    let client = reqwest::Client::new();
+
+    let list = client
+        .get(server.url("/v1/skills"))
+        .bearer_auth(READER)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(list.status(), 200);
+    let etag = list.headers()["etag"].to_str().unwrap().to_owned();
+    let body: Value = list.json().await.unwrap();
+    let names: Vec<&str> = body["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["alpha", "beta"]);
+    assert_eq!(body["skills"][0]["source"], "team");
+    assert_eq!(body["skills"][0]["shadowed"][0]["path"], "/base/alpha/SKILL.md");
+
+    let again = client
+        .get(server.url("/v1/skills"))
+        .bearer_auth(READER)
+        .header("if-none-match", &etag)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), StatusCode::NOT_MODIFIED);
+    assert_eq!(again.headers()["etag"].to_str().unwrap(), etag);
+    assert!(again.bytes().await.unwrap().is_empty());
+
+    let show = client
+        .get(server.url("/v1/skills/alpha"))
+        .bearer_auth(READER)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(show.status(), 200);
+    let show_tag = show.headers()["etag"].to_str().unwrap().to_owned();
+    let body: Value = show.json().await.unwrap();
+    assert_eq!(body["description"], "Alpha, the team's way.");
+    assert_eq!(body["files"], serde_json::json!(["SKILL.md", "references/guide.md"]));
+    let again = client
+        .get(server.url("/v1/skills/alpha"))
+        .bearer_auth(READER)
+        .header("if-none-match", format!("\"other\", W/{show_tag}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), StatusCode::NOT_MODIFIED);
+
+    let file = client
+        .get(server.url("/v1/skills/alpha/files/references/guide.md"))
+        .bearer_auth(READER)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(file.status(), 200);
+    assert_eq!(file.headers()["content-type"], "text/markdown; charset=utf-8");
+    let file_tag = file.headers()["etag"].to_str().unwrap().to_owned();
+    assert_eq!(file.text().await.unwrap(), "# Team guide\n");
+    let again = client
+        .get(server.url("/v1/skills/alpha/files/references/guide.md"))
+        .bearer_auth(READER)
+        .header("if-none-match", &file_tag)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), StatusCode::NOT_MODIFIED);
+    let script = client
+        .get(server.url("/v1/skills/beta/files/scripts/run.py"))
+        .bearer_auth(READER)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(script.headers()["content-type"], "text/x-python; charset=utf-8");
+
+    let prompt = client
+        .get(server.url("/v1/prompt?style=xml&max_chars=5000"))
+        .bearer_auth(READER)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(prompt.status(), 200);
+    let prompt_tag = prompt.headers()["etag"].to_str().unwrap().to_owned();
+    let text = prompt.text().await.unwrap();
+    assert!(
+        text.contains("<available_skills>") && text.contains("<name>alpha</name>"),
+        "{text}"
+    );
+    let again = client
+        .get(server.url("/v1/prompt?style=xml&max_chars=5000"))
+        .bearer_auth(READER)
+        .header("if-none-match", &prompt_tag)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), StatusCode::NOT_MODIFIED);
+    let markdown = client
+        .get(server.url("/v1/prompt"))
+        .bearer_auth(READER)
+        .send()
+        .await
+        .unwrap();
+    assert!(!markdown.text().await.unwrap().contains("<available_skills>"));
+
+    assert_eq!(client.get(server.url("/healthz")).send().await.unwrap().status(), 200);
+    assert_eq!(client.get(server.url("/readyz")).send().await.unwrap().status(), 200);
+    let metrics = client
+        .get(server.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("skillstore_http_requests_total{route=\"/v1/skills\",status=\"304\"} 1"),
+        "{metrics}"
+    );
+    assert!(metrics.contains("skillstore_catalog_skills 2"), "{metrics}");
+    assert!(metrics.contains("skillstore_http_request_duration_seconds_bucket{route=\"/v1/skills/{name}\""));
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn statuses_name_what_went_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = served(dir.path()).await;
+    let client = reqwest::Client::new();
+
+    // 401: no token, an unknown token, a malformed header; the body says nothing of what exists.
+    let none = client.get(server.url("/v1/skills")).send().await.unwrap();
+    assert_eq!(none.headers()["www-authenticate"], "Bearer");
+    assert_eq!(
+        error_kind(none).await,
+        (StatusCode::UNAUTHORIZED, "unauthorized".into())
+    );
+    for auth in ["Bearer nope", "Basic abc", "Bearer "] {
+        let r = client
+            .get(server.url("/v1/skills/alpha"))
+            .header("authorization", auth)
+            .send()
+            .await
+            .unwrap();
+        let status = r.status();
+        let text = r.text().await.unwrap();
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "{auth}");
+        assert!(!text.contains("alpha") && !text.contains("acme"), "{text}");
+    }
+    // 404: no skill, no file, no route.
+    let r = client
+        .get(server.url("/v1/skills/gamma"))
+        .bearer_auth(READER)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(error_kind(r).await, (StatusCode::NOT_FOUND, "skill_not_found".into()));
+    let r = client
+        .get(server.url("/v1/skills/alpha/files/references/none.md"))
+        .bearer_auth(READER)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(error_kind(r).await, (StatusCode::NOT_FOUND, "not_found".into()));
+    let r = client
+        .get(server.url("/v2/nothing"))
+        .bearer_auth(READER)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(error_kind(r).await.0, StatusCode::NOT_FOUND);
+    // 400: a path leaving the skill, a bad prompt style, a bad query.
+    let r = client
+        .get(server.url("/v1/skills/alpha/files/..%2F..%2Fbeta%2FSKILL.md"))
+        .bearer_auth(READER)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(error_kind(r).await, (StatusCode::BAD_REQUEST, "invalid_path".into()));
+    let r = client
+        .get(server.url("/v1/prompt?style=html"))
+        .bearer_auth(READER)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(error_kind(r).await, (StatusCode::BAD_REQUEST, "usage".into()));
+    let r = client
+        .get(server.url("/v1/prompt?max_chars=many"))
+        .bearer_auth(READER)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(error_kind(r).await.0, StatusCode::BAD_REQUEST);
+    // 403: a read token writing.
+    let r = client
+        .put(server.url("/v1/skills/gamma"))
+        .bearer_auth(READER)
+        .body(skill_md("gamma", "Gamma."))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(error_kind(r).await, (StatusCode::FORBIDDEN, "forbidden".into()));
+    // 413: a body over the limit.
+    let r = client
+        .put(server.url("/v1/skills/gamma/files/references/big.md"))
+        .bearer_auth(WRITER)
+        .body(vec![b'x'; 65 * 1024])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(error_kind(r).await, (StatusCode::PAYLOAD_TOO_LARGE, "too_large".into()));
+    // 400: an invalid SKILL.md is refused by the editor's validation.
+    let r = client
+        .put(server.url("/v1/skills/gamma"))
+        .bearer_auth(WRITER)
+        .body("no frontmatter")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(error_kind(r).await, (StatusCode::BAD_REQUEST, "invalid_skill".into()));
+    // 409: a patch whose text is not there.
+    let r = client
+        .patch(server.url("/v1/skills/alpha"))
+        .bearer_auth(WRITER)
+        .json(&serde_json::json!({"find": "not in the file", "replace": "x"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(error_kind(r).await, (StatusCode::CONFLICT, "patch_mismatch".into()));
+    let r = client
+        .patch(server.url("/v1/skills/alpha"))
+        .bearer_auth(WRITER)
+        .body("{not json")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(error_kind(r).await, (StatusCode::BAD_REQUEST, "bad_request".into()));
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_go_through_the_editor_with_if_match() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = served(dir.path()).await;
+    let client = reqwest::Client::new();
+
+    let list_tag = client
+        .get(server.url("/v1/skills"))
+        .bearer_auth(READER)
+        .send()
+        .await
+        .unwrap()
+        .headers()["etag"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    // Create: 201, then the catalog shows it at once, and the list's tag moved.
+    let created = client
+        .put(server.url("/v1/skills/gamma"))
+        .bearer_auth(WRITER)
+        .header("if-none-match", "*")
+        .body(skill_md("gamma", "Gamma."))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(created.status(), StatusCode::CREATED);
+    let tag = created.headers()["etag"].to_str().unwrap().to_owned();
+    let body: Value = created.json().await.unwrap();
+    assert_eq!(body["action"], "create");
+    let r = client
+        .get(server.url("/v1/skills"))
+        .bearer_auth(READER)
+        .header("if-none-match", &list_tag)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    assert!(r.text().await.unwrap().contains("\"gamma\""));
+    assert!(dir.path().join("team/gamma/SKILL.md").is_file());
+    // Creating it again with If-None-Match: * is a stale precondition.
+    let r = client
+        .put(server.url("/v1/skills/gamma"))
+        .bearer_auth(WRITER)
+        .header("if-none-match", "*")
+        .body(skill_md("gamma", "Gamma again."))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        error_kind(r).await,
+        (StatusCode::PRECONDITION_FAILED, "version_conflict".into())
+    );
+
+    // The file route's tag is the one the write returned.
+    let read = client
+        .get(server.url("/v1/skills/gamma/files/SKILL.md"))
+        .bearer_auth(READER)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(read.headers()["etag"].to_str().unwrap(), tag);
+
+    // Edit with the right tag: 200 and a new tag; with the old one: 412.
+    let edited = client
+        .put(server.url("/v1/skills/gamma"))
+        .bearer_auth(WRITER)
+        .header("if-match", &tag)
+        .body(skill_md("gamma", "Gamma, edited."))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(edited.status(), 200);
+    let new_tag = edited.headers()["etag"].to_str().unwrap().to_owned();
+    assert_ne!(new_tag, tag);
+    let stale = client
+        .put(server.url("/v1/skills/gamma"))
+        .bearer_auth(WRITER)
+        .header("if-match", &tag)
+        .body(skill_md("gamma", "Lost update."))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        error_kind(stale).await,
+        (StatusCode::PRECONDITION_FAILED, "version_conflict".into())
+    );
+
+    // Patch with If-Match.
+    let patched = client
+        .patch(server.url("/v1/skills/gamma"))
+        .bearer_auth(WRITER)
+        .header("if-match", &new_tag)
+        .json(&serde_json::json!({"find": "Gamma, edited.", "replace": "Gamma, patched."}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(patched.status(), 200);
+    let show: Value = client
+        .get(server.url("/v1/skills/gamma"))
+        .bearer_auth(READER)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(show["description"], "Gamma, patched.");
+
+    // Supporting files: write (201), replace (200), read, delete.
+    let r = client
+        .put(server.url("/v1/skills/gamma/files/references/notes.md"))
+        .bearer_auth(WRITER)
+        .body("# Notes\n")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::CREATED);
+    let r = client
+        .put(server.url("/v1/skills/gamma/files/references/notes.md"))
+        .bearer_auth(WRITER)
+        .body("# Notes v2\n")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let r = client
+        .get(server.url("/v1/skills/gamma/files/references/notes.md"))
+        .bearer_auth(READER)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.text().await.unwrap(), "# Notes v2\n");
+    let r = client
+        .delete(server.url("/v1/skills/gamma/files/references/notes.md"))
+        .bearer_auth(WRITER)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    // Outside the supporting directories: refused.
+    let r = client
+        .put(server.url("/v1/skills/gamma/files/other/x.md"))
+        .bearer_auth(WRITER)
+        .body("x")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::BAD_REQUEST);
+
+    // Delete with a stale tag: 412; with none: gone.
+    let r = client
+        .delete(server.url("/v1/skills/gamma"))
+        .bearer_auth(WRITER)
+        .header("if-match", &tag)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::PRECONDITION_FAILED);
+    let r = client
+        .delete(server.url("/v1/skills/gamma"))
+        .bearer_auth(WRITER)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let r = client
+        .get(server.url("/v1/skills/gamma"))
+        .bearer_auth(READER)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::NOT_FOUND);
+    // The base layer cannot be written through the server: `beta` is not in the writable source.
+    let r = client
+        .delete(server.url("/v1/skills/beta"))
+        .bearer_auth(WRITER)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::NOT_FOUND);
+    assert!(dir.path().join("base/beta/SKILL.md").is_file());
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refresh_brings_in_changes_made_elsewhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = served(dir.path()).await;
+    let client = reqwest::Client::new();
+    write(dir.path(), "team/delta/SKILL.md", &skill_md("delta", "Delta."));
+    let r = client
+        .get(server.url("/v1/skills/delta"))
+        .bearer_auth(READER)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::NOT_FOUND);
+    let r = client
+        .post(server.url("/v1/refresh"))
+        .bearer_auth(READER)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["skills"], 3);
+    assert_eq!(body["stale"], false);
+    let r = client
+        .get(server.url("/v1/skills/delta"))
+        .bearer_auth(READER)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_open_server_is_loopback_only() {
+    let dir = tempfile::tempdir().unwrap();
+    layered_tree(dir.path());
+    let settings = skillstore_server::Settings::single(layered_config(dir.path()));
+    let service = skillstore_server::Service::open(&settings).unwrap();
+    assert!(service.check_listen(&"127.0.0.1:8080".parse().unwrap()).is_ok());
+    assert!(service.check_listen(&"[::1]:8080".parse().unwrap()).is_ok());
+    let err = service
+        .check_listen(&"0.0.0.0:8080".parse().unwrap())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("loopback"), "{err}");
+    // ...and answers without a token.
+    let server = Served::start(settings).await;
+    let r = reqwest::get(server.url("/v1/skills")).await.unwrap();
+    assert_eq!(r.status(), 200);
+    server.stop().await;
+}
