@@ -1,0 +1,215 @@
+//! Tenant isolation through the server: two tenants under prefixes of one
+//! bucket of the test S3 server (`acme` and `acme-evil`, one name a prefix
+//! of the other), every path of the hostile corpus through the file and
+//! skill routes with each token. Nothing of the other tenant, and nothing
+//! of the storage (bucket, endpoint, prefixes), ever comes back.
+//!
+//! One test in this binary: it sets the `AWS_*` variables before any other
+//! thread runs.
+
+mod common;
+
+use common::*;
+use skillstore::Config;
+use skillstore_backends::testkit::hostile;
+use skillstore_backends::testkit::s3_server::S3TestServer;
+use skillstore_backends::{ObjectStoreBackend, PutMode, SkillBackend, VPath};
+use skillstore_server::Scope;
+
+/// Percent-encodes every byte but unreserved ones and `/`.
+fn encode(path: &str) -> String {
+    let mut out = String::new();
+    for b in path.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~' | b'/') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+async fn put(store: &ObjectStoreBackend, key: &str, text: String) {
+    store
+        .put(
+            &VPath::new(&format!("/{key}")).unwrap(),
+            text.into(),
+            PutMode::Overwrite,
+        )
+        .await
+        .unwrap();
+}
+
+#[test]
+fn tenants_see_nothing_of_each_other_or_of_the_storage() {
+    let s3 = S3TestServer::start();
+    for (key, value) in s3.env() {
+        // SAFETY: no other thread of this process has started yet.
+        unsafe { std::env::set_var(key, value) };
+    }
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(run(s3));
+}
+
+async fn run(s3: S3TestServer) {
+    let bucket = s3.create_bucket();
+    let store = ObjectStoreBackend::new(s3.store(&bucket), "").unwrap();
+    for (tenant, marker) in [("acme", "ACME-ONLY"), ("acme-evil", "EVIL-ONLY")] {
+        for skill in ["shared", &format!("{tenant}-own")] {
+            put(
+                &store,
+                &format!("tenants/{tenant}/team/{skill}/SKILL.md"),
+                format!("---\nname: {skill}\ndescription: {marker} {skill}.\n---\n{marker}\n"),
+            )
+            .await;
+            put(
+                &store,
+                &format!("tenants/{tenant}/team/{skill}/references/data.md"),
+                format!("{marker} data\n"),
+            )
+            .await;
+        }
+    }
+    let template = Config::parse(&format!(
+        "mounts:\n  - at: /\n    location: s3://{bucket}/tenants/{{tenant}}\nsources:\n  - path: /team\n    writable: true\n"
+    ))
+    .unwrap();
+    let instantiate = |name: &str| {
+        let mut config = template.clone();
+        config.mounts[0].location = config.mounts[0].location.replace("{tenant}", name);
+        config
+    };
+    let ghost =
+        Config::parse("mounts:\n  - at: /\n    location: s3://no-such-bucket-here/x\nsources:\n  - path: /team\n")
+            .unwrap();
+    let server = Served::start(settings(vec![
+        ("acme", instantiate("acme"), vec![("acme-token", Scope::Write)]),
+        (
+            "acme-evil",
+            instantiate("acme-evil"),
+            vec![("evil-token", Scope::Write)],
+        ),
+        ("ghost", ghost, vec![("ghost-token", Scope::Read)]),
+    ]))
+    .await;
+    let client = reqwest::Client::new();
+    let endpoint = s3.endpoint().trim_start_matches("http://").to_owned();
+    let leaks = |text: &str, other_marker: &str| -> Option<String> {
+        [
+            other_marker,
+            bucket.as_str(),
+            endpoint.as_str(),
+            "tenants/",
+            "s3://",
+            "no-such-bucket-here",
+        ]
+        .into_iter()
+        .find(|needle| text.contains(needle))
+        .map(str::to_owned)
+    };
+
+    // Each token sees its own tenant's skills.
+    for (token, own, other) in [
+        ("acme-token", "ACME-ONLY", "EVIL-ONLY"),
+        ("evil-token", "EVIL-ONLY", "ACME-ONLY"),
+    ] {
+        let text = client
+            .get(server.url("/v1/skills"))
+            .bearer_auth(token)
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert!(text.contains(own), "{text}");
+        assert_eq!(leaks(&text, other), None, "{text}");
+        let data = client
+            .get(server.url("/v1/skills/shared/files/references/data.md"))
+            .bearer_auth(token)
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        assert_eq!(data, format!("{own} data\n"));
+    }
+    let r = client
+        .get(server.url("/v1/skills/acme-own"))
+        .bearer_auth("evil-token")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 404);
+
+    // A tenant whose storage cannot be listed learns that, and not where.
+    let text = client
+        .get(server.url("/v1/skills"))
+        .bearer_auth("ghost-token")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(text.contains("\"diagnostics\":[{"), "{text}");
+    assert_eq!(leaks(&text, "ACME-ONLY"), None, "{text}");
+
+    // The hostile corpus through every read route, with each token.
+    let corpus = hostile::corpus();
+    let mut requests = 0;
+    for (token, other) in [
+        ("acme-token", "EVIL-ONLY"),
+        ("evil-token", "ACME-ONLY"),
+        ("ghost-token", "ACME-ONLY"),
+    ] {
+        for path in &corpus {
+            let relative = path.trim_start_matches('/');
+            for url in [
+                format!("/v1/skills/shared/files/{}", encode(relative)),
+                format!("/v1/skills/shared/files/references/{}", encode(relative)),
+                format!("/v1/skills/{}", encode(relative).replace('/', "%2F")),
+                format!("/v1/skills/{}/files/SKILL.md", encode(relative).replace('/', "%2F")),
+            ] {
+                let r = client.get(server.url(&url)).bearer_auth(token).send().await.unwrap();
+                let status = r.status();
+                let text = r.text().await.unwrap();
+                requests += 1;
+                assert!(status.as_u16() < 500, "{status} for {url}: {text}");
+                assert_eq!(leaks(&text, other), None, "{url} with {token}: {text}");
+                if status.is_client_error() && status != 404 && status != 405 {
+                    let body: serde_json::Value =
+                        serde_json::from_str(&text).unwrap_or_else(|_| panic!("{url}: {text}"));
+                    assert!(body["error"]["kind"].is_string(), "{text}");
+                }
+            }
+        }
+    }
+    assert!(requests >= 6000, "{requests}");
+
+    // Writes land in the writer's own prefix only.
+    let r = client
+        .put(server.url("/v1/skills/shared/files/references/data.md"))
+        .bearer_auth("evil-token")
+        .body("EVIL-ONLY rewritten\n")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let data = client
+        .get(server.url("/v1/skills/shared/files/references/data.md"))
+        .bearer_auth("acme-token")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(data, "ACME-ONLY data\n");
+    server.stop().await;
+}
