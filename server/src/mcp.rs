@@ -1,18 +1,500 @@
-//! MCP: placeholder replaced by the full handler.
+//! MCP (the `rmcp` SDK): tools, resources, a prompt and the Skills
+//! extension (SEP-2640) over one tenant's catalog, served over stdio
+//! (`skillstore mcp`) or streamable HTTP at `/mcp` (`skillstore serve`),
+//! where the bearer token names the tenant as on every other route.
 
-use std::sync::Arc;
+mod tools;
+mod uri;
+
+use std::sync::{Arc, OnceLock};
 
 use axum::Router;
+use axum::extract::{Request, State};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use base64::Engine as _;
+use rmcp::handler::server::ServerHandler;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, GetPromptRequestParams, GetPromptResponse, GetPromptResult,
+    GetSkillRequestParams, GetSkillResult, Implementation, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListSkillsResult, ListToolsResult, PaginatedRequestParams, Prompt, PromptArgument,
+    PromptMessage, ReadResourceDirectoryRequestParams, ReadResourceDirectoryResult, ReadResourceRequestParams,
+    ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, ResourceTemplate, Role, ServerCapabilities,
+    ServerConfig, Skill as McpSkill, SkillFrontmatter, SkillResource, SkillResources, SubscriptionFilter,
+};
+use rmcp::service::{NotificationContext, RequestContext, RoleServer, ServiceExt};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData as McpError, service::SubscriptionContext};
+use skillstore::PromptStyle;
+use skillstore::backends::EntryKind;
 
-use crate::error::ServerError;
-use crate::service::Service;
+use crate::error::{ApiError, ServerError};
+use crate::service::{Caller, Service};
+use crate::tenant::Tenant;
 
-/// The streamable HTTP endpoint at `/mcp`.
-pub fn http_router(_service: Arc<Service>) -> Router {
-    Router::new()
+/// The MCP server of one session: answers for the tenant its caller names.
+#[derive(Clone)]
+pub struct SkillsServer {
+    service: Arc<Service>,
+    /// The caller of a local session (stdio): no token.
+    local: Option<Caller>,
+    /// The tenant an HTTP session was opened for; later requests of the
+    /// session must name the same one.
+    bound: Arc<OnceLock<Arc<Tenant>>>,
 }
 
-/// MCP over stdio.
-pub async fn serve_stdio(_service: Arc<Service>) -> Result<(), ServerError> {
+impl SkillsServer {
+    /// A session over stdio, as the service's one (or first) tenant.
+    pub fn local(service: Arc<Service>) -> Self {
+        SkillsServer {
+            local: Some(service.local_caller()),
+            service,
+            bound: Arc::new(OnceLock::new()),
+        }
+    }
+
+    /// A session over HTTP: each request's token names the caller.
+    pub fn http(service: Arc<Service>) -> Self {
+        SkillsServer {
+            service,
+            local: None,
+            bound: Arc::new(OnceLock::new()),
+        }
+    }
+
+    fn caller_from(&self, extensions: &rmcp::model::Extensions) -> Result<Caller, McpError> {
+        if let Some(local) = &self.local {
+            return Ok(local.clone());
+        }
+        let caller = extensions
+            .get::<axum::http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<Caller>())
+            .cloned()
+            .ok_or_else(|| McpError::invalid_request("a valid bearer token is required", None))?;
+        let bound = self.bound.get_or_init(|| Arc::clone(&caller.tenant));
+        if !Arc::ptr_eq(bound, &caller.tenant) {
+            return Err(McpError::invalid_request("this session belongs to another token", None));
+        }
+        Ok(caller)
+    }
+
+    fn caller(&self, context: &RequestContext<RoleServer>) -> Result<Caller, McpError> {
+        self.caller_from(&context.extensions)
+    }
+
+    fn page_size(&self) -> usize {
+        self.service.limits.page_size
+    }
+}
+
+/// An API error as a JSON-RPC error: not-found kinds as `-32002`, the
+/// caller's mistakes as `-32602`, the rest as internal errors; the message
+/// names the stable kind.
+fn protocol_error(err: ApiError) -> McpError {
+    let message = format!("{}: {}", err.kind, err.message);
+    match err.status.as_u16() {
+        404 => McpError::resource_not_found(message, None),
+        400..=499 => McpError::invalid_params(message, None),
+        _ => McpError::internal_error(message, None),
+    }
+}
+
+fn offset(request: &Option<PaginatedRequestParams>) -> Result<usize, McpError> {
+    match request.as_ref().and_then(|r| r.cursor.as_deref()) {
+        None => Ok(0),
+        Some(cursor) => cursor
+            .parse::<usize>()
+            .map_err(|_| McpError::invalid_params("invalid cursor", None)),
+    }
+}
+
+fn next_cursor(start: usize, taken: usize, total: usize) -> Option<String> {
+    (start + taken < total).then(|| (start + taken).to_string())
+}
+
+/// Rejects a request to `/mcp` without a valid token before the MCP
+/// layer sees it, and hands the caller to the handler.
+async fn authenticate(State(service): State<Arc<Service>>, mut request: Request, next: Next) -> Response {
+    match service.authenticate(request.headers()) {
+        Ok(caller) => {
+            request.extensions_mut().insert(caller);
+            next.run(request).await
+        }
+        Err(err) => err.into_response(),
+    }
+}
+
+/// `/mcp`: MCP over streamable HTTP, behind the token check.
+pub fn http_router(service: Arc<Service>) -> Router {
+    let mut config = StreamableHttpServerConfig::default()
+        .with_cancellation_token(service.shutdown.child_token())
+        .with_max_request_body_bytes(usize::try_from(service.limits.max_body_bytes).unwrap_or(usize::MAX));
+    if !service.is_open() {
+        // Every request carries a token; the Host check guards open local servers.
+        config = config.disable_allowed_hosts();
+    }
+    let factory_service = Arc::clone(&service);
+    let mcp = StreamableHttpService::new(
+        move || Ok(SkillsServer::http(Arc::clone(&factory_service))),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    Router::new()
+        .route_service("/mcp", mcp)
+        .layer(middleware::from_fn_with_state(service, authenticate))
+}
+
+/// Serves one MCP session over stdin and stdout until the client closes it.
+pub async fn serve_stdio(service: Arc<Service>) -> Result<(), ServerError> {
+    let running = SkillsServer::local(service)
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(|e| ServerError::Listen(format!("cannot start the MCP session: {e}")))?;
+    running
+        .waiting()
+        .await
+        .map_err(|e| ServerError::Listen(format!("the MCP session failed: {e}")))?;
     Ok(())
+}
+
+impl SkillsServer {
+    /// The entry of the Skills extension for the skill `name`.
+    async fn skill_entry(&self, tenant: &Tenant, name: &str) -> Result<McpSkill, ApiError> {
+        let view = tenant.view()?;
+        let manifest = view.manifest(tenant, name).await?;
+        let mut frontmatter = SkillFrontmatter::new(name, "");
+        for (key, value) in &manifest.frontmatter {
+            match (key.as_str(), value) {
+                ("name", serde_json::Value::String(v)) => frontmatter.name = v.clone(),
+                ("description", serde_json::Value::String(v)) => frontmatter.description = v.clone(),
+                _ => {
+                    frontmatter.extra.insert(key.clone(), value.clone());
+                }
+            }
+        }
+        let files = manifest
+            .files
+            .iter()
+            .map(|f| SkillResource::new(uri::file(name, &f.relative), f.digest.clone(), f.size))
+            .collect();
+        Ok(McpSkill::new(
+            uri::file(name, skillstore::SKILL_FILE),
+            frontmatter,
+            SkillResources::Files(files),
+        ))
+    }
+
+    async fn read(&self, caller: &Caller, uri_text: &str) -> Result<ReadResourceResult, McpError> {
+        let (name, relative) = uri::parse(uri_text)
+            .ok_or_else(|| McpError::invalid_params(format!("not a skill file URI: {uri_text}"), None))?;
+        let catalog = caller.tenant.snapshot().map_err(protocol_error)?;
+        let bytes = catalog
+            .read_file(&name, &relative)
+            .await
+            .map_err(|e| protocol_error(e.into()))?;
+        let mime = crate::http::content_type_of(&relative);
+        let contents = match std::str::from_utf8(&bytes) {
+            Ok(text) if !bytes.contains(&0) => ResourceContents::text(text, uri_text),
+            _ => ResourceContents::blob(base64::engine::general_purpose::STANDARD.encode(&bytes), uri_text),
+        };
+        Ok(ReadResourceResult::new(vec![contents.with_mime_type(mime)]))
+    }
+
+    async fn directory(&self, caller: &Caller, uri_text: &str) -> Result<Vec<Resource>, McpError> {
+        let not_a_directory = || McpError::invalid_params(format!("not a directory: {uri_text}"), None);
+        let (name, relative) = uri::parse_dir(uri_text).ok_or_else(not_a_directory)?;
+        let catalog = caller.tenant.snapshot().map_err(protocol_error)?;
+        let skill = catalog.get(&name).ok_or_else(not_a_directory)?;
+        let dir = if relative.is_empty() {
+            skill.dir()
+        } else {
+            skill.dir().join(&relative).map_err(|_| not_a_directory())?
+        };
+        let mut entries = catalog.backend().list(&dir).await.map_err(|e| {
+            if e.kind() == skillstore::backends::ErrorKind::NotFound
+                || e.kind() == skillstore::backends::ErrorKind::NotADirectory
+            {
+                not_a_directory()
+            } else {
+                protocol_error(skillstore::Error::Backend(e).into())
+            }
+        })?;
+        entries.sort_by(|a, b| a.name.cmp(&b.name));
+        let prefix = if relative.is_empty() {
+            String::new()
+        } else {
+            format!("{relative}/")
+        };
+        Ok(entries
+            .into_iter()
+            .filter_map(|entry| {
+                let child = format!("{prefix}{}", entry.name);
+                match entry.kind {
+                    EntryKind::File => {
+                        let mut resource = Resource::new(uri::file(&name, &child), entry.name.clone())
+                            .with_mime_type(crate::http::content_type_of(&child));
+                        if let Some(size) = entry.size {
+                            resource = resource.with_size(size);
+                        }
+                        Some(resource)
+                    }
+                    EntryKind::Dir => Some(
+                        Resource::new(uri::dir(&name, &child), entry.name.clone())
+                            .with_mime_type(rmcp::model::DIRECTORY_MIME_TYPE),
+                    ),
+                    EntryKind::Other => None,
+                }
+            })
+            .collect())
+    }
+
+    /// Sends `notifications/resources/list_changed` on `peer` each time the
+    /// tenant's skills change, until the session or the server ends.
+    fn watch_changes<F, Fut>(&self, tenant: &Tenant, mut notify: F)
+    where
+        F: FnMut() -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = bool> + Send,
+    {
+        let mut changes = tenant.changes();
+        changes.mark_unchanged();
+        let shutdown = self.service.shutdown.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    changed = changes.changed() => {
+                        if changed.is_err() || !notify().await {
+                            break;
+                        }
+                    }
+                    () = shutdown.cancelled() => break,
+                }
+            }
+        });
+    }
+}
+
+impl ServerHandler for SkillsServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .enable_resources_list_changed()
+                .enable_prompts()
+                .enable_skills_with_directory_read()
+                .build(),
+        )
+        .with_server_info(Implementation::new("skillstore", env!("CARGO_PKG_VERSION")))
+        .with_instructions(
+            "Agent Skills: call list_skills to see what is available, load_skill to read one, read_skill_file for the files it points to.",
+        )
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let Ok(caller) = self.caller_from(&context.extensions) else {
+            return;
+        };
+        let peer = context.peer.clone();
+        self.watch_changes(&caller.tenant, move || {
+            let peer = peer.clone();
+            async move { peer.notify_resource_list_changed().await.is_ok() }
+        });
+    }
+
+    fn accepted_subscription_filter(&self, requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+        (requested.resources_list_changed == Some(true))
+            .then(|| SubscriptionFilter::builder().resources_list_changed().build())
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), McpError> {
+        let caller = self.caller(context.request_context())?;
+        let mut changes = caller.tenant.changes();
+        changes.mark_unchanged();
+        loop {
+            tokio::select! {
+                changed = changes.changed() => {
+                    if changed.is_err() || context.sink().notify_resource_list_changed().await.is_err() {
+                        return Ok(());
+                    }
+                }
+                () = context.cancelled() => return Ok(()),
+                () = self.service.shutdown.cancelled() => return Ok(()),
+            }
+        }
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let caller = self.caller(&context)?;
+        Ok(ListToolsResult::with_all_items(tools::available(&caller)))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let caller = self.caller(&context)?;
+        let arguments = request.arguments.unwrap_or_default();
+        tools::call(&caller, &request.name, &arguments).await.map(Into::into)
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        let caller = self.caller(&context)?;
+        let catalog = caller.tenant.snapshot().map_err(protocol_error)?;
+        let start = offset(&request)?;
+        let enabled: Vec<&skillstore::Skill> = catalog.enabled().collect();
+        let page: Vec<Resource> = enabled
+            .iter()
+            .skip(start)
+            .take(self.page_size())
+            .map(|skill| {
+                Resource::new(uri::file(skill.name(), skillstore::SKILL_FILE), skill.name())
+                    .with_description(skill.metadata.description.clone())
+                    .with_mime_type("text/markdown")
+            })
+            .collect();
+        let mut result = ListResourcesResult::with_all_items(page);
+        result.next_cursor = next_cursor(start, result.resources.len(), enabled.len());
+        Ok(result)
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        self.caller(&context)?;
+        Ok(ListResourceTemplatesResult::with_all_items(vec![
+            ResourceTemplate::new("skill://{name}/{+path}", "skill-file")
+                .with_description("A file of a skill, by the skill's name and the file's path inside its directory"),
+        ]))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let caller = self.caller(&context)?;
+        self.read(&caller, &request.uri).await.map(Into::into)
+    }
+
+    async fn read_resource_directory(
+        &self,
+        request: ReadResourceDirectoryRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceDirectoryResult, McpError> {
+        let caller = self.caller(&context)?;
+        let children = self.directory(&caller, &request.uri).await?;
+        let start = match request.cursor.as_deref() {
+            None => 0,
+            Some(c) => c
+                .parse::<usize>()
+                .map_err(|_| McpError::invalid_params("invalid cursor", None))?,
+        };
+        let total = children.len();
+        let page: Vec<Resource> = children.into_iter().skip(start).take(self.page_size()).collect();
+        let mut result = ReadResourceDirectoryResult::with_all_items(page);
+        result.next_cursor = next_cursor(start, result.resources.len(), total);
+        Ok(result)
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        self.caller(&context)?;
+        let mut style = PromptArgument::new("style");
+        style.description = Some("markdown (default) or xml".into());
+        let mut budget = PromptArgument::new("max_chars");
+        budget.description = Some("the most characters the section may have".into());
+        Ok(ListPromptsResult::with_all_items(vec![Prompt::new(
+            "skills",
+            Some("The system-prompt section listing the available skills"),
+            Some(vec![style, budget]),
+        )]))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        let caller = self.caller(&context)?;
+        if request.name != "skills" {
+            return Err(McpError::invalid_params(
+                format!("no prompt named `{}`", request.name),
+                None,
+            ));
+        }
+        let arguments = request.arguments.unwrap_or_default();
+        let mut options = caller.tenant.prompt_options().clone();
+        if let Some(style) = arguments.get("style").and_then(|v| v.as_str()) {
+            options.style = style
+                .parse::<PromptStyle>()
+                .map_err(|e| protocol_error(ApiError::from(e)))?;
+        }
+        if let Some(value) = arguments.get("max_chars") {
+            let parsed = match value {
+                serde_json::Value::Number(n) => n.as_u64(),
+                serde_json::Value::String(s) => s.parse::<u64>().ok(),
+                _ => None,
+            };
+            let max = parsed.ok_or_else(|| McpError::invalid_params("max_chars takes a whole number", None))?;
+            options.max_chars = Some(usize::try_from(max).unwrap_or(usize::MAX));
+        }
+        let view = caller.tenant.view().map_err(protocol_error)?;
+        let text = String::from_utf8_lossy(&view.prompt(&options).body).into_owned();
+        Ok(GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)])
+            .with_description("The available skills")
+            .into())
+    }
+
+    async fn list_skills(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListSkillsResult, McpError> {
+        let caller = self.caller(&context)?;
+        let catalog = caller.tenant.snapshot().map_err(protocol_error)?;
+        let start = offset(&request)?;
+        let names: Vec<String> = catalog.enabled().map(|s| s.name().to_owned()).collect();
+        let mut page = Vec::new();
+        for name in names.iter().skip(start).take(self.page_size()) {
+            page.push(self.skill_entry(&caller.tenant, name).await.map_err(protocol_error)?);
+        }
+        let taken = page.len();
+        let mut result = ListSkillsResult::with_all_items(page);
+        result.next_cursor = next_cursor(start, taken, names.len());
+        Ok(result)
+    }
+
+    async fn get_skill(
+        &self,
+        request: GetSkillRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetSkillResult, McpError> {
+        let caller = self.caller(&context)?;
+        let unknown = || McpError::invalid_params(format!("unknown skill {}", request.uri), None);
+        let (name, relative) = uri::parse(&request.uri).ok_or_else(unknown)?;
+        if relative != skillstore::SKILL_FILE {
+            return Err(unknown());
+        }
+        let catalog = caller.tenant.snapshot().map_err(protocol_error)?;
+        if !catalog.get(&name).is_some_and(|s| s.enabled) {
+            return Err(unknown());
+        }
+        let entry = self.skill_entry(&caller.tenant, &name).await.map_err(protocol_error)?;
+        Ok(GetSkillResult::new(entry))
+    }
 }

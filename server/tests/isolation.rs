@@ -31,11 +31,7 @@ fn encode(path: &str) -> String {
 
 async fn put(store: &ObjectStoreBackend, key: &str, text: String) {
     store
-        .put(
-            &VPath::new(format!("/{key}")).unwrap(),
-            text.into(),
-            PutMode::Overwrite,
-        )
+        .put(&VPath::new(format!("/{key}")).unwrap(), text.into(), PutMode::Overwrite)
         .await
         .unwrap();
 }

@@ -20,7 +20,10 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
 use crate::error::{ApiError, ServerError};
+
 use crate::service::Service;
+/// The content type a skill file is served with, from its extension.
+pub use conditional::content_type as content_type_of;
 
 /// The shared state of the routes.
 #[derive(Clone)]

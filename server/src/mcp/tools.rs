@@ -1,0 +1,219 @@
+//! The MCP tools, for hosts that do not speak the Skills extension: read
+//! tools for every caller, write tools where the tenant has a writable
+//! source and the token may write. A failure is a tool error whose text
+//! starts with the stable kind; the session goes on.
+
+use std::sync::Arc;
+
+use base64::Engine as _;
+use rmcp::ErrorData as McpError;
+use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool};
+use serde_json::{Value, json};
+use skillstore::{Patch, SKILL_FILE};
+
+use crate::error::ApiError;
+use crate::service::Caller;
+use crate::settings::Scope;
+
+fn schema(value: Value) -> Arc<JsonObject> {
+    match value {
+        Value::Object(map) => Arc::new(map),
+        _ => unreachable!("schemas are objects"),
+    }
+}
+
+fn tool(name: &'static str, description: &'static str, input: Value) -> Tool {
+    Tool::new(name, description, schema(input))
+}
+
+fn string(description: &str) -> Value {
+    json!({"type": "string", "description": description})
+}
+
+/// The tools `caller` may use.
+pub fn available(caller: &Caller) -> Vec<Tool> {
+    let mut tools = vec![
+        tool(
+            "list_skills",
+            "List the available skills: name, description and where to read more. Optionally filter by a word in the name or description.",
+            json!({"type": "object", "properties": {"query": string("Only skills whose name or description contains this text (case-insensitive)")}}),
+        ),
+        tool(
+            "load_skill",
+            "Read a skill's SKILL.md (its instructions) and the list of its other files.",
+            json!({"type": "object", "properties": {"name": string("The skill's name")}, "required": ["name"]}),
+        ),
+        tool(
+            "read_skill_file",
+            "Read a file of a skill, by a path relative to the skill's directory (such as references/forms.md).",
+            json!({"type": "object", "properties": {"name": string("The skill's name"), "path": string("The file's path inside the skill's directory")}, "required": ["name", "path"]}),
+        ),
+    ];
+    if may_write(caller) {
+        tools.extend([
+            tool(
+                "create_skill",
+                "Create a new skill from a complete SKILL.md (YAML frontmatter with name and description, then Markdown).",
+                json!({"type": "object", "properties": {"name": string("The skill's name (lowercase letters, digits, hyphens)"), "content": string("The whole SKILL.md")}, "required": ["name", "content"]}),
+            ),
+            tool(
+                "patch_skill",
+                "Replace text in a file of a skill (SKILL.md by default); the text must occur exactly `count` times (default 1).",
+                json!({"type": "object", "properties": {"name": string("The skill's name"), "find": string("The exact text to replace"), "replace": string("The new text"), "file": string("The file, relative to the skill's directory (default SKILL.md)"), "count": {"type": "integer", "minimum": 1, "description": "How many times the text occurs"}}, "required": ["name", "find", "replace"]}),
+            ),
+            tool(
+                "write_skill_file",
+                "Write a supporting file of an existing skill, under references/, scripts/, assets/ or templates/.",
+                json!({"type": "object", "properties": {"name": string("The skill's name"), "path": string("The file's path inside the skill's directory"), "content": string("The file's text")}, "required": ["name", "path", "content"]}),
+            ),
+            tool(
+                "delete_skill",
+                "Delete a skill from the writable source (recorded in its history).",
+                json!({"type": "object", "properties": {"name": string("The skill's name")}, "required": ["name"]}),
+            ),
+        ]);
+    }
+    tools
+}
+
+fn may_write(caller: &Caller) -> bool {
+    caller.scope == Scope::Write && caller.tenant.namespace().sources().iter().any(|s| s.is_writable())
+}
+
+fn failure(err: ApiError) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(format!("{}: {}", err.kind, err.message))])
+}
+
+fn argument<'a>(arguments: &'a JsonObject, key: &str) -> Result<&'a str, ApiError> {
+    arguments
+        .get(key)
+        .and_then(Value::as_str)
+        .ok_or_else(|| ApiError::bad_request(format!("the argument `{key}` (a string) is required")))
+}
+
+/// Runs the tool `name`; an unknown tool is a protocol error, any other
+/// failure a tool error.
+pub async fn call(caller: &Caller, name: &str, arguments: &JsonObject) -> Result<CallToolResult, McpError> {
+    let result = match name {
+        "list_skills" => list(caller, arguments),
+        "load_skill" => load(caller, arguments).await,
+        "read_skill_file" => read_file(caller, arguments).await,
+        "create_skill" | "patch_skill" | "write_skill_file" | "delete_skill" => {
+            if !may_write(caller) {
+                return Err(McpError::invalid_params(format!("no tool named `{name}`"), None));
+            }
+            write(caller, name, arguments).await
+        }
+        other => return Err(McpError::invalid_params(format!("no tool named `{other}`"), None)),
+    };
+    Ok(result.unwrap_or_else(failure))
+}
+
+fn list(caller: &Caller, arguments: &JsonObject) -> Result<CallToolResult, ApiError> {
+    let query = arguments
+        .get("query")
+        .and_then(Value::as_str)
+        .map(str::to_lowercase)
+        .filter(|q| !q.is_empty());
+    let catalog = caller.tenant.snapshot()?;
+    let skills: Vec<Value> = catalog
+        .enabled()
+        .filter(|s| {
+            query.as_ref().is_none_or(|q| {
+                s.name().to_lowercase().contains(q.as_str())
+                    || s.metadata.description.to_lowercase().contains(q.as_str())
+            })
+        })
+        .map(|s| {
+            json!({
+                "name": s.name(),
+                "description": s.metadata.description,
+                "source": s.source,
+                "uri": super::uri::file(s.name(), SKILL_FILE),
+                "read_with": {"tool": "load_skill", "arguments": {"name": s.name()}},
+            })
+        })
+        .collect();
+    Ok(CallToolResult::structured(json!({"skills": skills})))
+}
+
+async fn load(caller: &Caller, arguments: &JsonObject) -> Result<CallToolResult, ApiError> {
+    let name = argument(arguments, "name")?;
+    let catalog = caller.tenant.snapshot()?;
+    let text = catalog.read_skill(name).await?;
+    let (files, truncated) = catalog.list_files(name, 6, 500).await?;
+    let others: Vec<String> = files.into_iter().filter(|f| f != SKILL_FILE).collect();
+    let text = String::from_utf8_lossy(&text).into_owned();
+    let mut result = CallToolResult::structured(json!({
+        "name": name,
+        "content": text,
+        "files": others,
+        "files_truncated": truncated,
+    }));
+    let listing = if others.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "\n\n---\nOther files of this skill (read them with read_skill_file): {}",
+            others.join(", ")
+        )
+    };
+    result.content = vec![ContentBlock::text(format!("{text}{listing}"))];
+    Ok(result)
+}
+
+async fn read_file(caller: &Caller, arguments: &JsonObject) -> Result<CallToolResult, ApiError> {
+    let name = argument(arguments, "name")?;
+    let path = argument(arguments, "path")?;
+    let catalog = caller.tenant.snapshot()?;
+    let bytes = catalog.read_file(name, path).await?;
+    let (content, encoding) = match std::str::from_utf8(&bytes) {
+        Ok(text) => (text.to_owned(), "utf-8"),
+        Err(_) => (base64::engine::general_purpose::STANDARD.encode(&bytes), "base64"),
+    };
+    let mut result = CallToolResult::structured(json!({
+        "name": name,
+        "path": path,
+        "encoding": encoding,
+        "content": content,
+    }));
+    result.content = vec![ContentBlock::text(content)];
+    Ok(result)
+}
+
+async fn write(caller: &Caller, tool: &str, arguments: &JsonObject) -> Result<CallToolResult, ApiError> {
+    let name = argument(arguments, "name")?;
+    let editor = caller.tenant.editor()?;
+    let change = match tool {
+        "create_skill" => editor.create(name, argument(arguments, "content")?.to_owned()).await?,
+        "patch_skill" => {
+            let mut patch = Patch::new(argument(arguments, "find")?, argument(arguments, "replace")?);
+            if let Some(file) = arguments.get("file").and_then(Value::as_str) {
+                patch.file = file.to_owned();
+            }
+            if let Some(count) = arguments.get("count") {
+                patch.count = count
+                    .as_u64()
+                    .and_then(|c| usize::try_from(c).ok())
+                    .ok_or_else(|| ApiError::bad_request("`count` takes a whole number"))?;
+            }
+            editor.patch_with_retry(name, &patch, 3).await?
+        }
+        "write_skill_file" => {
+            let path = argument(arguments, "path")?;
+            editor
+                .write_file(name, path, argument(arguments, "content")?.to_owned(), None)
+                .await?
+        }
+        _ => editor.delete(name, None).await?,
+    };
+    caller.tenant.written();
+    let files: Vec<&str> = change.record.files.iter().map(|f| f.path.as_str()).collect();
+    Ok(CallToolResult::structured(json!({
+        "action": change.record.action,
+        "skill": name,
+        "files": files,
+        "history_id": change.record.id,
+        "warnings": change.warnings,
+    })))
+}
