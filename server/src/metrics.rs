@@ -27,6 +27,17 @@ pub struct Metrics {
     latency: Mutex<BTreeMap<String, Histogram>>,
     refresh_fresh: AtomicU64,
     refresh_stale: AtomicU64,
+    in_flight: AtomicU64,
+}
+
+/// Counts a request as in flight until dropped.
+#[derive(Debug)]
+pub struct InFlight<'a>(&'a AtomicU64);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 impl Metrics {
@@ -54,6 +65,12 @@ impl Metrics {
         }
         h.count += 1;
         h.sum += seconds;
+    }
+
+    /// Marks a request in flight for as long as the guard lives.
+    pub fn begin(&self) -> InFlight<'_> {
+        self.in_flight.fetch_add(1, Ordering::Relaxed);
+        InFlight(&self.in_flight)
     }
 
     /// Counts one refresh.
@@ -114,6 +131,13 @@ impl Metrics {
             out,
             "skillstore_refresh_total{{outcome=\"stale\"}} {}",
             self.refresh_stale.load(Ordering::Relaxed)
+        );
+        out.push_str("# HELP skillstore_http_requests_in_flight Requests being answered now.\n");
+        out.push_str("# TYPE skillstore_http_requests_in_flight gauge\n");
+        let _ = writeln!(
+            out,
+            "skillstore_http_requests_in_flight {}",
+            self.in_flight.load(Ordering::Relaxed)
         );
         out.push_str("# HELP skillstore_tenants Tenants served.\n# TYPE skillstore_tenants gauge\n");
         let _ = writeln!(out, "skillstore_tenants {tenants}");

@@ -10,6 +10,10 @@
 mod common;
 
 use common::*;
+use rmcp::ServiceExt;
+use rmcp::model::{CallToolRequestParams, GetSkillRequestParams, ReadResourceRequestParams};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use skillstore::Config;
 use skillstore_backends::testkit::hostile;
 use skillstore_backends::testkit::s3_server::S3TestServer;
@@ -187,6 +191,58 @@ async fn run(s3: S3TestServer) {
         }
     }
     assert!(requests >= 6000, "{requests}");
+
+    // The same corpus through the MCP tools and resources, with each token.
+    for (token, other) in [("acme-token", "EVIL-ONLY"), ("evil-token", "ACME-ONLY")] {
+        let transport = StreamableHttpClientTransport::from_config(
+            StreamableHttpClientTransportConfig::with_uri(server.url("/mcp")).auth_header(token),
+        );
+        let client = ().serve(transport).await.expect("an MCP session");
+        for path in &corpus {
+            let relative = path.trim_start_matches('/');
+            let mut answers = Vec::new();
+            for (tool, arguments) in [
+                (
+                    "read_skill_file",
+                    serde_json::json!({"name": "shared", "path": relative}),
+                ),
+                ("read_skill_file", serde_json::json!({"name": "shared", "path": path})),
+                ("load_skill", serde_json::json!({"name": relative})),
+            ] {
+                let serde_json::Value::Object(arguments) = arguments else {
+                    unreachable!()
+                };
+                let result = client
+                    .call_tool(CallToolRequestParams::new(tool).with_arguments(arguments))
+                    .await;
+                answers.push(format!("{result:?}"));
+            }
+            for uri in [
+                format!("skill://shared/{}", encode(relative)),
+                format!("skill://{}/SKILL.md", encode(relative).replace('/', "%2F")),
+            ] {
+                answers.push(format!(
+                    "{:?}",
+                    client.read_resource(ReadResourceRequestParams::new(uri)).await
+                ));
+            }
+            answers.push(format!(
+                "{:?}",
+                client
+                    .get_skill(GetSkillRequestParams::new(format!(
+                        "skill://{}/SKILL.md",
+                        encode(relative)
+                    )))
+                    .await
+            ));
+            for answer in answers {
+                assert_eq!(leaks(&answer, other), None, "{path:?} with {token}: {answer}");
+            }
+        }
+        let skills = client.list_all_skills().await.unwrap();
+        assert_eq!(leaks(&format!("{skills:?}"), other), None);
+        let _ = client.cancel().await;
+    }
 
     // Writes land in the writer's own prefix only.
     let r = client

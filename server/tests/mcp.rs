@@ -6,7 +6,6 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 
 use base64::Engine as _;
 use common::*;
@@ -350,27 +349,6 @@ async fn a_refresh_that_changes_the_catalog_notifies_the_session() {
     server.stop().await;
 }
 
-/// The `skillstore` binary, built by cargo for this workspace.
-fn skillstore_binary() -> PathBuf {
-    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let workspace = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                .parent()
-                .unwrap()
-                .to_path_buf();
-            let status = std::process::Command::new(env!("CARGO"))
-                .args(["build", "-q", "-p", "skillstore-cli", "--bin", "skillstore"])
-                .current_dir(&workspace)
-                .status()
-                .expect("cargo runs");
-            assert!(status.success(), "building the skillstore binary");
-            let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| workspace.join("target"), PathBuf::from);
-            target.join("debug").join("skillstore")
-        })
-        .clone()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stdio_serves_the_same_through_the_command() {
     let dir = tempfile::tempdir().unwrap();
@@ -389,4 +367,59 @@ async fn stdio_serves_the_same_through_the_command() {
         .await
         .unwrap();
     client.cancel().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn digests_are_computed_once_per_file_version() {
+    let dir = tempfile::tempdir().unwrap();
+    layered_tree(dir.path());
+    let server = Served::start(settings(vec![(
+        "acme",
+        layered_config(dir.path()),
+        vec![("reader", Scope::Read)],
+    )]))
+    .await;
+    let tenant = server.service.tenants()[0].clone();
+    let client = http_client(&server.base, "reader").await;
+    let files = |skills: &[rmcp::model::Skill]| -> usize {
+        skills
+            .iter()
+            .map(|s| match &s.resources {
+                SkillResources::Files(f) => f.len(),
+                _ => 0,
+            })
+            .sum()
+    };
+    let first = client.list_all_skills().await.unwrap();
+    let hashed = tenant.digests.computed();
+    assert_eq!(hashed, files(&first) as u64);
+    // Again, and after a refresh that rebuilds every manifest: no file is hashed again.
+    let second = client.list_all_skills().await.unwrap();
+    assert_eq!(first, second);
+    let http = reqwest::Client::new();
+    let refresh = || http.post(server.url("/v1/refresh")).bearer_auth("reader").send();
+    assert_eq!(refresh().await.unwrap().status(), 200);
+    let third = client.list_all_skills().await.unwrap();
+    assert_eq!(first, third);
+    assert_eq!(tenant.digests.computed(), hashed);
+    // A new version of one file is hashed once, and its digest is the new bytes'.
+    write(
+        dir.path(),
+        "team/alpha/references/guide.md",
+        "# Team guide, second edition\n",
+    );
+    assert_eq!(refresh().await.unwrap().status(), 200);
+    let fourth = client.list_all_skills().await.unwrap();
+    assert_eq!(tenant.digests.computed(), hashed + 1);
+    let SkillResources::Files(alpha) = &fourth[0].resources else {
+        panic!("a complete manifest");
+    };
+    let guide = alpha.iter().find(|f| f.uri.ends_with("guide.md")).unwrap();
+    let hex: String = Sha256::digest(b"# Team guide, second edition\n")
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(guide.digest, format!("sha256:{hex}"));
+    let _ = client.cancel().await;
+    server.stop().await;
 }

@@ -77,6 +77,7 @@ async fn not_found() -> ApiError {
 async fn guard(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let started = Instant::now();
     let route = route_of(&request);
+    let _in_flight = state.service.metrics.begin();
     let response = match state.permits.clone().acquire_owned().await {
         Ok(_permit) => match tokio::time::timeout(state.service.limits.request_timeout, next.run(request)).await {
             Ok(response) => response,

@@ -2,7 +2,7 @@
 
 #![allow(dead_code)]
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -141,4 +141,25 @@ pub fn settings(tenants: Vec<TenantFixture<'_>>) -> Settings {
         },
         listen: None,
     }
+}
+
+/// The `skillstore` binary, built by cargo for this workspace.
+pub fn skillstore_binary() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let workspace = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .parent()
+                .unwrap()
+                .to_path_buf();
+            let status = std::process::Command::new(env!("CARGO"))
+                .args(["build", "-q", "-p", "skillstore-cli", "--bin", "skillstore"])
+                .current_dir(&workspace)
+                .status()
+                .expect("cargo runs");
+            assert!(status.success(), "building the skillstore binary");
+            let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| workspace.join("target"), PathBuf::from);
+            target.join("debug").join("skillstore")
+        })
+        .clone()
 }
