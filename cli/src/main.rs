@@ -8,6 +8,7 @@ mod list_json;
 mod namespace;
 mod publish;
 mod skill;
+mod terminal;
 mod validate;
 
 use std::io::Write;
@@ -173,7 +174,7 @@ fn main() -> ExitCode {
     let code = match runtime.block_on(run(args)) {
         Ok(()) => 0,
         Err(failure) => {
-            eprintln!("error: {}", failure.message);
+            eprintln!("error: {}", terminal::shown_lines(&failure.message));
             failure.code
         }
     };

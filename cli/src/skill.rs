@@ -9,6 +9,7 @@ use skillstore::backends::Version;
 use skillstore::{Change, Namespace, Patch, Record, SkillEditor, Source};
 
 use super::namespace::build;
+use super::terminal::shown;
 use super::{Failure, Global, emit};
 
 /// Options of every `skill` subcommand.
@@ -291,7 +292,7 @@ fn report(args: &EditArgs, change: Change) -> Result<(), Failure> {
         return emit(&text);
     }
     for warning in &change.warnings {
-        eprintln!("warning: {warning}");
+        eprintln!("warning: {}", shown(warning));
     }
     let mut out = format!("{} (history entry {})\n", record.action.as_str(), record.id);
     for f in &record.files {
@@ -299,7 +300,7 @@ fn report(args: &EditArgs, change: Change) -> Result<(), Failure> {
             .new_version
             .as_ref()
             .map_or("removed".to_owned(), |v| format!("version {v}"));
-        out.push_str(&format!("  {}: {version}\n", f.path));
+        out.push_str(&format!("  {}: {}\n", shown(&f.path), shown(&version)));
     }
     emit(out.as_bytes())
 }
@@ -318,10 +319,10 @@ fn history_table(records: &[Record]) -> String {
         out.push_str(&format!(
             "{:<2}  {:<24}  {:<11}  {}  {}\n",
             r.id,
-            r.time,
+            shown(&r.time),
             action,
-            r.author,
-            files.join(", ")
+            shown(&r.author),
+            shown(&files.join(", "))
         ));
     }
     out

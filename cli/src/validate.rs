@@ -7,6 +7,7 @@ use serde::Serialize;
 use skillstore::backends::{ErrorKind, FsBackend, ReadOptions, SkillBackend, SymlinkPolicy, VPath};
 use skillstore::{ProblemKind, Severity, Strictness, parse_skill_md};
 
+use super::terminal::shown;
 use super::{Failure, emit};
 
 #[derive(Serialize)]
@@ -43,12 +44,18 @@ pub async fn run(paths: &[PathBuf], json: bool) -> Result<(), Failure> {
         let mut out = String::new();
         for result in &results {
             if result.valid {
-                let _ = writeln!(out, "ok       {}", result.path);
+                let _ = writeln!(out, "ok       {}", shown(&result.path));
             } else {
-                let _ = writeln!(out, "invalid  {}", result.path);
+                let _ = writeln!(out, "invalid  {}", shown(&result.path));
             }
             for p in &result.problems {
-                let _ = writeln!(out, "  {} [{}] {}", p.severity.as_str(), p.kind, p.message);
+                let _ = writeln!(
+                    out,
+                    "  {} [{}] {}",
+                    p.severity.as_str(),
+                    shown(&p.kind),
+                    shown(&p.message)
+                );
             }
         }
         emit(out.as_bytes())?;

@@ -458,7 +458,7 @@ fn cli_unreachable_s3_endpoint_is_a_diagnostic_not_a_hang() {
         ])
         .args(["--mount", "/local=examples/skills/team", "list", "--json"]);
     let out = run(&mut cmd);
-    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.code, 3, "{}", out.stderr);
     let list = out.json();
     assert_eq!(list["diagnostics"][0]["kind"], "source_unavailable");
     assert_eq!(list["diagnostics"][0]["path"], "/remote/base");
@@ -732,7 +732,8 @@ fn cli_hostile_paths_read_nothing_outside() {
                     out.stderr.starts_with("error: ") && out.stderr.lines().count() == 1,
                     "{raw:?}"
                 ),
-                0 => assert_eq!(out.json()["skills"], serde_json::json!([]), "--source {raw:?}"),
+                // 3: the source could not be listed (not a directory, say).
+                0 | 3 => assert_eq!(out.json()["skills"], serde_json::json!([]), "--source {raw:?}"),
                 code => panic!("--source {raw:?} exited {code}: {}", out.stderr),
             }
         }
@@ -751,4 +752,182 @@ fn cli_hostile_paths_read_nothing_outside() {
     // The real file stays readable, so the refusals above are not blanket.
     let ok = run(skillstore().args(["--mount", &mount, "--source", "/base", "read", "x", "references/ok.md"]));
     assert_eq!((ok.code, ok.text().as_str()), (0, "fine"));
+}
+
+/// Finding: a description holding ESC or BEL sequences reached the terminal
+/// raw in `list`, `show`, diagnostics, errors and `history`.
+#[test]
+fn terminal_escapes_are_shown_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let esc = "Title\u{1b}]0;pwned\u{7} and \u{1b}[2J cleared, \u{9b}31m red";
+    std::fs::create_dir_all(dir.path().join("base/esc")).unwrap();
+    std::fs::write(
+        dir.path().join("base/esc/SKILL.md"),
+        format!(
+            "---\nname: esc\ndescription: \"{}\"\nlicense: \"MIT\\e[8m\"\n---\nBody \u{1b}[5m\n",
+            esc.replace('\u{1b}', "\\e")
+                .replace('\u{7}', "\\a")
+                .replace('\u{9b}', "\\x9b")
+        ),
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.path().join("team/bad")).unwrap();
+    std::fs::write(
+        dir.path().join("team/bad/SKILL.md"),
+        "---\nname: \"bad\\e[31m\"\ndescription: Misnamed.\n---\n",
+    )
+    .unwrap();
+    let raw = |bytes: &[u8]| {
+        bytes.iter().any(|b| *b == 0x1b || *b == 0x07) || String::from_utf8_lossy(bytes).contains('\u{9b}')
+    };
+
+    let list = run(&mut in_tree(dir.path(), &["list"]));
+    assert_eq!(list.code, 0, "{}", list.stderr);
+    assert!(
+        !raw(&list.stdout) && !raw(list.stderr.as_bytes()),
+        "{:?} {:?}",
+        list.text(),
+        list.stderr
+    );
+    assert!(list.text().contains("\\u{1b}]0;pwned\\u{7}"), "{}", list.text());
+    assert!(list.stderr.contains("\\u{1b}[31m"), "{}", list.stderr);
+
+    let show = run(&mut in_tree(dir.path(), &["show", "esc"]));
+    assert_eq!(show.code, 0, "{}", show.stderr);
+    assert!(!raw(&show.stdout), "{:?}", show.text());
+    assert!(show.text().contains("MIT\\u{1b}[8m"), "{}", show.text());
+
+    // JSON escapes what JSON escapes: every C0 control (C1 stays text).
+    let json = run(&mut in_tree(dir.path(), &["list", "--json"]));
+    assert!(!json.stdout.iter().any(|b| *b < 0x20 && *b != b'\n'), "{}", json.text());
+    assert!(json.text().contains("\\u001b]0;pwned\\u0007"), "{}", json.text());
+    assert_eq!(json.json()["skills"][0]["description"], esc);
+
+    let read = run(&mut in_tree(dir.path(), &["read", "esc"]));
+    assert!(read.text().contains("Body \u{1b}[5m"), "read stays byte-exact");
+
+    let error = run(&mut in_tree(dir.path(), &["read", "no\u{1b}]0;x\u{7}such"]));
+    assert_eq!(error.code, 1);
+    assert!(!raw(error.stderr.as_bytes()), "{:?}", error.stderr);
+
+    let notes = dir.path().join("notes.md");
+    std::fs::write(&notes, NOTES).unwrap();
+    let created = run(&mut in_tree(
+        dir.path(),
+        &[
+            "skill",
+            "create",
+            "notes",
+            "--from",
+            notes.to_str().unwrap(),
+            "--author",
+            "mallory\u{1b}[2J",
+        ],
+    ));
+    assert_eq!(created.code, 0, "{}", created.stderr);
+    let history = run(&mut in_tree(dir.path(), &["skill", "history", "notes"]));
+    assert!(!raw(&history.stdout), "{:?}", history.text());
+    assert!(history.text().contains("mallory\\u{1b}[2J"), "{}", history.text());
+}
+
+/// Finding: `list`, `show`, `prompt` and `read` exited 0 when sources were
+/// unreachable. They still print what loaded, then exit 3.
+#[test]
+fn unreachable_source_exits_3() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("base/local")).unwrap();
+    std::fs::write(
+        dir.path().join("base/local/SKILL.md"),
+        "---\nname: local\ndescription: Still here.\n---\nBody.\n",
+    )
+    .unwrap();
+    // Nothing listens on this port: connections are refused at once.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mount = format!("/={}", dir.path().display());
+    let dead = |extra: &[&str]| {
+        let mut cmd = skillstore();
+        cmd.env("AWS_ENDPOINT_URL", format!("http://127.0.0.1:{port}"))
+            .env("AWS_ALLOW_HTTP", "true")
+            .env("AWS_REGION", "us-east-1")
+            .args([
+                "--mount",
+                &mount,
+                "--mount",
+                "/team=s3://dead-bucket/team",
+                "--source",
+                "/base/",
+                "--source",
+                "/team/",
+            ])
+            .args(extra);
+        run(&mut cmd)
+    };
+    let list = dead(&["list"]);
+    assert_eq!(list.code, 3, "{}", list.stderr);
+    assert!(list.text().contains("local"), "{}", list.text());
+    assert!(
+        list.stderr.contains("incomplete") && list.stderr.contains("`team`"),
+        "{}",
+        list.stderr
+    );
+    let json = dead(&["list", "--json"]);
+    assert_eq!(json.code, 3);
+    assert_eq!(json.json()["skills"][0]["name"], "local");
+    for extra in [&["show", "local"][..], &["read", "local"], &["prompt"]] {
+        let out = dead(extra);
+        assert_eq!(out.code, 3, "{extra:?}: {}", out.stderr);
+        assert!(
+            out.text().contains("local") || out.text().contains("Body."),
+            "{extra:?}: {}",
+            out.text()
+        );
+    }
+    // Every source unreachable: nothing to print, still 3.
+    let mut cmd = skillstore();
+    cmd.env("AWS_ENDPOINT_URL", format!("http://127.0.0.1:{port}"))
+        .env("AWS_ALLOW_HTTP", "true")
+        .env("AWS_REGION", "us-east-1")
+        .args(["--mount", "/=s3://dead-bucket", "--source", "/team/", "list"]);
+    let all = run(&mut cmd);
+    assert_eq!(all.code, 3, "{}", all.stderr);
+}
+
+/// Finding: with `team/evil/references -> ../../base/secret`, a write to
+/// the writable team layer landed in the base layer.
+#[test]
+fn link_inside_root_cannot_carry_a_write_across_layers() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("base/secret")).unwrap();
+    std::fs::write(
+        dir.path().join("base/secret/SKILL.md"),
+        "---\nname: secret\ndescription: Base only.\n---\nTOPSECRET\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.path().join("team/evil")).unwrap();
+    std::fs::write(
+        dir.path().join("team/evil/SKILL.md"),
+        "---\nname: evil\ndescription: Tries.\n---\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink("../../base/secret", dir.path().join("team/evil/references")).unwrap();
+    let payload = dir.path().join("payload.md");
+    std::fs::write(&payload, "planted").unwrap();
+    let write = run(&mut in_tree(
+        dir.path(),
+        &[
+            "skill",
+            "write-file",
+            "evil",
+            "references/x.md",
+            "--from",
+            payload.to_str().unwrap(),
+        ],
+    ));
+    assert_eq!(write.code, 1, "{}", write.stderr);
+    assert!(write.stderr.contains("symbolic link"), "{}", write.stderr);
+    assert!(!dir.path().join("base/secret/x.md").exists());
 }
