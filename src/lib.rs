@@ -36,6 +36,7 @@
 
 #![warn(missing_docs)]
 
+pub mod archive;
 pub mod catalog;
 pub mod config;
 pub mod diagnostic;
@@ -51,6 +52,7 @@ mod yaml_tokens;
 
 pub use skillstore_backends as backends;
 
+pub use archive::{ArchiveError, ArchiveFile, ArchiveLimits, InstallOptions, Refusal, SkillArchive, pack};
 pub use catalog::{Catalog, LoadOptions, SKILL_FILE, Shadowed, Skill, SkillFilter};
 pub use diagnostic::Diagnostic;
 pub use edit::check::{ContentCheck, DefaultContentCheck, PendingFile, Verdict};
