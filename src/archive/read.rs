@@ -317,7 +317,8 @@ fn inflate(zip: &mut ZipArchive<Cursor<&[u8]>>, plan: &Planned, shown: &str) -> 
     let mut file = zip
         .by_index_with_options(plan.index, options)
         .map_err(|e| corrupt(&e))?;
-    let mut data = Vec::with_capacity(plan.size as usize);
+    // The declared size is a claim: the buffer grows with what inflates.
+    let mut data = Vec::with_capacity(plan.size.min(64 * 1024) as usize);
     let mut chunk = [0u8; 16 * 1024];
     loop {
         let held = data.len() as u64;
