@@ -923,3 +923,43 @@ fn every_example_skill_packs_and_reads_back() {
         assert!(packed >= 8, "{packed}");
     });
 }
+
+#[test]
+fn refusal_kinds_are_distinct_snake_case() {
+    use skillstore::Refusal::*;
+    let all = [
+        NotAnArchive,
+        ArchiveTooLarge,
+        TooManyEntries,
+        NonUtf8Name,
+        AbsolutePath,
+        DriveLetter,
+        BackslashPath,
+        ParentSegment,
+        InvalidPath,
+        SymlinkEntry,
+        SpecialEntry,
+        EncryptedEntry,
+        UnsupportedCompression,
+        DuplicateEntry,
+        NoTopDirectory,
+        SeveralTopDirectories,
+        MissingSkillMd,
+        FileTooLarge,
+        TotalTooLarge,
+        CompressionRatio,
+        OverlappingEntries,
+        SizeMismatch,
+        CorruptEntry,
+        TooDeep,
+    ];
+    let names: std::collections::BTreeSet<&str> = all.iter().map(|r| r.as_str()).collect();
+    assert_eq!(names.len(), all.len());
+    for name in names {
+        assert!(
+            name.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'),
+            "{name}"
+        );
+    }
+}

@@ -23,6 +23,31 @@
 //! skill, including files outside the supporting directories (a
 //! `LICENSE.txt` or `reference.md` beside SKILL.md, a `python/` directory):
 //! an archive is a whole skill, checked as one, unlike a single-file write.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use skillstore::backends::{MemoryBackend, PutMode, SkillBackend, VPath};
+//! use skillstore::{Action, ArchiveLimits, InstallOptions, SkillArchive, SkillEditor, Source, pack};
+//!
+//! # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+//! let files: Arc<dyn SkillBackend> = Arc::new(MemoryBackend::new());
+//! let skill_md = "---\nname: pdf\ndescription: Read PDFs.\n---\nSteps...";
+//! files.put(&VPath::new("/drafts/pdf/SKILL.md")?, skill_md.into(), PutMode::Create).await?;
+//!
+//! let limits = ArchiveLimits::default();
+//! let bytes = pack(&*files, &VPath::new("/drafts/pdf")?, &limits).await?;
+//! assert_eq!(bytes, pack(&*files, &VPath::new("/drafts/pdf")?, &limits).await?);
+//!
+//! let archive = SkillArchive::read(&bytes, &limits)?;
+//! let team = Source::parse("/team")?.with_writable(true);
+//! let editor = SkillEditor::new(Arc::clone(&files), &team)?;
+//! let change = editor.install(&archive, InstallOptions::default()).await?;
+//! assert_eq!(change.record.action, Action::Install);
+//! let again = editor.install(&archive, InstallOptions::default()).await.unwrap_err();
+//! assert_eq!(again.kind(), "already_exists");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! # }).unwrap();
+//! ```
 
 mod pack;
 mod read;
