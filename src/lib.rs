@@ -36,6 +36,7 @@
 
 #![warn(missing_docs)]
 
+pub mod archive;
 pub mod catalog;
 pub mod config;
 pub mod diagnostic;
@@ -53,6 +54,7 @@ mod yaml_tokens;
 
 pub use skillstore_backends as backends;
 
+pub use archive::{ArchiveError, ArchiveFile, ArchiveLimits, InstallOptions, Refusal, SkillArchive, pack, pack_dir};
 pub use catalog::{Catalog, LoadOptions, SKILL_FILE, Shadowed, Skill, SkillFilter};
 pub use config::Config;
 pub use diagnostic::Diagnostic;

@@ -3,6 +3,7 @@
 //! Exit codes: 0 success (diagnostics allowed), 1 the command's own
 //! failure, 2 bad usage, 3 done but a source was unavailable or stale.
 
+mod archive;
 mod commands;
 mod list_json;
 mod namespace;
@@ -109,6 +110,24 @@ pub enum Command {
     /// Create, change, delete and roll back skills in a writable source.
     #[command(subcommand)]
     Skill(skill::SkillCommand),
+    /// Pack a skill directory into a deterministic .skill archive (validated strictly first).
+    Pack {
+        /// The skill's directory.
+        skill_dir: PathBuf,
+        /// The archive to write (default: NAME.skill here).
+        #[arg(short = 'o', long, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+    /// Install a .skill or .zip archive into a writable source, through every write check.
+    Install {
+        /// The archive.
+        file: PathBuf,
+        /// Replace a skill of the same name (its files become exactly the archive's).
+        #[arg(long)]
+        replace: bool,
+        #[command(flatten)]
+        args: skill::EditArgs,
+    },
 }
 
 /// Why a command failed, and with which exit code.
@@ -211,5 +230,11 @@ async fn run(args: Args) -> Result<(), Failure> {
             concurrency,
         } => publish::run(&dir, &location, concurrency).await,
         Command::Skill(command) => skill::run(&args.global, command).await,
+        Command::Pack { skill_dir, output } => archive::pack(&skill_dir, output.as_deref()).await,
+        Command::Install {
+            file,
+            replace,
+            args: edit,
+        } => archive::install(&args.global, &file, replace, &edit).await,
     }
 }

@@ -232,12 +232,15 @@ fn target<'a>(namespace: &'a Namespace, args: &EditArgs) -> Result<&'a Source, F
 fn editor(global: &Global, args: &EditArgs) -> Result<SkillEditor, Failure> {
     let namespace = build(global)?;
     let source = target(&namespace, args)?;
-    let author = args
-        .author
+    Ok(namespace.editor(Some(source.name()))?.with_author(author(args)))
+}
+
+/// Who makes a change: `--author`, `SKILLSTORE_AUTHOR`, then `USER`.
+pub fn author(args: &EditArgs) -> String {
+    args.author
         .clone()
         .or_else(|| std::env::var("USER").ok())
-        .unwrap_or_else(|| "unknown".to_owned());
-    Ok(namespace.editor(Some(source.name()))?.with_author(author))
+        .unwrap_or_else(|| "unknown".to_owned())
 }
 
 fn input(from: Option<&Path>) -> Result<Vec<u8>, Failure> {
@@ -270,7 +273,7 @@ struct FileOutput<'a> {
     new_version: Option<&'a Version>,
 }
 
-fn report(args: &EditArgs, change: Change) -> Result<(), Failure> {
+pub fn report(args: &EditArgs, change: Change) -> Result<(), Failure> {
     let record = &change.record;
     if args.json {
         let output = ChangeOutput {

@@ -35,6 +35,8 @@ pub enum Action {
     RemoveFile,
     /// Files restored to an earlier entry.
     Rollback,
+    /// A skill installed from an archive.
+    Install,
 }
 
 impl Action {
@@ -48,6 +50,7 @@ impl Action {
             Action::WriteFile => "write_file",
             Action::RemoveFile => "remove_file",
             Action::Rollback => "rollback",
+            Action::Install => "install",
         }
     }
 }

@@ -10,6 +10,7 @@
 
 pub mod check;
 pub mod history;
+mod install;
 
 use std::sync::Arc;
 
