@@ -39,6 +39,7 @@ mod error;
 mod memory;
 mod mount;
 mod vpath;
+mod vpath_checked;
 
 #[cfg(all(feature = "fs", target_os = "linux"))]
 mod fs;
