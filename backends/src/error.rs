@@ -1,8 +1,9 @@
 //! One error type for every backend, with a stable [`ErrorKind`].
 //!
-//! An [`Error`] names the virtual path it concerns, never a host path: its
-//! message is safe to show to an agent or a tenant. The underlying cause (an
-//! `io::Error`, an `object_store` error) stays reachable through
+//! An [`Error`] names the virtual path it concerns and its kind, never a host
+//! path, an endpoint, a bucket or a request URL: its message is safe to show
+//! to an agent or a tenant. The underlying cause (an `io::Error`, an
+//! `object_store` error) stays reachable through
 //! [`std::error::Error::source`] for logs.
 
 use std::fmt;
@@ -51,6 +52,9 @@ pub enum ErrorKind {
     /// The backend could not be reached or failed transiently; retrying later
     /// may succeed.
     Unavailable,
+    /// The disk or the quota is full (`ENOSPC`, `EDQUOT`): nothing more can
+    /// be written until space is freed.
+    StorageFull,
     /// Anything else; the source error says more.
     Other,
 }
@@ -75,6 +79,7 @@ impl ErrorKind {
             ErrorKind::Unsupported => "unsupported",
             ErrorKind::ReadOnly => "read_only",
             ErrorKind::Unavailable => "unavailable",
+            ErrorKind::StorageFull => "storage_full",
             ErrorKind::Other => "other",
         }
     }
@@ -98,6 +103,7 @@ impl ErrorKind {
             ErrorKind::Unsupported => "operation not supported by this backend",
             ErrorKind::ReadOnly => "read-only",
             ErrorKind::Unavailable => "backend unavailable",
+            ErrorKind::StorageFull => "no space left (disk or quota full)",
             ErrorKind::Other => "backend error",
         }
     }
@@ -149,7 +155,7 @@ impl Error {
     }
 
     /// Sets a detail shown after the kind and path. It must not hold host
-    /// paths.
+    /// paths, endpoints, buckets, key prefixes or URLs.
     pub fn with_detail(mut self, detail: impl Into<String>) -> Self {
         self.detail = Some(detail.into());
         self

@@ -201,6 +201,7 @@ impl Inner {
             Errno::NAMETOOLONG => ErrorKind::InvalidPath,
             Errno::NXIO | Errno::OPNOTSUPP => ErrorKind::NotRegularFile,
             Errno::NOSYS => ErrorKind::Unsupported,
+            Errno::NOSPC | Errno::DQUOT => ErrorKind::StorageFull,
             Errno::AGAIN | Errno::MFILE | Errno::NFILE | Errno::NOMEM | Errno::INTR => ErrorKind::Unavailable,
             _ => ErrorKind::Other,
         };
@@ -254,9 +255,7 @@ impl Inner {
         let size = st.st_size.max(0) as u64;
         let cap = read_cap(options);
         let mut data = Vec::with_capacity(options.wanted(size).min(cap) as usize);
-        file.take(cap)
-            .read_to_end(&mut data)
-            .map_err(|e| Error::at(ErrorKind::Other, path).with_source(e))?;
+        file.take(cap).read_to_end(&mut data).map_err(|e| file_error(e, path))?;
         let read = data.len() as u64;
         let size = checked_size(path, options, size, read)?;
         Ok(Blob {
@@ -387,7 +386,7 @@ impl Inner {
             Mode::from_raw_mode(0o644),
         )
         .map_err(|e| io_error(e, path))?;
-        let written = write_and_sync(file, data).map_err(|e| Error::at(ErrorKind::Other, path).with_source(e));
+        let written = write_and_sync(file, data).map_err(|e| file_error(e, path));
         let result = written.and_then(|st| {
             // Writers of one directory take turns: the condition check and
             // the rename are one step for every writer using this lock.
@@ -602,16 +601,29 @@ fn push_hex(text: &mut String, mut value: u64) {
 }
 
 fn io_error(errno: Errno, path: &VPath) -> Error {
-    let kind = match errno {
-        Errno::ACCESS | Errno::PERM => ErrorKind::PermissionDenied,
+    Error::at(errno_kind(errno), path).with_source(std::io::Error::from(errno))
+}
+
+/// The kind of a failed filesystem call other than a path resolution.
+fn errno_kind(errno: Errno) -> ErrorKind {
+    match errno {
+        Errno::ACCESS | Errno::PERM | Errno::ROFS => ErrorKind::PermissionDenied,
         Errno::NOENT => ErrorKind::NotFound,
         Errno::NOTDIR => ErrorKind::NotADirectory,
         Errno::ISDIR => ErrorKind::IsADirectory,
         Errno::AGAIN | Errno::INTR | Errno::MFILE | Errno::NFILE | Errno::NOMEM => ErrorKind::Unavailable,
-        Errno::NOSPC | Errno::ROFS | Errno::DQUOT => ErrorKind::PermissionDenied,
+        Errno::NOSPC | Errno::DQUOT => ErrorKind::StorageFull,
         _ => ErrorKind::Other,
-    };
-    Error::at(kind, path).with_source(std::io::Error::from(errno))
+    }
+}
+
+/// An `io::Error` from reading or writing an open file, by its errno where
+/// it has one.
+fn file_error(err: std::io::Error, path: &VPath) -> Error {
+    let kind = err
+        .raw_os_error()
+        .map_or(ErrorKind::Other, |code| errno_kind(Errno::from_raw_os_error(code)));
+    Error::at(kind, path).with_source(err)
 }
 
 #[async_trait]
@@ -697,5 +709,24 @@ impl SkillBackend for FsBackend {
         let path = path.clone();
         let expected = expected.clone();
         self.blocking(move |inner| inner.delete(&path, Some(&expected))).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_disk_or_quota_is_storage_full_not_permission_denied() {
+        let path = VPath::new("/team/x/SKILL.md").unwrap();
+        for errno in [Errno::NOSPC, Errno::DQUOT] {
+            assert_eq!(errno_kind(errno), ErrorKind::StorageFull, "{errno:?}");
+            assert_eq!(io_error(errno, &path).kind(), ErrorKind::StorageFull);
+            let io = std::io::Error::from_raw_os_error(errno.raw_os_error());
+            assert_eq!(file_error(io, &path).kind(), ErrorKind::StorageFull);
+        }
+        assert_eq!(ErrorKind::StorageFull.as_str(), "storage_full");
+        assert_eq!(errno_kind(Errno::ACCESS), ErrorKind::PermissionDenied);
+        assert_eq!(errno_kind(Errno::ROFS), ErrorKind::PermissionDenied);
     }
 }
