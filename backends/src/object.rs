@@ -243,9 +243,9 @@ fn version_of(meta: &ObjectMeta) -> Version {
     }
 }
 
-/// Maps an `object_store` error to a kind. The message keeps the store's own
-/// words (a URL or status), which never hold a local host path for the
-/// remote stores this backend is for.
+/// Maps an `object_store` error to a kind. The store's own message names
+/// the endpoint, the bucket and the key; it stays in the source, for logs,
+/// and is never shown.
 fn store_error(err: object_store::Error, path: &VPath) -> Error {
     use object_store::Error as E;
     let kind = match &err {
@@ -258,15 +258,7 @@ fn store_error(err: object_store::Error, path: &VPath) -> Error {
         E::Generic { .. } => ErrorKind::Unavailable,
         _ => ErrorKind::Other,
     };
-    let detail = match kind {
-        ErrorKind::Unavailable | ErrorKind::Other | ErrorKind::PermissionDenied => Some(err.to_string()),
-        _ => None,
-    };
-    let e = Error::at(kind, path).with_source(err);
-    match detail {
-        Some(d) => e.with_detail(d),
-        None => e,
-    }
+    Error::at(kind, path).with_source(err)
 }
 
 #[async_trait]
