@@ -40,6 +40,10 @@ pub enum ErrorKind {
     SymlinkLoop,
     /// A symbolic link points at nothing.
     DanglingSymlink,
+    /// A write or delete met a symbolic link at some component of its path.
+    /// Writes never follow links, whatever the symlink policy, so a link
+    /// cannot carry a write into another skill, layer or directory.
+    WriteThroughSymlink,
     /// A create-only write found an existing object.
     AlreadyExists,
     /// A conditional write found a different version than expected.
@@ -74,6 +78,7 @@ impl ErrorKind {
             ErrorKind::SymlinkEscape => "symlink_escape",
             ErrorKind::SymlinkLoop => "symlink_loop",
             ErrorKind::DanglingSymlink => "dangling_symlink",
+            ErrorKind::WriteThroughSymlink => "write_through_symlink",
             ErrorKind::AlreadyExists => "already_exists",
             ErrorKind::VersionConflict => "version_conflict",
             ErrorKind::Unsupported => "unsupported",
@@ -98,6 +103,7 @@ impl ErrorKind {
             ErrorKind::SymlinkEscape => "symbolic link leads outside the root",
             ErrorKind::SymlinkLoop => "symbolic link loop",
             ErrorKind::DanglingSymlink => "dangling symbolic link",
+            ErrorKind::WriteThroughSymlink => "writes do not go through symbolic links",
             ErrorKind::AlreadyExists => "already exists",
             ErrorKind::VersionConflict => "version conflict",
             ErrorKind::Unsupported => "operation not supported by this backend",
@@ -246,6 +252,8 @@ mod tests {
         for kind in [
             ErrorKind::NotFound,
             ErrorKind::SymlinkEscape,
+            ErrorKind::WriteThroughSymlink,
+            ErrorKind::StorageFull,
             ErrorKind::VersionConflict,
             ErrorKind::Unavailable,
         ] {

@@ -41,7 +41,7 @@ mod mount;
 mod vpath;
 mod vpath_checked;
 
-#[cfg(all(feature = "fs", target_os = "linux"))]
+#[cfg(all(feature = "fs", unix))]
 mod fs;
 #[cfg(feature = "object-store")]
 mod object;
@@ -56,8 +56,8 @@ pub use backend::{
     SkillBackendExt, Version,
 };
 pub use error::{Error, ErrorKind, Result};
-#[cfg(all(feature = "fs", target_os = "linux"))]
-pub use fs::{FsBackend, SymlinkPolicy};
+#[cfg(all(feature = "fs", unix))]
+pub use fs::{FsBackend, PathResolver, SymlinkPolicy};
 pub use memory::MemoryBackend;
 pub use mount::MountTable;
 #[cfg(feature = "object-store")]

@@ -233,7 +233,9 @@ impl SkillBackend for MemoryBackend {
         Err(Error::at(ErrorKind::NotFound, path))
     }
 
+    /// Holds no links: a confined read stays in its directory by its path.
     async fn read(&self, path: &VPath, options: ReadOptions) -> Result<Blob> {
+        options.confining_dir(path)?;
         let object = {
             let state = self.read_state();
             match state.files.get(path.as_str()) {

@@ -328,7 +328,10 @@ impl SkillBackend for ObjectStoreBackend {
         }
     }
 
+    /// Keys hold no links: a confined read stays in its directory by its
+    /// path.
     async fn read(&self, path: &VPath, options: ReadOptions) -> Result<Blob> {
+        options.confining_dir(path)?;
         let mut attempt = 0;
         loop {
             match self.read_once(path, options).await {

@@ -227,8 +227,8 @@ pub async fn size_guard_refuses_one_byte_over(f: Fixture) {
 pub async fn size_guard_applies_to_prefix_reads(f: Fixture) {
     put(&f, "/over", pattern(1001)).await;
     let options = ReadOptions {
-        limit: 1000,
         prefix: Some(10),
+        ..ReadOptions::with_limit(1000)
     };
     assert_kind(f.backend.read(&p("/over"), options).await, ErrorKind::TooLarge);
 }
@@ -575,8 +575,8 @@ pub async fn read_many_matches_read(f: Fixture) {
     for options in [
         ReadOptions::with_limit(1000),
         ReadOptions {
-            limit: 1000,
             prefix: Some(64),
+            ..ReadOptions::with_limit(1000)
         },
         ReadOptions::default(),
         ReadOptions::prefix(2048),
@@ -643,4 +643,168 @@ pub async fn read_many_refuses_special_files(f: Fixture) {
         assert_eq!(outcome(&batch[1]).err(), Some(ErrorKind::NotRegularFile));
         assert_eq!(outcome(&batch[2]).err(), Some(ErrorKind::SymlinkEscape));
     }
+}
+
+/// A confined read reads what an unconfined one does when no link is in
+/// the way; a confinement that is not a proper ancestor of the path is
+/// `invalid_path`, in a single read and in a batch.
+pub async fn confined_read_stays_in_its_directory(f: Fixture) {
+    put(&f, "/team/pdf/SKILL.md", "pdf").await;
+    put(&f, "/team/pdf/references/a.md", "a").await;
+    let confined = ReadOptions::default().confined(2);
+    for path in ["/team/pdf/SKILL.md", "/team/pdf/references/a.md"] {
+        let got = f.backend.read(&p(path), confined).await;
+        let plain = f.backend.read(&p(path), ReadOptions::default()).await;
+        assert_eq!(outcome(&got), outcome(&plain), "{path}");
+    }
+    assert_kind(
+        f.backend
+            .read(&p("/team/pdf/SKILL.md"), ReadOptions::default().confined(3))
+            .await,
+        ErrorKind::InvalidPath,
+    );
+    let root_confined = f
+        .backend
+        .read(&p("/team/pdf/SKILL.md"), ReadOptions::default().confined(0))
+        .await;
+    assert_eq!(
+        outcome(&root_confined).map(|(d, _, _)| d),
+        Ok(Bytes::from_static(b"pdf"))
+    );
+    let batch = f
+        .backend
+        .read_many(
+            &[p("/team/pdf/SKILL.md"), p("/team/pdf/references/a.md"), p("/team")],
+            confined,
+        )
+        .await;
+    assert_eq!(outcome(&batch[0]).map(|(d, _, _)| d), Ok(Bytes::from_static(b"pdf")));
+    assert_eq!(outcome(&batch[1]).map(|(d, _, _)| d), Ok(Bytes::from_static(b"a")));
+    assert_eq!(outcome(&batch[2]).err(), Some(ErrorKind::InvalidPath));
+}
+
+/// `team/evil/references -> ../../base/secret`: readable unconfined (the
+/// link stays inside the root), refused as a symlink kind when the read is
+/// confined to `team/evil`, in single and batched reads; a link that stays
+/// inside the skill still reads.
+pub async fn confined_read_through_a_link_out_of_the_skill_is_refused(f: Fixture) {
+    let Some(specials) = &f.specials else {
+        assert!(
+            !f.backend.capabilities().symlinks,
+            "a backend with symlinks needs a Specials maker"
+        );
+        return;
+    };
+    put(&f, "/base/secret/SKILL.md", "SECRET").await;
+    put(&f, "/team/evil/SKILL.md", "evil").await;
+    put(&f, "/team/evil/docs/guide.md", "guide").await;
+    specials.make_symlink(&p("/team/evil/references"), "../../base/secret");
+    specials.make_symlink(&p("/team/evil/alias"), "docs");
+    specials.make_symlink(&p("/team/evil/up-and-back"), "../evil/docs/guide.md");
+    let through = p("/team/evil/references/SKILL.md");
+    assert_eq!(read(&f, "/team/evil/references/SKILL.md").await.data, "SECRET");
+    let confined = ReadOptions::default().confined(2);
+    let err = f.backend.read(&through, confined).await.expect_err("confined");
+    assert!(
+        matches!(err.kind(), ErrorKind::SymlinkEscape | ErrorKind::SymlinkRefused),
+        "{err}"
+    );
+    assert_eq!(
+        f.backend
+            .read(&p("/team/evil/alias/guide.md"), confined)
+            .await
+            .unwrap()
+            .data,
+        "guide"
+    );
+    // Up out of the skill's directory and back in is a step outside it.
+    assert_kind(
+        f.backend.read(&p("/team/evil/up-and-back"), confined).await,
+        ErrorKind::SymlinkEscape,
+    );
+    let batch = f
+        .backend
+        .read_many(
+            &[
+                p("/team/evil/SKILL.md"),
+                through.clone(),
+                p("/team/evil/alias/guide.md"),
+            ],
+            confined,
+        )
+        .await;
+    assert_eq!(outcome(&batch[0]).map(|(d, _, _)| d), Ok(Bytes::from_static(b"evil")));
+    assert_eq!(outcome(&batch[1]).err(), Some(err.kind()));
+    assert_eq!(outcome(&batch[2]).map(|(d, _, _)| d), Ok(Bytes::from_static(b"guide")));
+    // Confined to the whole of /team, the link still leads out.
+    assert_kind(
+        f.backend.read(&through, ReadOptions::default().confined(1)).await,
+        err.kind(),
+    );
+}
+
+/// `team/evil/references -> ../../base/secret`: a write, delete or
+/// conditional delete through the link, or of a link itself, is
+/// `write_through_symlink` and changes nothing on the other side.
+pub async fn writes_never_follow_a_link(f: Fixture) {
+    let Some(specials) = &f.specials else {
+        assert!(
+            !f.backend.capabilities().symlinks,
+            "a backend with symlinks needs a Specials maker"
+        );
+        return;
+    };
+    let secret = put(&f, "/base/secret/SKILL.md", "SECRET").await;
+    put(&f, "/team/evil/SKILL.md", "evil").await;
+    specials.make_symlink(&p("/team/evil/references"), "../../base/secret");
+    specials.make_symlink(&p("/team/evil/linked.md"), "../../base/secret/SKILL.md");
+    for mode in [PutMode::Overwrite, PutMode::Create] {
+        assert_kind(
+            f.backend
+                .put(&p("/team/evil/references/x.md"), "planted".into(), mode.clone())
+                .await,
+            ErrorKind::WriteThroughSymlink,
+        );
+        assert_kind(
+            f.backend
+                .put(&p("/team/evil/references/deep/x.md"), "planted".into(), mode.clone())
+                .await,
+            ErrorKind::WriteThroughSymlink,
+        );
+    }
+    assert_kind(
+        f.backend
+            .put(
+                &p("/team/evil/references/SKILL.md"),
+                "replaced".into(),
+                PutMode::IfVersion(secret.clone()),
+            )
+            .await,
+        ErrorKind::WriteThroughSymlink,
+    );
+    assert_kind(
+        f.backend
+            .put(&p("/team/evil/linked.md"), "replaced".into(), PutMode::Overwrite)
+            .await,
+        ErrorKind::WriteThroughSymlink,
+    );
+    assert_kind(
+        f.backend.delete(&p("/team/evil/references/SKILL.md")).await,
+        ErrorKind::WriteThroughSymlink,
+    );
+    assert_kind(
+        f.backend
+            .delete_if_version(&p("/team/evil/references/SKILL.md"), &secret)
+            .await,
+        ErrorKind::WriteThroughSymlink,
+    );
+    assert_kind(
+        f.backend.delete(&p("/team/evil/linked.md")).await,
+        ErrorKind::WriteThroughSymlink,
+    );
+    assert_eq!(names(&f, "/base/secret").await, [("SKILL.md".into(), EntryKind::File)]);
+    assert_eq!(read(&f, "/base/secret/SKILL.md").await.data, "SECRET");
+    assert_eq!(read(&f, "/base/secret/SKILL.md").await.version, secret);
+    // The link itself is still there and still a link.
+    assert_eq!(read(&f, "/team/evil/linked.md").await.data, "SECRET");
 }
