@@ -8,6 +8,7 @@ use bytes::Bytes;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::vpath::VPath;
+use crate::walk::{Walk, WalkLimits};
 
 /// The default read limit: 10 MiB (10,485,760 bytes).
 pub const DEFAULT_READ_LIMIT: u64 = 10 * 1024 * 1024;
@@ -78,6 +79,11 @@ pub struct Entry {
     pub size: Option<u64>,
     /// The version, for files where the listing gives it.
     pub version: Option<Version>,
+    /// True when the child is a symbolic link; `kind` then says what it
+    /// leads to under the backend's policy ([`EntryKind::Other`] when the
+    /// policy does not resolve it). A walk never descends into a directory
+    /// link. Always false for backends without links.
+    pub symlink: bool,
 }
 
 impl Entry {
@@ -390,6 +396,15 @@ pub trait SkillBackendExt: SkillBackend {
             Err(e) if e.kind() == ErrorKind::NotFound => Ok(false),
             Err(e) => Err(e),
         }
+    }
+
+    /// Every file under `dir`, depth first, within `limits`. It never
+    /// descends into a symbolic link to a directory (so `up -> ..` cannot
+    /// make it loop), and reports what it passed over: directory links,
+    /// unresolved links, special files, directories past the depth limit,
+    /// subdirectories it could not list. Listing `dir` itself must succeed.
+    async fn walk(&self, dir: &VPath, limits: WalkLimits) -> Result<Walk> {
+        crate::walk::walk(self, dir, limits).await
     }
 }
 

@@ -40,6 +40,7 @@ mod memory;
 mod mount;
 mod vpath;
 mod vpath_checked;
+mod walk;
 
 #[cfg(all(feature = "fs", unix))]
 mod fs;
@@ -67,3 +68,4 @@ pub use object_store;
 #[cfg(feature = "s3")]
 pub use s3::{S3Location, S3Options};
 pub use vpath::{MAX_PATH_BYTES, VPath, is_valid_segment};
+pub use walk::{PassReason, PassedOver, Walk, WalkLimits, WalkedFile};

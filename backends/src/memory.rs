@@ -193,6 +193,7 @@ impl SkillBackend for MemoryBackend {
                         kind: EntryKind::File,
                         size: Some(object.data.len() as u64),
                         version: Some(object.version.clone()),
+                        symlink: false,
                     });
                     start = format!("{key}\0");
                 }
@@ -202,6 +203,7 @@ impl SkillBackend for MemoryBackend {
                         kind: EntryKind::Dir,
                         size: None,
                         version: None,
+                        symlink: false,
                     });
                     // '0' is the character after '/': skip the child's subtree.
                     start = format!("{prefix}{child}0");

@@ -158,6 +158,7 @@ impl SkillBackend for MountTable {
             kind: EntryKind::Dir,
             size: None,
             version: None,
+            symlink: false,
         }));
         entries.sort_by(|a, b| a.name.cmp(&b.name));
         // A name listed twice (an object and a prefix) is the later entry.

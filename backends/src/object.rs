@@ -281,6 +281,7 @@ impl SkillBackend for ObjectStoreBackend {
                     kind: EntryKind::Dir,
                     size: None,
                     version: None,
+                    symlink: false,
                 });
             }
         }
@@ -291,6 +292,7 @@ impl SkillBackend for ObjectStoreBackend {
                     kind: EntryKind::File,
                     size: Some(meta.size),
                     version: listed_version(meta),
+                    symlink: false,
                 });
             }
         }

@@ -396,16 +396,21 @@ impl Inner {
             }
             let Some(name) = child_name(raw, dir) else { continue };
             let child = || dir.join(name).expect("checked by child_name");
-            let meta = match item.file_type() {
-                FileType::Directory => Metadata {
-                    kind: EntryKind::Dir,
-                    size: None,
-                    version: None,
-                },
-                FileType::Symlink => self.resolve_link(&child()),
+            let (meta, symlink) = match item.file_type() {
+                FileType::Directory => (
+                    Metadata {
+                        kind: EntryKind::Dir,
+                        size: None,
+                        version: None,
+                    },
+                    false,
+                ),
+                FileType::Symlink => (self.resolve_link(&child()), true),
                 _ => match rustix::fs::statat(&fd, raw, AtFlags::SYMLINK_NOFOLLOW) {
-                    Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::Symlink => self.resolve_link(&child()),
-                    Ok(st) => metadata(&st),
+                    Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::Symlink => {
+                        (self.resolve_link(&child()), true)
+                    }
+                    Ok(st) => (metadata(&st), false),
                     // Removed since the directory was read.
                     Err(Errno::NOENT) => continue,
                     Err(e) => return Err(io_error(e, &child())),
@@ -416,6 +421,7 @@ impl Inner {
                 kind: meta.kind,
                 size: meta.size,
                 version: meta.version,
+                symlink,
             });
         }
         Ok(entries)

@@ -7,9 +7,10 @@ use futures::future::join_all;
 
 use super::Fixture;
 use super::hostile::{lookalike_corpus, refused_corpus};
-use crate::backend::{DEFAULT_READ_LIMIT, EntryKind, PutMode, ReadOptions, SkillBackend, Version};
+use crate::backend::{DEFAULT_READ_LIMIT, EntryKind, PutMode, ReadOptions, SkillBackend, SkillBackendExt, Version};
 use crate::error::{ErrorKind, Result};
 use crate::vpath::VPath;
+use crate::walk::{PassReason, Walk, WalkLimits};
 
 fn p(s: &str) -> VPath {
     VPath::new(s).expect("test paths are valid")
@@ -807,4 +808,116 @@ pub async fn writes_never_follow_a_link(f: Fixture) {
     assert_eq!(read(&f, "/base/secret/SKILL.md").await.version, secret);
     // The link itself is still there and still a link.
     assert_eq!(read(&f, "/team/evil/linked.md").await.data, "SECRET");
+}
+
+fn walked(walk: &Walk) -> Vec<&str> {
+    walk.files.iter().map(|f| f.relative.as_str()).collect()
+}
+
+fn passed(walk: &Walk) -> Vec<(&str, PassReason)> {
+    walk.passed_over.iter().map(|p| (p.path.as_str(), p.reason)).collect()
+}
+
+/// A walk returns every file below a directory, depth first and sorted,
+/// with full and relative paths; it stops at the depth and count limits and
+/// says so.
+pub async fn walk_returns_every_file_within_its_limits(f: Fixture) {
+    for path in [
+        "/w/top.md",
+        "/w/a/one.md",
+        "/w/a/b/two.md",
+        "/w/a/b/c/three.md",
+        "/w/d/four.md",
+        "/other.md",
+    ] {
+        put(&f, path, "x").await;
+    }
+    let all = f.backend.walk(&p("/w"), WalkLimits::default()).await.unwrap();
+    assert_eq!(
+        walked(&all),
+        ["top.md", "a/one.md", "a/b/two.md", "a/b/c/three.md", "d/four.md"]
+    );
+    assert_eq!(all.files[2].path, p("/w/a/b/two.md"));
+    assert_eq!(all.files[2].entry.size, Some(1));
+    assert!(all.files.iter().all(|f| !f.entry.symlink));
+    assert!(all.passed_over.is_empty() && !all.truncated);
+    let shallow = f
+        .backend
+        .walk(
+            &p("/w"),
+            WalkLimits {
+                max_depth: 1,
+                ..WalkLimits::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(walked(&shallow), ["top.md", "a/one.md", "d/four.md"]);
+    assert_eq!(passed(&shallow), [("/w/a/b", PassReason::TooDeep)]);
+    let few = f
+        .backend
+        .walk(
+            &p("/w"),
+            WalkLimits {
+                max_files: 2,
+                ..WalkLimits::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(walked(&few), ["top.md", "a/one.md"]);
+    assert!(few.truncated);
+    let exact = f
+        .backend
+        .walk(
+            &p("/w"),
+            WalkLimits {
+                max_files: 5,
+                ..WalkLimits::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert!(!exact.truncated);
+    assert_kind(
+        f.backend.walk(&p("/missing"), WalkLimits::default()).await,
+        ErrorKind::NotFound,
+    );
+}
+
+/// `a/up -> ..` and `b -> .` make a tree without end for a walk that
+/// follows directory links; the walk lists each real directory once,
+/// returns links to files as files, and reports the links it passed over.
+pub async fn walk_never_descends_into_directory_links(f: Fixture) {
+    let Some(specials) = &f.specials else {
+        assert!(
+            !f.backend.capabilities().symlinks,
+            "a backend with symlinks needs a Specials maker"
+        );
+        return;
+    };
+    put(&f, "/t/SKILL.md", "skill").await;
+    put(&f, "/t/a/x.md", "x").await;
+    specials.make_symlink(&p("/t/a/up"), "..");
+    specials.make_symlink(&p("/t/b"), ".");
+    specials.make_symlink(&p("/t/file-link"), "SKILL.md");
+    specials.make_symlink(&p("/t/out"), "../../outside");
+    let listed = f.backend.list(&p("/t")).await.unwrap();
+    let b = listed.iter().find(|e| e.name == "b").expect("b listed");
+    assert!(b.symlink && b.kind == EntryKind::Dir, "{b:?}");
+    assert!(!listed.iter().find(|e| e.name == "a").unwrap().symlink);
+    let started = std::time::Instant::now();
+    let walk = f.backend.walk(&p("/t"), WalkLimits::default()).await.unwrap();
+    eprintln!("walk over a/up -> .. and b -> .: {:?}", started.elapsed());
+    assert_eq!(walked(&walk), ["SKILL.md", "file-link", "a/x.md"]);
+    assert!(walk.files[1].entry.symlink);
+    assert!(!walk.truncated);
+    assert_eq!(
+        passed(&walk),
+        [
+            ("/t/b", PassReason::DirectoryLink),
+            ("/t/out", PassReason::UnresolvedLink),
+            ("/t/a/up", PassReason::DirectoryLink),
+        ]
+    );
 }
