@@ -663,8 +663,8 @@ fn metadata(st: &Stat) -> Metadata {
 fn fingerprint(st: &Stat) -> Version {
     let mut text = String::with_capacity(64);
     for (i, part) in [
-        st.st_dev,
-        st.st_ino,
+        st.st_dev as u64,
+        st.st_ino as u64,
         st.st_size as u64,
         st.st_mtime as u64,
         st.st_mtime_nsec as u64,

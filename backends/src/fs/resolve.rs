@@ -60,6 +60,16 @@ pub(super) const LOOKUP: OFlags = OFlags::PATH;
 #[cfg(not(target_os = "linux"))]
 pub(super) const LOOKUP: OFlags = OFlags::RDONLY.union(OFlags::NONBLOCK);
 
+#[cfg(target_os = "linux")]
+fn is_lookup_only(flags: OFlags) -> bool {
+    flags.contains(OFlags::PATH)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn is_lookup_only(_flags: OFlags) -> bool {
+    false
+}
+
 /// Opens `relative` (`.` for `base` itself; no empty segments) beneath
 /// `base` with `flags`, treating links by `links`.
 pub(super) fn open_beneath(
@@ -69,7 +79,7 @@ pub(super) fn open_beneath(
     flags: OFlags,
     links: Links,
 ) -> Result<OwnedFd, Errno> {
-    let flags = if flags.contains(LOOKUP) && LOOKUP.contains(OFlags::PATH) {
+    let flags = if is_lookup_only(flags) {
         // O_PATH admits only a few other flags.
         flags | OFlags::CLOEXEC
     } else {
