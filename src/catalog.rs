@@ -600,6 +600,7 @@ async fn run_batch(
     let head = ReadOptions {
         limit: options.read_limit,
         prefix: Some(options.prefix_bytes),
+        ..ReadOptions::default()
     };
     let paths: Vec<VPath> = reads.iter().map(|j| j.skill_md.clone()).collect();
     let blobs = backend.read_many(&paths, head).await;
@@ -635,6 +636,7 @@ async fn finish(
             let longer = ReadOptions {
                 limit: options.read_limit,
                 prefix: Some(MAX_FRONTMATTER_BYTES as u64 + 16),
+                ..ReadOptions::default()
             };
             let second = match backend.read(&job.skill_md, longer).await {
                 Ok(blob) => blob,

@@ -12,7 +12,9 @@ use crate::vpath::VPath;
 /// Backends mounted at virtual paths, routed by the longest mount point that
 /// is an ancestor of the path by whole segments (`/team` never serves
 /// `/teamwork`). A backend sees paths relative to its own root; errors come
-/// back with paths in the shared namespace. Listing a directory shows the
+/// back with paths in the shared namespace. A read's
+/// [`ReadOptions::confinement`] is counted again from the mount point; one
+/// at or above it confines the read to the mounted backend's root. Listing a directory shows the
 /// mount points below it as directories.
 #[derive(Clone, Default)]
 pub struct MountTable {
@@ -99,6 +101,13 @@ impl MountTable {
     }
 }
 
+impl Mount {
+    /// How many segments below the namespace's root the mount point is.
+    fn depth(&self) -> usize {
+        self.at.segments().count()
+    }
+}
+
 fn outer(err: Error, mount: &Mount) -> Error {
     err.map_path(|inner| inner.rebase(&mount.at).ok())
 }
@@ -149,6 +158,7 @@ impl SkillBackend for MountTable {
             kind: EntryKind::Dir,
             size: None,
             version: None,
+            symlink: false,
         }));
         entries.sort_by(|a, b| a.name.cmp(&b.name));
         // A name listed twice (an object and a prefix) is the later entry.
@@ -177,7 +187,11 @@ impl SkillBackend for MountTable {
     async fn read(&self, path: &VPath, options: ReadOptions) -> Result<Blob> {
         self.refuse_mount_ancestor(path)?;
         let (mount, inner) = self.route(path)?;
-        mount.backend.read(&inner, options).await.map_err(|e| outer(e, mount))
+        mount
+            .backend
+            .read(&inner, options.below_mount(mount.depth()))
+            .await
+            .map_err(|e| outer(e, mount))
     }
 
     async fn put(&self, path: &VPath, data: Bytes, mode: PutMode) -> Result<Version> {
@@ -207,7 +221,7 @@ impl SkillBackend for MountTable {
         let groups = self.group(paths);
         let batches = groups
             .iter()
-            .map(|(mount, _, inner)| mount.backend.read_many(inner, options));
+            .map(|(mount, _, inner)| mount.backend.read_many(inner, options.below_mount(mount.depth())));
         let done = futures::future::join_all(batches).await;
         self.scatter(paths, &groups, done, |p| {
             self.refuse_mount_ancestor(p).and_then(|_| self.route(p).map(|_| ()))

@@ -254,9 +254,9 @@ fn version_of(meta: &ObjectMeta) -> Version {
     }
 }
 
-/// Maps an `object_store` error to a kind. The message keeps the store's own
-/// words (a URL or status), which never hold a local host path for the
-/// remote stores this backend is for.
+/// Maps an `object_store` error to a kind. The store's own message names
+/// the endpoint, the bucket and the key; it stays in the source, for logs,
+/// and is never shown.
 fn store_error(err: object_store::Error, path: &VPath) -> Error {
     use object_store::Error as E;
     let kind = match &err {
@@ -269,15 +269,7 @@ fn store_error(err: object_store::Error, path: &VPath) -> Error {
         E::Generic { .. } => ErrorKind::Unavailable,
         _ => ErrorKind::Other,
     };
-    let detail = match kind {
-        ErrorKind::Unavailable | ErrorKind::Other | ErrorKind::PermissionDenied => Some(err.to_string()),
-        _ => None,
-    };
-    let e = Error::at(kind, path).with_source(err);
-    match detail {
-        Some(d) => e.with_detail(d),
-        None => e,
-    }
+    Error::at(kind, path).with_source(err)
 }
 
 #[async_trait]
@@ -300,6 +292,7 @@ impl SkillBackend for ObjectStoreBackend {
                     kind: EntryKind::Dir,
                     size: None,
                     version: None,
+                    symlink: false,
                 });
             }
         }
@@ -310,6 +303,7 @@ impl SkillBackend for ObjectStoreBackend {
                     kind: EntryKind::File,
                     size: Some(meta.size),
                     version: listed_version(meta),
+                    symlink: false,
                 });
             }
         }
@@ -347,7 +341,10 @@ impl SkillBackend for ObjectStoreBackend {
         }
     }
 
+    /// Keys hold no links: a confined read stays in its directory by its
+    /// path.
     async fn read(&self, path: &VPath, options: ReadOptions) -> Result<Blob> {
+        options.confining_dir(path)?;
         let mut attempt = 0;
         loop {
             match self.read_once(path, options).await {
