@@ -304,6 +304,13 @@ impl Inner {
                 .open_raw_at(self.root.as_fd(), &below, flags, links)
                 .map_err(|errno| self.open_error(errno, path, Purpose::Read));
         }
+        // A path with no link on it cannot leave the directory: one open
+        // settles the common case, and only a path holding a link pays for
+        // opening the directory first.
+        match self.open_raw_at(self.root.as_fd(), path, flags, Links::Refuse) {
+            Err(Errno::LOOP) => {}
+            other => return other.map_err(|errno| self.open_error(errno, path, Purpose::Read)),
+        }
         let base = self.open(&dir, LOOKUP | OFlags::DIRECTORY)?;
         self.open_raw_at(base.as_fd(), &below, flags, links)
             .map_err(|errno| self.open_error(errno, path, Purpose::Read))
