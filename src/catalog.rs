@@ -443,7 +443,7 @@ impl Catalog {
     /// source that won, under the read limit.
     pub async fn read_skill(&self, name: &str) -> Result<Bytes> {
         let skill = self.skill(name)?;
-        let options = ReadOptions::with_limit(self.options.read_limit);
+        let options = ReadOptions::with_limit(self.options.read_limit).confined(skill.dir().segments().count());
         Ok(self.backend.read(&skill.path, options).await?.data)
     }
 
@@ -454,7 +454,9 @@ impl Catalog {
     pub async fn read_file(&self, name: &str, relative: &str) -> Result<Bytes> {
         let skill = self.skill(name)?;
         let path = resolve_inside(skill, relative)?;
-        let options = ReadOptions::with_limit(self.options.read_limit);
+        // Confined: once links resolve, the read must still be inside the
+        // skill's directory.
+        let options = ReadOptions::with_limit(self.options.read_limit).confined(skill.dir().segments().count());
         Ok(self.backend.read(&path, options).await?.data)
     }
 
@@ -602,8 +604,26 @@ async fn run_batch(
         prefix: Some(options.prefix_bytes),
         ..ReadOptions::default()
     };
-    let paths: Vec<VPath> = reads.iter().map(|j| j.skill_md.clone()).collect();
-    let blobs = backend.read_many(&paths, head).await;
+    // Each SKILL.md is read confined to its skill's directory: one batch
+    // per depth, since a confinement counts segments from the root.
+    let mut blobs: Vec<Option<skillstore_backends::Result<skillstore_backends::Blob>>> =
+        (0..reads.len()).map(|_| None).collect();
+    let mut depths: Vec<usize> = reads.iter().map(|j| j.skill_md.segments().count()).collect();
+    depths.sort_unstable();
+    depths.dedup();
+    for depth in depths {
+        let (indexes, paths): (Vec<usize>, Vec<VPath>) = reads
+            .iter()
+            .enumerate()
+            .filter(|(_, j)| j.skill_md.segments().count() == depth)
+            .map(|(i, j)| (i, j.skill_md.clone()))
+            .unzip();
+        let read = backend.read_many(&paths, head.confined(depth - 1)).await;
+        for (i, blob) in indexes.into_iter().zip(read) {
+            blobs[i] = Some(blob);
+        }
+    }
+    let blobs = blobs.into_iter().map(|b| b.expect("every read was made"));
     for (job, blob) in reads.into_iter().zip(blobs) {
         let source = sources.iter().nth(job.source).expect("index from the same list");
         let (version, outcome) = finish(backend, source, &job, blob, options).await;
@@ -637,7 +657,8 @@ async fn finish(
                 limit: options.read_limit,
                 prefix: Some(MAX_FRONTMATTER_BYTES as u64 + 16),
                 ..ReadOptions::default()
-            };
+            }
+            .confined(job.skill_md.segments().count() - 1);
             let second = match backend.read(&job.skill_md, longer).await {
                 Ok(blob) => blob,
                 Err(err) => return (None, outcome_of_error(source, &job.skill_md, &err)),

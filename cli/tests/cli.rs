@@ -990,3 +990,27 @@ fn pack_then_install_round_trips() {
     assert_eq!(base.code, 1);
     assert!(base.stderr.contains("read-only"), "{}", base.stderr);
 }
+
+/// Finding: `read evil references/SKILL.md` printed the base layer's
+/// secret through `team/evil/references -> ../../base/secret`.
+#[test]
+fn link_inside_root_cannot_carry_a_read_across_layers() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("base/secret")).unwrap();
+    std::fs::write(
+        dir.path().join("base/secret/SKILL.md"),
+        "---\nname: secret\ndescription: Base only.\n---\nTOPSECRET\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.path().join("team/evil")).unwrap();
+    std::fs::write(
+        dir.path().join("team/evil/SKILL.md"),
+        "---\nname: evil\ndescription: Tries.\n---\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink("../../base/secret", dir.path().join("team/evil/references")).unwrap();
+    let read = run(&mut in_tree(dir.path(), &["read", "evil", "references/SKILL.md"]));
+    assert_eq!(read.code, 1, "{}", read.stderr);
+    assert!(!read.text().contains("TOPSECRET") && !read.stderr.contains("TOPSECRET"));
+    assert!(read.stderr.contains("symbolic link"), "{}", read.stderr);
+}
