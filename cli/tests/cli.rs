@@ -1014,3 +1014,36 @@ fn link_inside_root_cannot_carry_a_read_across_layers() {
     assert!(!read.text().contains("TOPSECRET") && !read.stderr.contains("TOPSECRET"));
     assert!(read.stderr.contains("symbolic link"), "{}", read.stderr);
 }
+
+/// Finding: `publish` over a tree with `a/up -> ..` walked for hours. It
+/// publishes each file once, names the links it did not follow, and ends.
+#[test]
+fn publish_does_not_follow_directory_links() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("tree");
+    std::fs::create_dir_all(tree.join("base/x/a")).unwrap();
+    std::fs::write(
+        tree.join("base/x/SKILL.md"),
+        "---\nname: x\ndescription: Loops around.\n---\n",
+    )
+    .unwrap();
+    std::fs::write(tree.join("base/x/a/file.md"), "once").unwrap();
+    std::os::unix::fs::symlink("..", tree.join("base/x/a/up")).unwrap();
+    std::os::unix::fs::symlink(".", tree.join("base/x/b")).unwrap();
+    let out = dir.path().join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let published = run(skillstore().args(["publish", tree.to_str().unwrap(), out.to_str().unwrap()]));
+    assert_eq!(published.code, 0, "{}", published.stderr);
+    assert!(
+        published.text().starts_with("published 2 file(s)"),
+        "{}",
+        published.text()
+    );
+    assert!(
+        published.text().contains("/base/x/a/up: a link to a directory"),
+        "{}",
+        published.text()
+    );
+    assert_eq!(std::fs::read_to_string(out.join("base/x/a/file.md")).unwrap(), "once");
+    assert!(!out.join("base/x/a/up").exists());
+}
