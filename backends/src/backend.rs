@@ -97,6 +97,18 @@ impl Entry {
     }
 }
 
+/// A directory's listing with the names that could not be listed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Listing {
+    /// The children a [`VPath`] can name, as [`SkillBackend::list`] gives
+    /// them.
+    pub entries: Vec<Entry>,
+    /// The children no [`VPath`] can name, relative to the listed directory
+    /// and escaped for display (`evil\u{7f}`, `a//b`): safe to show, never
+    /// to use as a path.
+    pub invalid: Vec<String>,
+}
+
 /// How to read one file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReadOptions {
@@ -281,6 +293,17 @@ pub trait SkillBackend: Send + Sync + fmt::Debug {
     /// Errors: [`ErrorKind::NotFound`], [`ErrorKind::NotADirectory`].
     async fn list(&self, dir: &VPath) -> Result<Vec<Entry>>;
 
+    /// [`SkillBackend::list`], plus the names under `dir` that no [`VPath`]
+    /// can hold (an object key with a control character, an empty or `..`
+    /// segment), which `list` leaves out. One odd name never hides the
+    /// valid entries beside it. The default lists and reports nothing odd.
+    async fn list_detailed(&self, dir: &VPath) -> Result<Listing> {
+        Ok(Listing {
+            entries: self.list(dir).await?,
+            invalid: Vec::new(),
+        })
+    }
+
     /// What `path` is, without reading it.
     async fn stat(&self, path: &VPath) -> Result<Metadata>;
 
@@ -344,6 +367,9 @@ impl<T: SkillBackend + ?Sized> SkillBackend for Arc<T> {
     }
     async fn list(&self, dir: &VPath) -> Result<Vec<Entry>> {
         (**self).list(dir).await
+    }
+    async fn list_detailed(&self, dir: &VPath) -> Result<Listing> {
+        (**self).list_detailed(dir).await
     }
     async fn stat(&self, path: &VPath) -> Result<Metadata> {
         (**self).stat(path).await

@@ -69,7 +69,7 @@ mod s3;
 pub mod testkit;
 
 pub use backend::{
-    Blob, Capabilities, DEFAULT_READ_LIMIT, Entry, EntryKind, Metadata, PutMode, ReadOptions, SkillBackend,
+    Blob, Capabilities, DEFAULT_READ_LIMIT, Entry, EntryKind, Listing, Metadata, PutMode, ReadOptions, SkillBackend,
     SkillBackendExt, Version,
 };
 pub use error::{Error, ErrorKind, Result};

@@ -5,7 +5,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use bytes::Bytes;
 
-use crate::backend::{Blob, Capabilities, Entry, EntryKind, Metadata, PutMode, ReadOptions, SkillBackend, Version};
+use crate::backend::{
+    Blob, Capabilities, Entry, EntryKind, Listing, Metadata, PutMode, ReadOptions, SkillBackend, Version,
+};
 use crate::error::{Error, ErrorKind, Result};
 use crate::vpath::VPath;
 
@@ -140,17 +142,21 @@ impl SkillBackend for MountTable {
     }
 
     async fn list(&self, dir: &VPath) -> Result<Vec<Entry>> {
+        Ok(self.list_detailed(dir).await?.entries)
+    }
+
+    async fn list_detailed(&self, dir: &VPath) -> Result<Listing> {
         let mounted = self.mount_children(dir);
         let listed = match self.route(dir) {
-            Ok((mount, inner)) => match mount.backend.list(&inner).await {
-                Ok(entries) => entries,
-                Err(e) if e.kind() == ErrorKind::NotFound && !mounted.is_empty() => Vec::new(),
+            Ok((mount, inner)) => match mount.backend.list_detailed(&inner).await {
+                Ok(listing) => listing,
+                Err(e) if e.kind() == ErrorKind::NotFound && !mounted.is_empty() => Listing::default(),
                 Err(e) => return Err(outer(e, mount)),
             },
             Err(e) if mounted.is_empty() => return Err(e),
-            Err(_) => Vec::new(),
+            Err(_) => Listing::default(),
         };
-        let mut entries = listed;
+        let Listing { mut entries, invalid } = listed;
         // A mount point hides whatever the parent backend has there.
         entries.retain(|e| !mounted.contains(&e.name));
         entries.extend(mounted.into_iter().map(|name| Entry {
@@ -169,7 +175,7 @@ impl SkillBackend for MountTable {
             }
             same
         });
-        Ok(entries)
+        Ok(Listing { entries, invalid })
     }
 
     async fn stat(&self, path: &VPath) -> Result<Metadata> {

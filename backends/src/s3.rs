@@ -105,7 +105,8 @@ impl ObjectStoreBackend {
                 .with_detail("cannot configure the S3 client")
                 .with_source(e)
         })?;
-        ObjectStoreBackend::new(Arc::new(store), &location.prefix)
+        let store = Arc::new(store);
+        Ok(ObjectStoreBackend::new(Arc::clone(&store) as _, &location.prefix)?.with_paginated_listing(store))
     }
 }
 
