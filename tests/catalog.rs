@@ -346,7 +346,7 @@ async fn prompts_render_in_both_styles(kind: Kind) {
     let files: [(&str, &[u8]); 1] = [("/base/pdf/SKILL.md", pdf)];
     let (catalog, _tree) = load(kind, &files, &["/base", "/team"]).await;
     let markdown = render(&catalog, &PromptOptions::default()).text;
-    assert!(markdown.contains("- **pdf**: Fill <forms> & \"more\" (license: MIT; compatibility: Python 3)"));
+    assert!(markdown.contains("- **pdf**: Fill \\<forms\\> & \"more\" (license: MIT; compatibility: Python 3)"));
     assert!(markdown.contains("  - allowed tools: Read, Bash"));
     assert!(markdown.contains("  - instructions: `/base/pdf/SKILL.md`"));
     assert!(markdown.contains("- **Team**: `/team/` (highest priority)"));

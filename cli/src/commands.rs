@@ -237,9 +237,13 @@ pub async fn prompt(
     style: Option<&str>,
     max_chars: Option<usize>,
     template: Option<&Path>,
+    location_root: Option<String>,
 ) -> Result<(), Failure> {
     let namespace = build(global)?;
     let mut options = namespace.prompt_options()?;
+    if location_root.is_some() {
+        options.location_root = location_root;
+    }
     if let Some(style) = style {
         options.style = style.parse::<PromptStyle>()?;
     }

@@ -87,6 +87,9 @@ pub enum Command {
         /// A template with {sources}, {skills} and {warnings} placeholders.
         #[arg(long, value_name = "FILE")]
         template: Option<PathBuf>,
+        /// Where the agent finds the skills (a synced or mounted tree): locations become ROOT/NAME/SKILL.md.
+        #[arg(long, value_name = "DIR")]
+        location_root: Option<String>,
     },
     /// Validate skill directories (or SKILL.md files) against the specification.
     Validate {
@@ -222,7 +225,17 @@ async fn run(args: Args) -> Result<(), Failure> {
             style,
             max_chars,
             template,
-        } => commands::prompt(&args.global, style.as_deref(), max_chars, template.as_deref()).await,
+            location_root,
+        } => {
+            commands::prompt(
+                &args.global,
+                style.as_deref(),
+                max_chars,
+                template.as_deref(),
+                location_root,
+            )
+            .await
+        }
         Command::Validate { json, paths } => validate::run(&paths, json).await,
         Command::Publish {
             dir,

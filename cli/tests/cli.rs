@@ -1047,3 +1047,25 @@ fn publish_does_not_follow_directory_links() {
     assert_eq!(std::fs::read_to_string(out.join("base/x/a/file.md")).unwrap(), "once");
     assert!(!out.join("base/x/a/up").exists());
 }
+
+/// `prompt` with no skills prints nothing; `--location-root` puts every
+/// location under the synced or mounted tree.
+#[test]
+fn prompt_is_empty_without_skills_and_follows_a_location_root() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("base")).unwrap();
+    std::fs::create_dir_all(dir.path().join("team")).unwrap();
+    let empty = run(&mut in_tree(dir.path(), &["prompt"]));
+    assert_eq!(empty.code, 0, "{}", empty.stderr);
+    assert!(empty.stdout.is_empty(), "{}", empty.text());
+
+    let rooted = run(skillstore().args(["prompt", "--style", "xml", "--location-root", "/mnt/skills"]));
+    assert_eq!(rooted.code, 0, "{}", rooted.stderr);
+    assert!(
+        rooted
+            .text()
+            .contains("<location>/mnt/skills/csv-report/SKILL.md</location>"),
+        "{}",
+        rooted.text()
+    );
+}
