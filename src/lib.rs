@@ -41,18 +41,17 @@ pub mod config;
 pub mod diagnostic;
 pub mod edit;
 pub mod error;
-mod fast_yaml;
 mod frontmatter;
 pub mod prompt;
 mod shared_catalog;
 pub mod skill;
 pub mod source;
-mod yaml_tokens;
+pub mod validate;
 
 pub use skillstore_backends as backends;
 
-pub use catalog::{Catalog, LoadOptions, SKILL_FILE, Shadowed, Skill, SkillFilter};
-pub use diagnostic::Diagnostic;
+pub use catalog::{Catalog, LoadOptions, Shadowed, Skill, SkillFilter};
+pub use diagnostic::{Diagnostic, DiagnosticKind};
 pub use edit::check::{ContentCheck, DefaultContentCheck, PendingFile, Verdict};
 pub use edit::history::{Action, Record};
 pub use edit::{Change, Patch, SkillEditor};
@@ -60,7 +59,10 @@ pub use error::{Error, Result};
 pub use frontmatter::MAX_FRONTMATTER_BYTES;
 pub use prompt::{Prompt, PromptOptions, PromptStyle, render};
 pub use shared_catalog::SharedCatalog;
-pub use skill::{Parsed, Problem, ProblemKind, Severity, SkillMetadata, Strictness, parse_frontmatter, parse_skill_md};
+pub use skill::{
+    LOWERCASE_SKILL_FILE, Parsed, Problem, ProblemKind, SKILL_FILE, Severity, SkillMetadata, Strictness,
+    parse_frontmatter, parse_skill_md,
+};
 pub use source::{Patterns, Source, SourceList};
 
 /// The README's examples, compiled and run as doctests.
