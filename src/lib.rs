@@ -61,7 +61,7 @@ pub use prompt::{Prompt, PromptOptions, PromptStyle, render};
 pub use shared_catalog::SharedCatalog;
 pub use skill::{
     LOWERCASE_SKILL_FILE, Parsed, Problem, ProblemKind, SKILL_FILE, Severity, SkillMetadata, Strictness,
-    parse_frontmatter, parse_skill_md,
+    parse_frontmatter, parse_frontmatter_reference, parse_skill_md,
 };
 pub use source::{Patterns, Source, SourceList};
 
