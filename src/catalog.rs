@@ -20,14 +20,15 @@ use skillstore_backends::{
     is_valid_segment,
 };
 
-use crate::diagnostic::Diagnostic;
+use crate::diagnostic::{Diagnostic, DiagnosticKind};
 use crate::error::{Error, Result};
 use crate::frontmatter::MAX_FRONTMATTER_BYTES;
-use crate::skill::{Parsed, Problem, ProblemKind, Scan, Severity, SkillMetadata, Strictness, parse_frontmatter, scan};
+pub use crate::skill::SKILL_FILE;
+use crate::skill::{
+    LOWERCASE_SKILL_FILE, Parsed, Problem, ProblemKind, Scan, Severity, SkillMetadata, Strictness, parse_frontmatter,
+    scan,
+};
 use crate::source::{Patterns, Source, SourceList};
-
-/// The file that makes a directory a skill.
-pub const SKILL_FILE: &str = "SKILL.md";
 
 /// How a catalog is loaded.
 #[derive(Debug, Clone)]
@@ -199,8 +200,10 @@ impl Job {
     }
 }
 
-/// What a job found.
-type Done = (usize, usize, Option<Version>, Outcome);
+/// What a job found: the source and candidate, the version and path of the
+/// file read (`SKILL.md`, or `skill.md` when only that is there), and the
+/// outcome.
+type Done = (usize, usize, Option<Version>, VPath, Outcome);
 
 impl Catalog {
     /// Loads every source of `sources` from `backend`. Never fails as a
@@ -243,11 +246,15 @@ impl Catalog {
                     let mut candidates = Vec::with_capacity(dirs.len());
                     for dir_name in dirs {
                         let skill_md = skill_file(source, &dir_name).expect("checked when listed");
+                        let previous = known.get(dir_name.as_str()).map(|old| (*old).clone());
                         work.push(Job {
                             source: i,
                             candidate: candidates.len(),
-                            skill_md: skill_md.clone(),
-                            previous: known.get(dir_name.as_str()).map(|old| (*old).clone()),
+                            // A skill read from `skill.md` is checked there.
+                            skill_md: previous
+                                .as_ref()
+                                .map_or_else(|| skill_md.clone(), |old| old.skill_md.clone()),
+                            previous,
                         });
                         candidates.push(Candidate {
                             dir_name,
@@ -265,10 +272,13 @@ impl Catalog {
                     Some(old) if matches!(old.listing, Listing::Loaded) || !old.candidates.is_empty() => SourceState {
                         listing: Listing::Failed(Diagnostic::new(
                             Severity::Warning,
-                            "source_stale",
+                            DiagnosticKind::SourceStale,
                             Some(source.name()),
                             Some(source.path()),
-                            format!("cannot list the source now ({err}); keeping the skills it had at the last load"),
+                            format!(
+                                "cannot list the source now ({}); keeping the skills it had at the last load",
+                                err.kind().describe()
+                            ),
                         )),
                         candidates: old.candidates.clone(),
                     },
@@ -305,9 +315,10 @@ impl Catalog {
             .await;
         let done = done.into_iter().flatten();
         let read = started.elapsed();
-        for (s, c, version, outcome) in done {
+        for (s, c, version, path, outcome) in done {
             let candidate = &mut states[s].candidates[c];
             candidate.version = version;
+            candidate.skill_md = path;
             candidate.outcome = outcome;
         }
 
@@ -356,7 +367,7 @@ impl Catalog {
             skill_md: skill_md.clone(),
             previous: None,
         };
-        let (_, _, version, outcome) = run_batch(&*self.backend, &self.sources, &self.options, vec![job])
+        let (_, _, version, skill_md, outcome) = run_batch(&*self.backend, &self.sources, &self.options, vec![job])
             .await
             .pop()
             .expect("one job gives one result");
@@ -370,6 +381,7 @@ impl Catalog {
                 }
                 (Ok(i), _) => {
                     candidates[i].version = version;
+                    candidates[i].skill_md = skill_md;
                     candidates[i].outcome = outcome;
                 }
                 (Err(_), Outcome::NotASkill) => {}
@@ -432,7 +444,7 @@ impl Catalog {
     /// True when some source could not be listed at the last refresh and
     /// its skills are the ones of an earlier load.
     pub fn is_stale(&self) -> bool {
-        self.diagnostics.iter().any(|d| d.kind == "source_stale")
+        self.diagnostics.iter().any(|d| d.kind == DiagnosticKind::SourceStale)
     }
 
     fn skill(&self, name: &str) -> Result<&Skill> {
@@ -518,7 +530,7 @@ fn resolve_inside(skill: &Skill, relative: &str) -> Result<VPath> {
 /// links to some) it admits, in ascending order of `"<name>/"`.
 async fn list_source(backend: &dyn SkillBackend, source: &Source) -> skillstore_backends::Result<Vec<String>> {
     let entries = backend.list(source.path()).await.inspect_err(|e| {
-        tracing::debug!(source = source.name(), error = %e, "cannot list a source");
+        tracing::debug!(source = source.name(), path = %source.path(), error = %e, "cannot list a source");
     })?;
     // The longest directory name whose SKILL.md still fits in a path.
     let room = MAX_PATH_BYTES.saturating_sub(source.path().as_str().len() + 2 + SKILL_FILE.len());
@@ -555,18 +567,22 @@ fn skill_file(source: &Source, dir_name: &str) -> skillstore_backends::Result<VP
     source.path().join(&relative)
 }
 
+/// The diagnostic of a source that cannot be listed. Its message is made
+/// of the error's kind and the source's virtual path only: a backend's own
+/// message may name an endpoint, a bucket or a host path, so it goes to
+/// the debug log alone.
 fn source_failure(source: &Source, err: &skillstore_backends::Error) -> Diagnostic {
     let (severity, kind) = match err.kind() {
-        ErrorKind::NotFound => (Severity::Warning, "source_not_found"),
-        ErrorKind::Unavailable => (Severity::Error, "source_unavailable"),
-        other => (Severity::Error, other.as_str()),
+        ErrorKind::NotFound => (Severity::Warning, DiagnosticKind::SourceNotFound),
+        ErrorKind::Unavailable => (Severity::Error, DiagnosticKind::SourceUnavailable),
+        other => (Severity::Error, DiagnosticKind::Storage(other)),
     };
     Diagnostic::new(
         severity,
         kind,
         Some(source.name()),
         Some(source.path()),
-        format!("cannot list the source: {err}"),
+        format!("cannot list the source {}: {}", source.path(), err.kind().describe()),
     )
 }
 
@@ -587,10 +603,13 @@ async fn run_batch(
             let old = job.previous.take().expect("partitioned on previous");
             match stat {
                 Ok(meta) if meta.version.is_some() && meta.version == old.version => {
-                    done.push((job.source, job.candidate, old.version, old.outcome));
+                    done.push((job.source, job.candidate, old.version, job.skill_md, old.outcome));
                 }
                 Err(err) if matches!(err.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => {
-                    done.push((job.source, job.candidate, None, Outcome::NotASkill));
+                    // Gone, or renamed between `SKILL.md` and `skill.md`:
+                    // read again from the usual name.
+                    job.skill_md = with_file(&job.skill_md, SKILL_FILE);
+                    reads.push(job);
                 }
                 _ => reads.push(job),
             }
@@ -626,24 +645,50 @@ async fn run_batch(
     let blobs = blobs.into_iter().map(|b| b.expect("every read was made"));
     for (job, blob) in reads.into_iter().zip(blobs) {
         let source = sources.iter().nth(job.source).expect("index from the same list");
-        let (version, outcome) = finish(backend, source, &job, blob, options).await;
-        done.push((job.source, job.candidate, version, outcome));
+        let (version, path, outcome) = finish(backend, source, &job, blob, options).await;
+        done.push((job.source, job.candidate, version, path, outcome));
     }
     done
 }
 
+/// The file `name` in the directory of `skill_md`.
+fn with_file(skill_md: &VPath, name: &str) -> VPath {
+    skill_md
+        .parent()
+        .and_then(|dir| dir.join(name).ok())
+        .expect("a SKILL.md has a parent, where a file of a shorter name fits")
+}
+
 /// Parses the head of a SKILL.md, reading a longer prefix when the
-/// frontmatter does not close inside the first one.
+/// frontmatter does not close inside the first one. A directory without
+/// `SKILL.md` but with `skill.md` is read from that, with a warning. The
+/// path returned is the file's that was read.
 async fn finish(
     backend: &dyn SkillBackend,
     source: &Source,
     job: &Job,
     first: skillstore_backends::Result<skillstore_backends::Blob>,
     options: &LoadOptions,
-) -> (Option<Version>, Outcome) {
+) -> (Option<Version>, VPath, Outcome) {
+    let mut skill_md = job.skill_md.clone();
     let first = match first {
         Ok(blob) => blob,
-        Err(err) => return (None, outcome_of_error(source, &job.skill_md, &err)),
+        Err(err) if err.kind() == ErrorKind::NotFound && skill_md.as_str().ends_with(SKILL_FILE) => {
+            skill_md = with_file(&skill_md, LOWERCASE_SKILL_FILE);
+            let head = ReadOptions {
+                limit: options.read_limit,
+                prefix: Some(options.prefix_bytes),
+                ..ReadOptions::default()
+            }
+            .confined(skill_md.segments().count() - 1);
+            match backend.read(&skill_md, head).await {
+                Ok(blob) => blob,
+                Err(err) => {
+                    return (None, job.skill_md.clone(), outcome_of_error(source, &skill_md, &err));
+                }
+            }
+        }
+        Err(err) => return (None, skill_md.clone(), outcome_of_error(source, &skill_md, &err)),
     };
     let parsed = match scan(&first.data, first.is_complete()) {
         Scan::Yaml(yaml) => Some(parse_frontmatter(yaml, Some(job.dir_name()), Strictness::Lenient)),
@@ -658,10 +703,10 @@ async fn finish(
                 prefix: Some(MAX_FRONTMATTER_BYTES as u64 + 16),
                 ..ReadOptions::default()
             }
-            .confined(job.skill_md.segments().count() - 1);
-            let second = match backend.read(&job.skill_md, longer).await {
+            .confined(skill_md.segments().count() - 1);
+            let second = match backend.read(&skill_md, longer).await {
                 Ok(blob) => blob,
-                Err(err) => return (None, outcome_of_error(source, &job.skill_md, &err)),
+                Err(err) => return (None, skill_md.clone(), outcome_of_error(source, &skill_md, &err)),
             };
             let parsed = match scan(&second.data, second.is_complete()) {
                 Scan::Yaml(yaml) => parse_frontmatter(yaml, Some(job.dir_name()), Strictness::Lenient),
@@ -671,22 +716,40 @@ async fn finish(
             (parsed, second.version)
         }
     };
-    (Some(version), outcome_of_parse(source, &job.skill_md, parsed))
+    let mut parsed = parsed;
+    if !skill_md.as_str().ends_with(SKILL_FILE) {
+        parsed.problems.insert(
+            0,
+            Problem {
+                kind: ProblemKind::LowercaseSkillMd,
+                severity: Severity::Warning,
+                message: format!(
+                    "the file is named `{LOWERCASE_SKILL_FILE}`; the specification names it `{SKILL_FILE}`"
+                ),
+            },
+        );
+    }
+    let outcome = outcome_of_parse(source, &skill_md, parsed);
+    (Some(version), skill_md, outcome)
 }
 
+/// The outcome of a SKILL.md that cannot be read. As with a source, the
+/// message is made of the kind and the virtual path; the backend's own
+/// message goes to the debug log.
 fn outcome_of_error(source: &Source, skill_md: &VPath, err: &skillstore_backends::Error) -> Outcome {
     let kind = match err.kind() {
         ErrorKind::NotFound | ErrorKind::NotADirectory => return Outcome::NotASkill,
-        ErrorKind::TooLarge => ProblemKind::FileTooLarge.as_str(),
-        other => other.as_str(),
+        ErrorKind::TooLarge => DiagnosticKind::Problem(ProblemKind::FileTooLarge),
+        other => DiagnosticKind::Storage(other),
     };
+    tracing::debug!(source = source.name(), path = %skill_md, error = %err, "cannot read a skill");
     Outcome::Rejected {
         diagnostics: vec![Diagnostic::new(
             Severity::Error,
             kind,
             Some(source.name()),
             Some(skill_md),
-            format!("cannot read the skill: {err}"),
+            format!("cannot read {skill_md}: {}", err.kind().describe()),
         )],
     }
 }
@@ -695,15 +758,7 @@ fn outcome_of_parse(source: &Source, skill_md: &VPath, parsed: Parsed) -> Outcom
     let diagnostics = parsed
         .problems
         .iter()
-        .map(|p: &Problem| {
-            Diagnostic::new(
-                p.severity,
-                p.kind.as_str(),
-                Some(source.name()),
-                Some(skill_md),
-                &p.message,
-            )
-        })
+        .map(|p: &Problem| Diagnostic::new(p.severity, p.kind, Some(source.name()), Some(skill_md), &p.message))
         .collect();
     match parsed.skill {
         Some(metadata) => Outcome::Loaded {
@@ -757,7 +812,7 @@ fn merge(
                     if previous.source == skill.source {
                         diagnostics.push(Diagnostic::new(
                             Severity::Warning,
-                            "duplicate_name",
+                            DiagnosticKind::DuplicateName,
                             Some(source.name()),
                             Some(&skill.path),
                             format!(

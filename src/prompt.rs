@@ -250,7 +250,7 @@ fn warnings(catalog: &Catalog, style: PromptStyle) -> String {
         .diagnostics()
         .iter()
         .filter(|d| {
-            d.kind.starts_with("source_")
+            d.kind.is_about_source()
                 || d.path
                     .as_ref()
                     .is_some_and(|p| catalog.sources().iter().any(|s| s.path() == p))

@@ -230,7 +230,7 @@ impl Destination {
         self.editor
             .install(&read, options)
             .await
-            .map_err(|e| e.kind().to_owned())
+            .map_err(|e| e.kind().as_str().to_owned())
     }
 
     /// Asserts that installing `archive` is refused with `kind` and that

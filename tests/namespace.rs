@@ -49,10 +49,7 @@ async fn link_in_writable_source_cannot_write_into_base_layer() {
         .await
         .unwrap_err();
     assert!(
-        matches!(
-            err.kind(),
-            "symlink_escape" | "symlink_refused" | "symlink_in_write_path"
-        ),
+        matches!(err.kind().as_str(), "write_through_symlink" | "symlink_escape"),
         "{err}"
     );
     assert!(!dir.path().join("base/secret/x.md").exists());
@@ -234,7 +231,7 @@ async fn link_in_skill_cannot_read_another_layer() {
         let catalog = config(&yaml, dir.path()).open().unwrap().load().await;
         for relative in ["references/notes.md", "references/SKILL.md"] {
             let err = catalog.read_file("evil", relative).await.unwrap_err();
-            assert!(err.kind().starts_with("symlink"), "{relative}: {err}");
+            assert!(err.kind().as_str().starts_with("symlink"), "{relative}: {err}");
             assert!(!err.to_string().contains("TOPSECRET"));
         }
         // A link that stays inside the skill still works.

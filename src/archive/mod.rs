@@ -196,7 +196,7 @@ impl ArchiveError {
     pub fn kind(&self) -> &'static str {
         match self {
             ArchiveError::Refused { kind, .. } => kind.as_str(),
-            ArchiveError::Skill(e) => e.kind(),
+            ArchiveError::Skill(e) => e.kind().as_str(),
         }
     }
 

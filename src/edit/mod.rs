@@ -17,9 +17,9 @@ use std::sync::Arc;
 use bytes::Bytes;
 use skillstore_backends::{ErrorKind, PutMode, ReadOptions, SkillBackend, VPath, Version, is_valid_segment};
 
-use crate::catalog::SKILL_FILE;
 use crate::error::{Error, Result};
 use crate::shared_catalog::SharedCatalog;
+use crate::skill::SKILL_FILE;
 use crate::skill::{Strictness, parse_skill_md};
 use crate::source::Source;
 use check::{ContentCheck, DefaultContentCheck, PendingFile, Verdict};
