@@ -146,7 +146,8 @@ impl std::fmt::Debug for Catalog {
 /// What the last listing of a source gave.
 #[derive(Debug, Clone)]
 enum Listing {
-    Loaded,
+    /// Listed; with a warning for each name no path can hold.
+    Loaded(Vec<Diagnostic>),
     Failed(Diagnostic),
 }
 
@@ -239,7 +240,7 @@ impl Catalog {
         for (i, (source, listing)) in self.sources.iter().zip(listings).enumerate() {
             let before = previous.and_then(|p| p.get(i));
             match listing {
-                Ok(dirs) => {
+                Ok((dirs, odd)) => {
                     let known: HashMap<&str, &Candidate> = before
                         .map(|s| s.candidates.iter().map(|c| (c.dir_name.as_str(), c)).collect())
                         .unwrap_or_default();
@@ -263,25 +264,39 @@ impl Catalog {
                             outcome: Outcome::NotASkill,
                         });
                     }
+                    let notes = odd
+                        .into_iter()
+                        .map(|name| {
+                            Diagnostic::new(
+                                Severity::Warning,
+                                DiagnosticKind::InvalidKey,
+                                Some(source.name()),
+                                Some(source.path()),
+                                format!("`{name}` cannot be a skill: no virtual path can hold its name"),
+                            )
+                        })
+                        .collect();
                     states.push(SourceState {
-                        listing: Listing::Loaded,
+                        listing: Listing::Loaded(notes),
                         candidates,
                     });
                 }
                 Err(err) => states.push(match before {
-                    Some(old) if matches!(old.listing, Listing::Loaded) || !old.candidates.is_empty() => SourceState {
-                        listing: Listing::Failed(Diagnostic::new(
-                            Severity::Warning,
-                            DiagnosticKind::SourceStale,
-                            Some(source.name()),
-                            Some(source.path()),
-                            format!(
-                                "cannot list the source now ({}); keeping the skills it had at the last load",
-                                err.kind().describe()
-                            ),
-                        )),
-                        candidates: old.candidates.clone(),
-                    },
+                    Some(old) if matches!(old.listing, Listing::Loaded(_)) || !old.candidates.is_empty() => {
+                        SourceState {
+                            listing: Listing::Failed(Diagnostic::new(
+                                Severity::Warning,
+                                DiagnosticKind::SourceStale,
+                                Some(source.name()),
+                                Some(source.path()),
+                                format!(
+                                    "cannot list the source now ({}); keeping the skills it had at the last load",
+                                    err.kind().describe()
+                                ),
+                            )),
+                            candidates: old.candidates.clone(),
+                        }
+                    }
                     _ => SourceState {
                         listing: Listing::Failed(source_failure(source, &err)),
                         candidates: Vec::new(),
@@ -528,22 +543,35 @@ fn resolve_inside(skill: &Skill, relative: &str) -> Result<VPath> {
 
 /// Lists a source: the names of its subdirectories (or entries that may be
 /// links to some) it admits, in ascending order of `"<name>/"`.
-async fn list_source(backend: &dyn SkillBackend, source: &Source) -> skillstore_backends::Result<Vec<String>> {
-    let entries = backend.list(source.path()).await.inspect_err(|e| {
+/// Lists a source: the names of its subdirectories (or entries that may be
+/// links to some) it admits, in ascending order of `"<name>/"`, and the
+/// names (escaped) no path can hold.
+async fn list_source(
+    backend: &dyn SkillBackend,
+    source: &Source,
+) -> skillstore_backends::Result<(Vec<String>, Vec<String>)> {
+    let listing = backend.list_detailed(source.path()).await.inspect_err(|e| {
         tracing::debug!(source = source.name(), path = %source.path(), error = %e, "cannot list a source");
     })?;
     // The longest directory name whose SKILL.md still fits in a path.
     let room = MAX_PATH_BYTES.saturating_sub(source.path().as_str().len() + 2 + SKILL_FILE.len());
-    let mut names: Vec<String> = entries
-        .into_iter()
-        .filter(|e| matches!(e.kind, EntryKind::Dir | EntryKind::Other))
-        .map(|e| e.name)
+    let mut odd = listing.invalid;
+    let mut names: Vec<String> = Vec::with_capacity(listing.entries.len());
+    for entry in listing.entries {
+        if !matches!(entry.kind, EntryKind::Dir | EntryKind::Other) {
+            continue;
+        }
         // A backend of someone else's making could list a name no path can
         // hold; it cannot be a skill.
-        .filter(|name| name.len() <= room && is_valid_segment(name) && source.admits(name))
-        .collect();
+        if !is_valid_segment(&entry.name) || entry.name.len() > room {
+            odd.push(entry.name.escape_debug().to_string());
+        } else if source.admits(&entry.name) {
+            names.push(entry.name);
+        }
+    }
     names.sort_unstable_by(|a, b| slash_order(a, b));
-    Ok(names)
+    odd.sort();
+    Ok((names, odd))
 }
 
 /// Orders directory names as their paths with a trailing `/` compare
@@ -780,8 +808,9 @@ fn merge(
     let mut index = NameIndex::with_capacity(capacity);
     let mut diagnostics = Vec::new();
     for (source, state) in sources.iter().zip(states) {
-        if let Listing::Failed(diagnostic) = &state.listing {
-            diagnostics.push(diagnostic.clone());
+        match &state.listing {
+            Listing::Failed(diagnostic) => diagnostics.push(diagnostic.clone()),
+            Listing::Loaded(notes) => diagnostics.extend(notes.iter().cloned()),
         }
         for candidate in &state.candidates {
             let metadata = match &candidate.outcome {

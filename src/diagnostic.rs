@@ -25,6 +25,10 @@ pub enum DiagnosticKind {
     SourceStale,
     /// Two skills of one source share a name (`duplicate_name`).
     DuplicateName,
+    /// A source's storage holds a name no virtual path can carry (an object
+    /// key with a control character, an empty or `..` segment); the rest of
+    /// the source loads (`invalid_key`).
+    InvalidKey,
 }
 
 impl DiagnosticKind {
@@ -37,6 +41,7 @@ impl DiagnosticKind {
             DiagnosticKind::SourceUnavailable => "source_unavailable",
             DiagnosticKind::SourceStale => "source_stale",
             DiagnosticKind::DuplicateName => "duplicate_name",
+            DiagnosticKind::InvalidKey => "invalid_key",
         }
     }
 
@@ -181,6 +186,7 @@ mod tests {
             (DiagnosticKind::SourceUnavailable, "source_unavailable"),
             (DiagnosticKind::SourceStale, "source_stale"),
             (DiagnosticKind::DuplicateName, "duplicate_name"),
+            (DiagnosticKind::InvalidKey, "invalid_key"),
         ];
         let all = problems
             .iter()

@@ -1069,3 +1069,19 @@ fn prompt_is_empty_without_skills_and_follows_a_location_root() {
         rooted.text()
     );
 }
+
+/// `validate path/to/references/x.md` judged the file's directory as a
+/// skill; a path that is neither a skill directory nor its SKILL.md is an
+/// error that says so.
+#[test]
+fn validate_refuses_a_path_that_is_not_a_skill() {
+    let out = run(skillstore().args(["validate", "examples/skills/base/csv-report/references/format.md"]));
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(out.text().starts_with("invalid"), "{}", out.text());
+    let ok = run(skillstore().args([
+        "validate",
+        "examples/skills/base/csv-report",
+        "examples/skills/base/csv-report/SKILL.md",
+    ]));
+    assert_eq!(ok.code, 0, "{} {}", ok.text(), ok.stderr);
+}
