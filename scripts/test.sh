@@ -3,7 +3,8 @@
 # environments the tests drive (moto, a second S3 server; skills-ref, the
 # specification's reference validator) under target/, starts moto on a free
 # loopback port, and runs `cargo test` with the tests that need them
-# included. Re-runs reuse the environments.
+# included, then the Python package's tests (scripts/test-python.sh).
+# Re-runs reuse the environments.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -44,3 +45,6 @@ export SKILLSTORE_AGENTSKILLS="$PWD/$venvs/skills-ref/bin/agentskills"
 
 echo "== cargo test (every crate, the tests needing moto and skills-ref included)"
 cargo test --workspace --all-features -- --include-ignored
+
+echo "== python package (scripts/test-python.sh)"
+bash scripts/test-python.sh
