@@ -141,3 +141,105 @@ async fn read(backend: &FsBackend, file: &str) -> skillstore_backends::Result<sk
     let path = VPath::root().join(file)?;
     backend.read(&path, ReadOptions::default()).await
 }
+/// One problem found in a tree before it is published.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TreeProblem {
+    /// The file concerned, as a path in the tree.
+    pub path: VPath,
+    /// A stable snake_case kind (`name_mismatch`, `content_blocked`, ...).
+    pub kind: String,
+    /// What is wrong, for a person.
+    pub message: String,
+}
+
+/// What [`check_tree`] found: errors refuse the tree, warnings do not.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct TreeReport {
+    /// Problems that must stop an upload.
+    pub errors: Vec<TreeProblem>,
+    /// Problems worth reporting that do not.
+    pub warnings: Vec<TreeProblem>,
+}
+
+/// Checks the `files` of a tree (read through `backend`, under its read
+/// guards) as the editor checks a write, before any of them is uploaded:
+/// every `SKILL.md` passes strict validation with its name matching its
+/// directory, and every file of a skill passes `check` (the default blocks
+/// executable binaries). A file outside any skill directory is checked for
+/// content alone.
+pub async fn check_tree(
+    backend: &dyn SkillBackend,
+    files: &[VPath],
+    check: &dyn crate::edit::check::ContentCheck,
+) -> TreeReport {
+    use crate::edit::check::{PendingFile, Verdict};
+    let skill_dirs: std::collections::HashSet<VPath> = files
+        .iter()
+        .filter(|f| f.file_name() == Some(SKILL_FILE))
+        .filter_map(|f| f.parent())
+        .collect();
+    let mut report = TreeReport::default();
+    for file in files {
+        let data = match backend.read(file, ReadOptions::default()).await {
+            Ok(blob) => blob.data,
+            Err(e) => {
+                report.errors.push(TreeProblem {
+                    path: file.clone(),
+                    kind: e.kind().as_str().to_owned(),
+                    message: e.to_string(),
+                });
+                continue;
+            }
+        };
+        let mut skill = None;
+        let mut dir = file.parent();
+        while let Some(current) = dir {
+            if skill_dirs.contains(&current) {
+                skill = Some(current);
+                break;
+            }
+            dir = current.parent();
+        }
+        let (skill_name, relative) = match &skill {
+            Some(dir) => (
+                dir.file_name().unwrap_or_default(),
+                file.strip_prefix(dir)
+                    .map(|r| r.relative_str().to_owned())
+                    .unwrap_or_default(),
+            ),
+            None => ("", file.relative_str().to_owned()),
+        };
+        if skill.is_some() && relative == SKILL_FILE {
+            for problem in parse_skill_md(&data, Some(skill_name), Strictness::Strict).problems {
+                let found = TreeProblem {
+                    path: file.clone(),
+                    kind: problem.kind.as_str().to_owned(),
+                    message: problem.message,
+                };
+                if problem.severity == Severity::Error {
+                    report.errors.push(found);
+                } else {
+                    report.warnings.push(found);
+                }
+            }
+        }
+        match check.check(&PendingFile {
+            skill: skill_name,
+            path: &relative,
+            data: &data,
+        }) {
+            Verdict::Allow => {}
+            Verdict::Warn(reason) => report.warnings.push(TreeProblem {
+                path: file.clone(),
+                kind: "content_warning".into(),
+                message: reason,
+            }),
+            Verdict::Block(reason) => report.errors.push(TreeProblem {
+                path: file.clone(),
+                kind: "content_blocked".into(),
+                message: reason,
+            }),
+        }
+    }
+    report
+}

@@ -109,6 +109,9 @@ pub enum Command {
         /// Uploads in flight at once.
         #[arg(long, default_value_t = 16)]
         concurrency: usize,
+        /// Upload without strict validation and the content check (refused trees are listed otherwise).
+        #[arg(long)]
+        no_check: bool,
     },
     /// Create, change, delete and roll back skills in a writable source.
     #[command(subcommand)]
@@ -241,7 +244,8 @@ async fn run(args: Args) -> Result<(), Failure> {
             dir,
             location,
             concurrency,
-        } => publish::run(&dir, &location, concurrency).await,
+            no_check,
+        } => publish::run(&dir, &location, concurrency, !no_check).await,
         Command::Skill(command) => skill::run(&args.global, command).await,
         Command::Pack { skill_dir, output } => archive::pack(&skill_dir, output.as_deref()).await,
         Command::Install {

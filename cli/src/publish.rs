@@ -14,9 +14,11 @@ use skillstore::backends::{
     SkillBackend, SkillBackendExt, SymlinkPolicy, VPath, WalkLimits,
 };
 
+use super::terminal::shown;
 use super::{Failure, emit};
-use skillstore::Location;
 use skillstore::location::read_local_text;
+use skillstore::validate::check_tree;
+use skillstore::{DefaultContentCheck, Location};
 
 /// A file found in the local tree.
 struct LocalFile {
@@ -37,7 +39,7 @@ enum Sent {
     Failed(String),
 }
 
-pub async fn run(dir: &Path, location: &str, concurrency: usize) -> Result<(), Failure> {
+pub async fn run(dir: &Path, location: &str, concurrency: usize, checked: bool) -> Result<(), Failure> {
     let local = FsBackend::with_policy(dir, SymlinkPolicy::WithinRoot)
         .map_err(|e| Failure::usage(format!("cannot open the directory {}: {e}", dir.display())))?
         .read_only();
@@ -60,6 +62,25 @@ pub async fn run(dir: &Path, location: &str, concurrency: usize) -> Result<(), F
     }
 
     let (files, mut skipped) = walk(&local).await?;
+    if checked {
+        let paths: Vec<VPath> = files.iter().map(|f| f.path.clone()).collect();
+        let report = check_tree(&local, &paths, &DefaultContentCheck).await;
+        for w in &report.warnings {
+            eprintln!("warning: {}: [{}] {}", w.path, w.kind, shown(&w.message));
+        }
+        if !report.errors.is_empty() {
+            let list: Vec<String> = report
+                .errors
+                .iter()
+                .map(|e| format!("  {}: [{}] {}", e.path, e.kind, shown(&e.message)))
+                .collect();
+            return Err(Failure::failed(format!(
+                "nothing published: {} problem(s) (pass --no-check to publish anyway)\n{}",
+                report.errors.len(),
+                list.join("\n")
+            )));
+        }
+    }
     let total: u64 = files.iter().map(|f| f.size).sum();
     let bar = if std::io::stderr().is_terminal() {
         let bar = ProgressBar::new(total);

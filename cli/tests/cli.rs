@@ -1085,3 +1085,43 @@ fn validate_refuses_a_path_that_is_not_a_skill() {
     ]));
     assert_eq!(ok.code, 0, "{} {}", ok.text(), ok.stderr);
 }
+
+/// Finding: `publish` uploaded without validation or the content check.
+/// It refuses a tree with errors and lists them, unless `--no-check`.
+#[test]
+fn publish_validates_and_checks_content_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("tree");
+    std::fs::create_dir_all(tree.join("base/good/assets")).unwrap();
+    std::fs::create_dir_all(tree.join("base/misnamed")).unwrap();
+    std::fs::write(
+        tree.join("base/good/SKILL.md"),
+        "---\nname: good\ndescription: Fine.\n---\n",
+    )
+    .unwrap();
+    std::fs::write(tree.join("base/good/assets/tool"), b"\x7fELF\x02\x01\x01\0").unwrap();
+    std::fs::write(
+        tree.join("base/misnamed/SKILL.md"),
+        "---\nname: other\ndescription: Wrong name.\n---\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let refused = run(skillstore().args(["publish", tree.to_str().unwrap(), out.to_str().unwrap()]));
+    assert_eq!(refused.code, 1, "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("/base/good/assets/tool: [content_blocked]"),
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        refused.stderr.contains("/base/misnamed/SKILL.md: [name_mismatch]"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(std::fs::read_dir(&out).unwrap().count(), 0, "nothing was published");
+
+    let forced = run(skillstore().args(["publish", "--no-check", tree.to_str().unwrap(), out.to_str().unwrap()]));
+    assert_eq!(forced.code, 0, "{}", forced.stderr);
+    assert!(out.join("base/good/assets/tool").is_file());
+}
