@@ -83,9 +83,7 @@ pub fn executable_format(data: &[u8]) -> Option<&'static str> {
     if data.starts_with(b"\x7fELF") {
         return Some("ELF");
     }
-    let Some(magic) = data.get(..4) else {
-        return None;
-    };
+    let magic = data.get(..4)?;
     if MACH_O_THIN.iter().any(|m| magic == m) {
         return Some("Mach-O");
     }
