@@ -1,7 +1,7 @@
 //! `validate_path` beside the specification's reference validator
 //! (`skills-ref` 0.1.1, command `agentskills validate DIR`): one skill per
 //! rule of either validator, and the same verdict on each, except for the
-//! differences listed in `docs/reference-validator.md`, where both verdicts
+//! differences listed in the README (Agreement with the reference validator), where both verdicts
 //! are pinned so a difference that goes away is noticed.
 //!
 //! Ignored by default; `scripts/test.sh` installs `skills-ref` in a venv,
@@ -17,7 +17,7 @@ use skillstore::validate::validate_path;
 const AGENTSKILLS: &str = "SKILLSTORE_AGENTSKILLS";
 
 /// Why a case's verdicts differ on purpose, as listed in
-/// `docs/reference-validator.md`.
+/// the README (Agreement with the reference validator).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Difference {
     NestingDepth,

@@ -74,7 +74,7 @@ impl From<&Diagnostic> for PyDiagnostic {
     fn from(d: &Diagnostic) -> Self {
         PyDiagnostic {
             severity: d.severity.as_str(),
-            kind: d.kind.clone(),
+            kind: d.kind.to_string(),
             source: d.source.clone(),
             path: d.path.as_ref().map(|p| p.as_str().to_owned()),
             message: d.message.clone(),

@@ -121,7 +121,7 @@ pub fn core(py: Python<'_>, error: skillstore::Error) -> PyErr {
             .collect(),
         _ => Vec::new(),
     };
-    let err = raise(py, error.kind(), error.to_string(), path.as_deref());
+    let err = raise(py, error.kind().as_str(), error.to_string(), path.as_deref());
     if !problems.is_empty() {
         let _ = err.value(py).setattr("problems", problems);
     }

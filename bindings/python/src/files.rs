@@ -128,7 +128,18 @@ pub fn read(
     prefix: Option<u64>,
 ) -> PyResult<PyBlob> {
     let p = vpath(py, path)?;
-    let b = block_on(py, backend.read(&p, ReadOptions { limit, prefix })).py(py)?;
+    let b = block_on(
+        py,
+        backend.read(
+            &p,
+            ReadOptions {
+                limit,
+                prefix,
+                ..ReadOptions::default()
+            },
+        ),
+    )
+    .py(py)?;
     Ok(blob(py, &p, b))
 }
 

@@ -188,7 +188,7 @@ impl PyNamespace {
                     );
                 }
             }
-            raise(py, e.kind(), message, None)
+            raise(py, e.kind().as_str(), message, None)
         })?;
         drop(pairs);
         Ok(PyNamespace { inner })
