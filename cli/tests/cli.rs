@@ -896,10 +896,9 @@ fn unreachable_source_exits_3() {
     assert_eq!(all.code, 3, "{}", all.stderr);
 }
 
-/// Finding: with `team/evil/references -> ../../base/secret`, a write to
-/// the writable team layer landed in the base layer.
-#[test]
-fn link_inside_root_cannot_carry_a_write_across_layers() {
+/// `base/secret` and `team/evil`, with `team/evil/references ->
+/// ../../base/secret`: a link inside the root that crosses skills and layers.
+fn link_across_layers() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("base/secret")).unwrap();
     std::fs::write(
@@ -914,6 +913,14 @@ fn link_inside_root_cannot_carry_a_write_across_layers() {
     )
     .unwrap();
     std::os::unix::fs::symlink("../../base/secret", dir.path().join("team/evil/references")).unwrap();
+    dir
+}
+
+/// Finding: with `team/evil/references -> ../../base/secret`, a write to
+/// the writable team layer landed in the base layer.
+#[test]
+fn link_inside_root_cannot_carry_a_write_across_layers() {
+    let dir = link_across_layers();
     let payload = dir.path().join("payload.md");
     std::fs::write(&payload, "planted").unwrap();
     let write = run(&mut in_tree(
@@ -995,20 +1002,7 @@ fn pack_then_install_round_trips() {
 /// secret through `team/evil/references -> ../../base/secret`.
 #[test]
 fn link_inside_root_cannot_carry_a_read_across_layers() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(dir.path().join("base/secret")).unwrap();
-    std::fs::write(
-        dir.path().join("base/secret/SKILL.md"),
-        "---\nname: secret\ndescription: Base only.\n---\nTOPSECRET\n",
-    )
-    .unwrap();
-    std::fs::create_dir_all(dir.path().join("team/evil")).unwrap();
-    std::fs::write(
-        dir.path().join("team/evil/SKILL.md"),
-        "---\nname: evil\ndescription: Tries.\n---\n",
-    )
-    .unwrap();
-    std::os::unix::fs::symlink("../../base/secret", dir.path().join("team/evil/references")).unwrap();
+    let dir = link_across_layers();
     let read = run(&mut in_tree(dir.path(), &["read", "evil", "references/SKILL.md"]));
     assert_eq!(read.code, 1, "{}", read.stderr);
     assert!(!read.text().contains("TOPSECRET") && !read.stderr.contains("TOPSECRET"));
