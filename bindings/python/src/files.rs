@@ -213,7 +213,9 @@ pub fn walk(
                     if out.len() == max_entries {
                         return Ok((out, true));
                     }
-                    let is_dir = e.kind == EntryKind::Dir;
+                    // A link to a directory is listed, never descended into, so a
+                    // link such as `up -> ..` cannot make a walk loop.
+                    let is_dir = e.kind == EntryKind::Dir && !e.symlink;
                     if let Some(entry) = entry(&dir, e) {
                         if is_dir {
                             dirs.push(VPath::new(&entry.path).expect("joined from a valid path"));

@@ -199,3 +199,26 @@ def test_many_concurrent_calls_from_asyncio(tree25):
     assert len(texts) == 89 * 3 and all(t.startswith("---") for t in texts)
     assert all(len(c) == 89 for c in catalogs)
     assert ticks > 0
+
+
+def test_walks_do_not_descend_into_directory_links(tmp_path):
+    """A link such as `a/up -> ..` inside the root is listed once and never
+    walked into: `walk`, and deepagents' `glob` over it, end with each file
+    once instead of running to their entry limit."""
+    root = tmp_path / "root"
+    (root / "base" / "pdf" / "a").mkdir(parents=True)
+    (root / "base" / "pdf" / "SKILL.md").write_text("---\nname: pdf\ndescription: PDFs.\n---\n")
+    (root / "base" / "pdf" / "a" / "x.md").write_text("x")
+    (root / "base" / "pdf" / "a" / "up").symlink_to("..")
+    (root / "base" / "pdf" / "b").symlink_to(".")
+    ns = skillstore.Namespace(str(root), sources=["/base"])
+    entries, truncated = ns.walk("/base", max_entries=10_000)
+    paths = sorted(e.path for e in entries)
+    assert not truncated
+    assert paths.count("/base/pdf/a/x.md") == 1, paths
+    assert not any("/up/" in p or "/b/" in p for p in paths), paths
+    backend = SkillstoreBackend(str(root))
+    found = backend.glob("**/*.md", "/")
+    assert found.error is None, found.error
+    names = sorted(m["path"] for m in found.matches)
+    assert sum(1 for n in names if n.endswith("/x.md")) == 1, names
