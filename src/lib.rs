@@ -49,6 +49,7 @@ pub mod prompt;
 mod shared_catalog;
 pub mod skill;
 pub mod source;
+pub mod sync;
 pub mod validate;
 
 pub use skillstore_backends as backends;
@@ -71,6 +72,7 @@ pub use skill::{
     parse_frontmatter, parse_frontmatter_reference, parse_skill_md,
 };
 pub use source::{Patterns, Source, SourceList};
+pub use sync::{SyncOptions, SyncRefusal, SyncReport};
 
 /// The README's examples, compiled and run as doctests.
 #[doc = include_str!("../README.md")]
