@@ -506,6 +506,7 @@ async fn a_directory_no_sync_wrote_is_never_replaced() {
     assert_eq!(err.kind(), "usage");
     assert_eq!(std::fs::read(target.join("precious.txt")).unwrap(), b"mine\n");
     assert!(!target.join("pdf").exists());
+    assert_eq!(names_in(out.path()), ["home"], "a refused sync wrote beside its target");
 
     // An empty directory is taken over.
     let empty = out.path().join("empty");

@@ -345,8 +345,11 @@ impl Filesystem for SkillsFs {
             } else {
                 format!("{parent}/{name}")
             };
-            let ino = inner.inode_of(&local);
-            inner.attr_of(ino, &local)
+            // Only a name that exists is given an inode, so probing names
+            // does not grow the table.
+            let mut attr = inner.attr_of(INodeNo(0), &local)?;
+            attr.ino = inner.inode_of(&local);
+            Ok(attr)
         })();
         match result {
             Ok(attr) => reply.entry(&inner.options.attr_ttl, &attr, Generation(0)),

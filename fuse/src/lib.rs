@@ -112,8 +112,8 @@ impl Mounted {
         if options.allow_other {
             config.acl = fuser::SessionACL::All;
         }
-        let session = fuser::spawn_mount(fs::SkillsFs::new(Arc::clone(&inner)), dir, &config)
-            .map_err(explain_mount_error)?;
+        let session =
+            fuser::spawn_mount(fs::SkillsFs::new(Arc::clone(&inner)), dir, &config).map_err(explain_mount_error)?;
         let refresher = tokio::spawn({
             let inner = Arc::clone(&inner);
             async move {

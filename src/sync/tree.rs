@@ -70,6 +70,10 @@ impl Target {
         state_name.push(&name);
         state_name.push(".skillstore");
         let state = parent.join(state_name);
+        if fs::symlink_metadata(&state).is_err() && holds_files(dir) {
+            // Refused before anything is written beside it.
+            return Err(foreign());
+        }
         match fs::create_dir(&state) {
             Ok(()) => fs::set_permissions(&state, fs::Permissions::from_mode(0o700))
                 .map_err(|e| io_error("cannot set up the sync state", e))?,
@@ -136,10 +140,7 @@ impl Target {
                 if entries.next().is_none() {
                     Ok(Live::Empty)
                 } else {
-                    Err(Error::Usage(
-                        "the sync target holds files no sync wrote; refusing to replace it (remove it, or sync to a new directory)"
-                            .into(),
-                    ))
+                    Err(foreign())
                 }
             }
             Err(e) => Err(io_error("cannot read the sync manifest", e)),
@@ -370,6 +371,22 @@ fn remove_tree(path: &Path) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
         Err(e) => tracing::warn!(error = %e, "cannot remove an old generation"),
     }
+}
+
+/// True when `dir` is something other than an empty directory.
+fn holds_files(dir: &Path) -> bool {
+    match fs::symlink_metadata(dir) {
+        Ok(meta) if meta.is_dir() => fs::read_dir(dir).map_or(true, |mut entries| entries.next().is_some()),
+        Ok(_) => true,
+        Err(_) => false,
+    }
+}
+
+fn foreign() -> Error {
+    Error::Usage(
+        "the sync target holds files no sync wrote; refusing to replace it (remove it, or sync to a new directory)"
+            .into(),
+    )
 }
 
 fn starts_with(name: &OsStr, prefix: &str) -> bool {
