@@ -462,6 +462,27 @@ impl Catalog {
         self.diagnostics.iter().any(|d| d.kind == DiagnosticKind::SourceStale)
     }
 
+    /// The sources that could not be listed at the last load and have no
+    /// earlier load to stand in for them: the catalog holds none of their
+    /// skills, so it is not the whole namespace. A stale source (served
+    /// from an earlier load) is not among them; a missing one
+    /// (`source_not_found`) is not either.
+    pub fn unlisted_sources(&self) -> Vec<&Source> {
+        let mut unlisted: Vec<&Source> = Vec::new();
+        for d in &self.diagnostics {
+            let Some(source) = d.source.as_deref().and_then(|name| self.sources.get(name)) else {
+                continue;
+            };
+            if d.severity == Severity::Error
+                && d.path.as_ref() == Some(source.path())
+                && !unlisted.iter().any(|s| s.name() == source.name())
+            {
+                unlisted.push(source);
+            }
+        }
+        unlisted
+    }
+
     fn skill(&self, name: &str) -> Result<&Skill> {
         self.get(name).ok_or_else(|| Error::SkillNotFound(name.to_owned()))
     }

@@ -5,7 +5,7 @@ use std::io::IsTerminal;
 use std::path::Path;
 
 use serde::Serialize;
-use skillstore::{Catalog, Diagnostic, PromptStyle, Severity, Skill, render};
+use skillstore::{Catalog, Diagnostic, PromptStyle, Skill, render};
 
 use super::namespace::build;
 use super::terminal::shown;
@@ -42,14 +42,13 @@ pub async fn list(global: &Global, json: bool) -> Result<(), Failure> {
 /// or is served from an earlier load: what loaded was printed, but it may
 /// not be the whole catalog.
 pub fn degraded(catalog: &Catalog) -> Option<Failure> {
-    let mut names: Vec<&str> = Vec::new();
+    let mut names: Vec<&str> = catalog.unlisted_sources().iter().map(|s| s.name()).collect();
     for d in catalog.diagnostics() {
-        let Some(source) = d.source.as_deref().and_then(|name| catalog.sources().get(name)) else {
-            continue;
-        };
-        let unreachable = d.severity == Severity::Error && d.path.as_ref() == Some(source.path());
-        if (unreachable || d.kind.as_str() == "source_stale") && !names.contains(&source.name()) {
-            names.push(source.name());
+        if d.kind.as_str() == "source_stale"
+            && let Some(name) = d.source.as_deref()
+            && !names.contains(&name)
+        {
+            names.push(name);
         }
     }
     if names.is_empty() {

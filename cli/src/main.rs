@@ -8,7 +8,9 @@ mod commands;
 mod list_json;
 mod namespace;
 mod publish;
+mod shutdown;
 mod skill;
+mod sync;
 mod terminal;
 mod validate;
 
@@ -134,6 +136,40 @@ pub enum Command {
         #[command(flatten)]
         args: skill::EditArgs,
     },
+    /// Materialize the winning skills as DIR/NAME/... for a sandbox, switched in atomically.
+    Sync {
+        /// The directory to write (created if absent; must be empty or an earlier sync's).
+        dir: PathBuf,
+        /// Disabled skills too.
+        #[arg(long)]
+        all: bool,
+        /// Trust the sources with programs: files starting with `#!` become executable.
+        #[arg(long)]
+        keep_modes: bool,
+        /// The most files one skill may hold (a skill with more is left out and reported).
+        #[arg(long, value_name = "N")]
+        max_files: Option<usize>,
+        /// Print each report as one line of JSON.
+        #[arg(long)]
+        json: bool,
+        /// Keep DIR in step: refresh and sync every INTERVAL (e.g. 30s) until SIGINT or SIGTERM.
+        #[arg(long, value_name = "INTERVAL", value_parser = shutdown::parse_interval)]
+        watch: Option<std::time::Duration>,
+    },
+    /// Serve the winning skills as a read-only FUSE tree at DIR until SIGINT or SIGTERM.
+    Mount {
+        /// An existing, empty directory.
+        dir: PathBuf,
+        /// Disabled skills too.
+        #[arg(long)]
+        all: bool,
+        /// Let other users read the tree (a container running as another user).
+        #[arg(long)]
+        allow_other: bool,
+        /// How often the catalog is refreshed (default 30s).
+        #[arg(long, value_name = "INTERVAL", value_parser = shutdown::parse_interval)]
+        refresh: Option<std::time::Duration>,
+    },
 }
 
 /// Why a command failed, and with which exit code.
@@ -253,5 +289,37 @@ async fn run(args: Args) -> Result<(), Failure> {
             replace,
             args: edit,
         } => archive::install(&args.global, &file, replace, &edit).await,
+        Command::Sync {
+            dir,
+            all,
+            keep_modes,
+            max_files,
+            json,
+            watch,
+        } => {
+            let request = sync::SyncArgs {
+                dir: &dir,
+                all,
+                keep_modes,
+                max_files,
+                json,
+                watch,
+            };
+            sync::run(&args.global, request).await
+        }
+        Command::Mount {
+            dir,
+            all,
+            allow_other,
+            refresh,
+        } => {
+            let mount = sync::MountArgs {
+                dir: &dir,
+                all,
+                allow_other,
+                refresh,
+            };
+            sync::mount(&args.global, mount).await
+        }
     }
 }

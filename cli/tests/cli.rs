@@ -1119,3 +1119,273 @@ fn publish_validates_and_checks_content_first() {
     assert_eq!(forced.code, 0, "{}", forced.stderr);
     assert!(out.join("base/good/assets/tool").is_file());
 }
+
+/// Every regular file under `root` by relative path.
+fn files_under(root: &std::path::Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let entry = entry.unwrap();
+            let kind = entry.file_type().unwrap();
+            if kind.is_dir() {
+                stack.push(entry.path());
+            } else {
+                assert!(kind.is_file(), "not a regular file: {:?}", entry.path());
+                let relative = entry.path().strip_prefix(root).unwrap().to_str().unwrap().to_owned();
+                out.insert(relative, std::fs::read(entry.path()).unwrap());
+            }
+        }
+    }
+    out
+}
+
+/// `sync DIR` writes every winner's files as `read` serves them, a second
+/// sync changes nothing, and every location a prompt names under
+/// `--location-root DIR` is a file of the synced tree.
+#[test]
+fn sync_matches_read_and_prompt_locations_exist() {
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("skills");
+    let first = run(skillstore().args(["sync", dir.to_str().unwrap(), "--json"]));
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    let report = first.json();
+    assert_eq!(report["switched"], true);
+
+    let listed = run(skillstore().args(["list", "--json"])).json();
+    let expected: Vec<String> = listed["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["enabled"] != false)
+        .map(|s| s["name"].as_str().unwrap().to_owned())
+        .collect();
+    let synced = files_under(&dir);
+    let mut synced_skills: Vec<&str> = synced.keys().filter_map(|k| k.strip_suffix("/SKILL.md")).collect();
+    synced_skills.sort_unstable();
+    let mut expected_sorted = expected.clone();
+    expected_sorted.sort_unstable();
+    assert_eq!(synced_skills, expected_sorted);
+    for (relative, bytes) in &synced {
+        let (name, inside) = relative.split_once('/').unwrap();
+        let mut read = skillstore();
+        read.arg("read").arg(name);
+        if inside != "SKILL.md" {
+            read.arg(inside);
+        }
+        let served = run(&mut read);
+        assert_eq!(served.code, 0, "{relative}: {}", served.stderr);
+        assert_eq!(&served.stdout, bytes, "{relative} differs from `read`");
+    }
+
+    let again = run(skillstore().args(["sync", dir.to_str().unwrap(), "--json"]));
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert_eq!(again.json()["switched"], false);
+    assert_eq!(again.json()["files_copied"], 0);
+
+    let prompt = run(skillstore().args(["prompt", "--style", "xml", "--location-root", dir.to_str().unwrap()]));
+    assert_eq!(prompt.code, 0, "{}", prompt.stderr);
+    let text = prompt.text();
+    let locations: Vec<&str> = text
+        .split("<location>")
+        .skip(1)
+        .map(|rest| rest.split("</location>").next().unwrap())
+        .collect();
+    assert_eq!(locations.len(), expected.len(), "{text}");
+    for location in locations {
+        assert!(
+            std::path::Path::new(location).is_file(),
+            "{location} is not in the synced tree"
+        );
+    }
+}
+
+/// A source that cannot be listed contributes no skills; a sync then would
+/// delete that source's skills from the tree. It exits 3 and the tree keeps
+/// its generation.
+#[test]
+fn sync_keeps_the_tree_when_a_source_is_unreachable() {
+    let server = S3TestServer::shared();
+    let bucket = server.create_bucket();
+    server.put_raw(
+        &bucket,
+        "team/remote/SKILL.md",
+        b"---\nname: remote\ndescription: From S3.\n---\nBody.\n",
+    );
+    let local = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(local.path().join("base/local")).unwrap();
+    std::fs::write(
+        local.path().join("base/local/SKILL.md"),
+        "---\nname: local\ndescription: On disk.\n---\nBody.\n",
+    )
+    .unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("skills");
+    let root = format!("/={}", local.path().display());
+    let team = format!("/team=s3://{bucket}/team");
+    let sync = |cmd: &mut Command| {
+        cmd.args([
+            "--mount",
+            &root,
+            "--mount",
+            &team,
+            "--source",
+            "/base/",
+            "--source",
+            "/team/",
+            "sync",
+            dir.to_str().unwrap(),
+        ]);
+        run(cmd)
+    };
+    let mut reachable = skillstore();
+    s3_env(&mut reachable, server);
+    let first = sync(&mut reachable);
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    assert!(dir.join("remote/SKILL.md").is_file());
+
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut unreachable = skillstore();
+    s3_env(&mut unreachable, server);
+    unreachable.env("AWS_ENDPOINT_URL", format!("http://127.0.0.1:{port}"));
+    let second = sync(&mut unreachable);
+    assert_eq!(second.code, 3, "{}", second.stderr);
+    assert!(second.stderr.contains("`team`"), "{}", second.stderr);
+    assert!(
+        !second.stderr.contains("127.0.0.1") && !second.stderr.contains(&bucket),
+        "{}",
+        second.stderr
+    );
+    assert!(
+        dir.join("remote/SKILL.md").is_file(),
+        "the unreachable source's skill was removed"
+    );
+    assert!(dir.join("local/SKILL.md").is_file());
+}
+
+/// A long-running command, killed with SIGTERM when dropped.
+struct Running(std::process::Child);
+
+impl Running {
+    fn start(args: &[&str], cwd: &std::path::Path) -> Running {
+        let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("skillstore"))
+            .current_dir(cwd)
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        Running(child)
+    }
+
+    /// Sends SIGTERM and returns the exit code and standard error.
+    fn stop(mut self) -> (Option<i32>, String) {
+        let pid = rustix::process::Pid::from_child(&self.0);
+        rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        let status = loop {
+            if let Some(status) = self.0.try_wait().unwrap() {
+                break status;
+            }
+            assert!(std::time::Instant::now() < deadline, "no exit within 60 s of SIGTERM");
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(self.0.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+        (status.code(), stderr)
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Waits up to 60 s for `check`, polling.
+fn eventually(what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !check() {
+        assert!(std::time::Instant::now() < deadline, "never happened: {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn skill(root: &std::path::Path, layer: &str, name: &str, description: &str) {
+    std::fs::create_dir_all(root.join(layer).join(name)).unwrap();
+    std::fs::write(
+        root.join(layer).join(name).join("SKILL.md"),
+        format!("---\nname: {name}\ndescription: {description}\n---\nBody.\n"),
+    )
+    .unwrap();
+}
+
+/// `sync --watch` follows a change in its sources and ends with exit 0 on
+/// SIGTERM.
+#[test]
+fn sync_watch_follows_changes_and_exits_0_on_sigterm() {
+    let tree = tempfile::tempdir().unwrap();
+    skill(tree.path(), "base", "alpha", "First.");
+    std::fs::create_dir_all(tree.path().join("team")).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("skills");
+    let root = format!("/={}", tree.path().display());
+    let watching = Running::start(
+        &[
+            "--mount",
+            &root,
+            "--source",
+            "/base/",
+            "--source",
+            "/team/",
+            "sync",
+            dir.to_str().unwrap(),
+            "--watch",
+            "100ms",
+        ],
+        out.path(),
+    );
+    eventually("the first sync", || dir.join("alpha/SKILL.md").is_file());
+    skill(tree.path(), "team", "alpha", "Second.");
+    skill(tree.path(), "team", "beta", "Added.");
+    eventually("the change in the tree", || {
+        std::fs::read_to_string(dir.join("alpha/SKILL.md")).is_ok_and(|s| s.contains("Second."))
+            && dir.join("beta/SKILL.md").is_file()
+    });
+    std::fs::remove_dir_all(tree.path().join("team/beta")).unwrap();
+    eventually("the removal", || !dir.join("beta").exists());
+    let (code, stderr) = watching.stop();
+    assert_eq!(code, Some(0), "{stderr}");
+}
+
+/// `mount DIR` serves the synced tree's files through FUSE and unmounts on
+/// SIGTERM with exit 0. Mounts for real: a machine that cannot fails here
+/// and the command's message says why.
+#[test]
+fn mount_serves_the_synced_tree_and_unmounts_on_sigterm() {
+    let out = tempfile::tempdir().unwrap();
+    let synced = out.path().join("synced");
+    let made = run(skillstore().args(["sync", synced.to_str().unwrap()]));
+    assert_eq!(made.code, 0, "{}", made.stderr);
+    let point = out.path().join("mnt");
+    std::fs::create_dir(&point).unwrap();
+    let mounted = Running::start(&["mount", point.to_str().unwrap()], &repo());
+    eventually("the mount", || point.join("csv-report/SKILL.md").is_file());
+    assert_eq!(files_under(&point), files_under(&synced));
+    assert!(
+        std::fs::write(point.join("csv-report/new.md"), b"x").is_err(),
+        "the mount is writable"
+    );
+    let (code, stderr) = mounted.stop();
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(
+        std::fs::read_dir(&point).unwrap().count(),
+        0,
+        "still mounted after exit"
+    );
+}

@@ -157,9 +157,21 @@ pub struct SyncRefusal {
 /// `dir/NAME/...` (see the module documentation for the guarantees). `dir`
 /// is created if absent; an existing `dir` must be a generation an earlier
 /// sync wrote, or empty. Fails, leaving the live generation in place, when
-/// a source fails in a way that may pass (unavailable), when writing fails,
-/// or when another sync of `dir` is running.
+/// a source could not be listed for `catalog` (see
+/// [`Catalog::unlisted_sources`]) or fails a read in a way that may pass
+/// (unavailable), when writing fails, or when another sync of `dir` is
+/// running.
 pub async fn sync(catalog: &Catalog, dir: &Path, options: &SyncOptions) -> Result<SyncReport> {
+    // A source that could not be listed contributes no skills; syncing
+    // would delete its skills from the tree for as long as it is away.
+    if let Some(source) = catalog.unlisted_sources().first() {
+        return Err(skillstore_backends::Error::at(ErrorKind::Unavailable, source.path())
+            .with_detail(format!(
+                "the source `{}` could not be listed, so the synced tree keeps its generation",
+                source.name()
+            ))
+            .into());
+    }
     let target = Target::open(dir)?;
     let live = target.live()?;
     let previous = match &live {
