@@ -8,7 +8,7 @@ set -euo pipefail
 seconds=${1:-600}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(vpath frontmatter catalog_memory)
+[ ${#targets[@]} -gt 0 ] || targets=(vpath frontmatter frontmatter_differential catalog_memory)
 
 cd "$(dirname "$0")/../fuzz"
 mkdir -p corpus/frontmatter logs

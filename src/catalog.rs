@@ -20,14 +20,15 @@ use skillstore_backends::{
     is_valid_segment,
 };
 
-use crate::diagnostic::Diagnostic;
+use crate::diagnostic::{Diagnostic, DiagnosticKind};
 use crate::error::{Error, Result};
 use crate::frontmatter::MAX_FRONTMATTER_BYTES;
-use crate::skill::{Parsed, Problem, ProblemKind, Scan, Severity, SkillMetadata, Strictness, parse_frontmatter, scan};
+pub use crate::skill::SKILL_FILE;
+use crate::skill::{
+    LOWERCASE_SKILL_FILE, Parsed, Problem, ProblemKind, Scan, Severity, SkillMetadata, Strictness, parse_frontmatter,
+    scan,
+};
 use crate::source::{Patterns, Source, SourceList};
-
-/// The file that makes a directory a skill.
-pub const SKILL_FILE: &str = "SKILL.md";
 
 /// How a catalog is loaded.
 #[derive(Debug, Clone)]
@@ -145,7 +146,8 @@ impl std::fmt::Debug for Catalog {
 /// What the last listing of a source gave.
 #[derive(Debug, Clone)]
 enum Listing {
-    Loaded,
+    /// Listed; with a warning for each name no path can hold.
+    Loaded(Vec<Diagnostic>),
     Failed(Diagnostic),
 }
 
@@ -199,8 +201,10 @@ impl Job {
     }
 }
 
-/// What a job found.
-type Done = (usize, usize, Option<Version>, Outcome);
+/// What a job found: the source and candidate, the version and path of the
+/// file read (`SKILL.md`, or `skill.md` when only that is there), and the
+/// outcome.
+type Done = (usize, usize, Option<Version>, VPath, Outcome);
 
 impl Catalog {
     /// Loads every source of `sources` from `backend`. Never fails as a
@@ -236,18 +240,22 @@ impl Catalog {
         for (i, (source, listing)) in self.sources.iter().zip(listings).enumerate() {
             let before = previous.and_then(|p| p.get(i));
             match listing {
-                Ok(dirs) => {
+                Ok((dirs, odd)) => {
                     let known: HashMap<&str, &Candidate> = before
                         .map(|s| s.candidates.iter().map(|c| (c.dir_name.as_str(), c)).collect())
                         .unwrap_or_default();
                     let mut candidates = Vec::with_capacity(dirs.len());
                     for dir_name in dirs {
                         let skill_md = skill_file(source, &dir_name).expect("checked when listed");
+                        let previous = known.get(dir_name.as_str()).map(|old| (*old).clone());
                         work.push(Job {
                             source: i,
                             candidate: candidates.len(),
-                            skill_md: skill_md.clone(),
-                            previous: known.get(dir_name.as_str()).map(|old| (*old).clone()),
+                            // A skill read from `skill.md` is checked there.
+                            skill_md: previous
+                                .as_ref()
+                                .map_or_else(|| skill_md.clone(), |old| old.skill_md.clone()),
+                            previous,
                         });
                         candidates.push(Candidate {
                             dir_name,
@@ -256,22 +264,39 @@ impl Catalog {
                             outcome: Outcome::NotASkill,
                         });
                     }
+                    let notes = odd
+                        .into_iter()
+                        .map(|name| {
+                            Diagnostic::new(
+                                Severity::Warning,
+                                DiagnosticKind::InvalidKey,
+                                Some(source.name()),
+                                Some(source.path()),
+                                format!("`{name}` cannot be a skill: no virtual path can hold its name"),
+                            )
+                        })
+                        .collect();
                     states.push(SourceState {
-                        listing: Listing::Loaded,
+                        listing: Listing::Loaded(notes),
                         candidates,
                     });
                 }
                 Err(err) => states.push(match before {
-                    Some(old) if matches!(old.listing, Listing::Loaded) || !old.candidates.is_empty() => SourceState {
-                        listing: Listing::Failed(Diagnostic::new(
-                            Severity::Warning,
-                            "source_stale",
-                            Some(source.name()),
-                            Some(source.path()),
-                            format!("cannot list the source now ({err}); keeping the skills it had at the last load"),
-                        )),
-                        candidates: old.candidates.clone(),
-                    },
+                    Some(old) if matches!(old.listing, Listing::Loaded(_)) || !old.candidates.is_empty() => {
+                        SourceState {
+                            listing: Listing::Failed(Diagnostic::new(
+                                Severity::Warning,
+                                DiagnosticKind::SourceStale,
+                                Some(source.name()),
+                                Some(source.path()),
+                                format!(
+                                    "cannot list the source now ({}); keeping the skills it had at the last load",
+                                    err.kind().describe()
+                                ),
+                            )),
+                            candidates: old.candidates.clone(),
+                        }
+                    }
                     _ => SourceState {
                         listing: Listing::Failed(source_failure(source, &err)),
                         candidates: Vec::new(),
@@ -305,9 +330,10 @@ impl Catalog {
             .await;
         let done = done.into_iter().flatten();
         let read = started.elapsed();
-        for (s, c, version, outcome) in done {
+        for (s, c, version, path, outcome) in done {
             let candidate = &mut states[s].candidates[c];
             candidate.version = version;
+            candidate.skill_md = path;
             candidate.outcome = outcome;
         }
 
@@ -356,7 +382,7 @@ impl Catalog {
             skill_md: skill_md.clone(),
             previous: None,
         };
-        let (_, _, version, outcome) = run_batch(&*self.backend, &self.sources, &self.options, vec![job])
+        let (_, _, version, skill_md, outcome) = run_batch(&*self.backend, &self.sources, &self.options, vec![job])
             .await
             .pop()
             .expect("one job gives one result");
@@ -370,6 +396,7 @@ impl Catalog {
                 }
                 (Ok(i), _) => {
                     candidates[i].version = version;
+                    candidates[i].skill_md = skill_md;
                     candidates[i].outcome = outcome;
                 }
                 (Err(_), Outcome::NotASkill) => {}
@@ -432,7 +459,28 @@ impl Catalog {
     /// True when some source could not be listed at the last refresh and
     /// its skills are the ones of an earlier load.
     pub fn is_stale(&self) -> bool {
-        self.diagnostics.iter().any(|d| d.kind == "source_stale")
+        self.diagnostics.iter().any(|d| d.kind == DiagnosticKind::SourceStale)
+    }
+
+    /// The sources that could not be listed at the last load and have no
+    /// earlier load to stand in for them: the catalog holds none of their
+    /// skills, so it is not the whole namespace. A stale source (served
+    /// from an earlier load) is not among them; a missing one
+    /// (`source_not_found`) is not either.
+    pub fn unlisted_sources(&self) -> Vec<&Source> {
+        let mut unlisted: Vec<&Source> = Vec::new();
+        for d in &self.diagnostics {
+            let Some(source) = d.source.as_deref().and_then(|name| self.sources.get(name)) else {
+                continue;
+            };
+            if d.severity == Severity::Error
+                && d.path.as_ref() == Some(source.path())
+                && !unlisted.iter().any(|s| s.name() == source.name())
+            {
+                unlisted.push(source);
+            }
+        }
+        unlisted
     }
 
     fn skill(&self, name: &str) -> Result<&Skill> {
@@ -443,7 +491,7 @@ impl Catalog {
     /// source that won, under the read limit.
     pub async fn read_skill(&self, name: &str) -> Result<Bytes> {
         let skill = self.skill(name)?;
-        let options = ReadOptions::with_limit(self.options.read_limit);
+        let options = ReadOptions::with_limit(self.options.read_limit).confined(skill.dir().segments().count());
         Ok(self.backend.read(&skill.path, options).await?.data)
     }
 
@@ -454,7 +502,9 @@ impl Catalog {
     pub async fn read_file(&self, name: &str, relative: &str) -> Result<Bytes> {
         let skill = self.skill(name)?;
         let path = resolve_inside(skill, relative)?;
-        let options = ReadOptions::with_limit(self.options.read_limit);
+        // Confined: once links resolve, the read must still be inside the
+        // skill's directory.
+        let options = ReadOptions::with_limit(self.options.read_limit).confined(skill.dir().segments().count());
         Ok(self.backend.read(&path, options).await?.data)
     }
 
@@ -514,22 +564,35 @@ fn resolve_inside(skill: &Skill, relative: &str) -> Result<VPath> {
 
 /// Lists a source: the names of its subdirectories (or entries that may be
 /// links to some) it admits, in ascending order of `"<name>/"`.
-async fn list_source(backend: &dyn SkillBackend, source: &Source) -> skillstore_backends::Result<Vec<String>> {
-    let entries = backend.list(source.path()).await.inspect_err(|e| {
-        tracing::debug!(source = source.name(), error = %e, "cannot list a source");
+/// Lists a source: the names of its subdirectories (or entries that may be
+/// links to some) it admits, in ascending order of `"<name>/"`, and the
+/// names (escaped) no path can hold.
+async fn list_source(
+    backend: &dyn SkillBackend,
+    source: &Source,
+) -> skillstore_backends::Result<(Vec<String>, Vec<String>)> {
+    let listing = backend.list_detailed(source.path()).await.inspect_err(|e| {
+        tracing::debug!(source = source.name(), path = %source.path(), error = %e, "cannot list a source");
     })?;
     // The longest directory name whose SKILL.md still fits in a path.
     let room = MAX_PATH_BYTES.saturating_sub(source.path().as_str().len() + 2 + SKILL_FILE.len());
-    let mut names: Vec<String> = entries
-        .into_iter()
-        .filter(|e| matches!(e.kind, EntryKind::Dir | EntryKind::Other))
-        .map(|e| e.name)
+    let mut odd = listing.invalid;
+    let mut names: Vec<String> = Vec::with_capacity(listing.entries.len());
+    for entry in listing.entries {
+        if !matches!(entry.kind, EntryKind::Dir | EntryKind::Other) {
+            continue;
+        }
         // A backend of someone else's making could list a name no path can
         // hold; it cannot be a skill.
-        .filter(|name| name.len() <= room && is_valid_segment(name) && source.admits(name))
-        .collect();
+        if !is_valid_segment(&entry.name) || entry.name.len() > room {
+            odd.push(entry.name.escape_debug().to_string());
+        } else if source.admits(&entry.name) {
+            names.push(entry.name);
+        }
+    }
     names.sort_unstable_by(|a, b| slash_order(a, b));
-    Ok(names)
+    odd.sort();
+    Ok((names, odd))
 }
 
 /// Orders directory names as their paths with a trailing `/` compare
@@ -553,18 +616,22 @@ fn skill_file(source: &Source, dir_name: &str) -> skillstore_backends::Result<VP
     source.path().join(&relative)
 }
 
+/// The diagnostic of a source that cannot be listed. Its message is made
+/// of the error's kind and the source's virtual path only: a backend's own
+/// message may name an endpoint, a bucket or a host path, so it goes to
+/// the debug log alone.
 fn source_failure(source: &Source, err: &skillstore_backends::Error) -> Diagnostic {
     let (severity, kind) = match err.kind() {
-        ErrorKind::NotFound => (Severity::Warning, "source_not_found"),
-        ErrorKind::Unavailable => (Severity::Error, "source_unavailable"),
-        other => (Severity::Error, other.as_str()),
+        ErrorKind::NotFound => (Severity::Warning, DiagnosticKind::SourceNotFound),
+        ErrorKind::Unavailable => (Severity::Error, DiagnosticKind::SourceUnavailable),
+        other => (Severity::Error, DiagnosticKind::Storage(other)),
     };
     Diagnostic::new(
         severity,
         kind,
         Some(source.name()),
         Some(source.path()),
-        format!("cannot list the source: {err}"),
+        format!("cannot list the source {}: {}", source.path(), err.kind().describe()),
     )
 }
 
@@ -585,10 +652,13 @@ async fn run_batch(
             let old = job.previous.take().expect("partitioned on previous");
             match stat {
                 Ok(meta) if meta.version.is_some() && meta.version == old.version => {
-                    done.push((job.source, job.candidate, old.version, old.outcome));
+                    done.push((job.source, job.candidate, old.version, job.skill_md, old.outcome));
                 }
                 Err(err) if matches!(err.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => {
-                    done.push((job.source, job.candidate, None, Outcome::NotASkill));
+                    // Gone, or renamed between `SKILL.md` and `skill.md`:
+                    // read again from the usual name.
+                    job.skill_md = with_file(&job.skill_md, SKILL_FILE);
+                    reads.push(job);
                 }
                 _ => reads.push(job),
             }
@@ -600,29 +670,74 @@ async fn run_batch(
     let head = ReadOptions {
         limit: options.read_limit,
         prefix: Some(options.prefix_bytes),
+        ..ReadOptions::default()
     };
-    let paths: Vec<VPath> = reads.iter().map(|j| j.skill_md.clone()).collect();
-    let blobs = backend.read_many(&paths, head).await;
+    // Each SKILL.md is read confined to its skill's directory: one batch
+    // per depth, since a confinement counts segments from the root.
+    let mut blobs: Vec<Option<skillstore_backends::Result<skillstore_backends::Blob>>> =
+        (0..reads.len()).map(|_| None).collect();
+    let mut depths: Vec<usize> = reads.iter().map(|j| j.skill_md.segments().count()).collect();
+    depths.sort_unstable();
+    depths.dedup();
+    for depth in depths {
+        let (indexes, paths): (Vec<usize>, Vec<VPath>) = reads
+            .iter()
+            .enumerate()
+            .filter(|(_, j)| j.skill_md.segments().count() == depth)
+            .map(|(i, j)| (i, j.skill_md.clone()))
+            .unzip();
+        let read = backend.read_many(&paths, head.confined(depth - 1)).await;
+        for (i, blob) in indexes.into_iter().zip(read) {
+            blobs[i] = Some(blob);
+        }
+    }
+    let blobs = blobs.into_iter().map(|b| b.expect("every read was made"));
     for (job, blob) in reads.into_iter().zip(blobs) {
         let source = sources.iter().nth(job.source).expect("index from the same list");
-        let (version, outcome) = finish(backend, source, &job, blob, options).await;
-        done.push((job.source, job.candidate, version, outcome));
+        let (version, path, outcome) = finish(backend, source, &job, blob, options).await;
+        done.push((job.source, job.candidate, version, path, outcome));
     }
     done
 }
 
+/// The file `name` in the directory of `skill_md`.
+fn with_file(skill_md: &VPath, name: &str) -> VPath {
+    skill_md
+        .parent()
+        .and_then(|dir| dir.join(name).ok())
+        .expect("a SKILL.md has a parent, where a file of a shorter name fits")
+}
+
 /// Parses the head of a SKILL.md, reading a longer prefix when the
-/// frontmatter does not close inside the first one.
+/// frontmatter does not close inside the first one. A directory without
+/// `SKILL.md` but with `skill.md` is read from that, with a warning. The
+/// path returned is the file's that was read.
 async fn finish(
     backend: &dyn SkillBackend,
     source: &Source,
     job: &Job,
     first: skillstore_backends::Result<skillstore_backends::Blob>,
     options: &LoadOptions,
-) -> (Option<Version>, Outcome) {
+) -> (Option<Version>, VPath, Outcome) {
+    let mut skill_md = job.skill_md.clone();
     let first = match first {
         Ok(blob) => blob,
-        Err(err) => return (None, outcome_of_error(source, &job.skill_md, &err)),
+        Err(err) if err.kind() == ErrorKind::NotFound && skill_md.as_str().ends_with(SKILL_FILE) => {
+            skill_md = with_file(&skill_md, LOWERCASE_SKILL_FILE);
+            let head = ReadOptions {
+                limit: options.read_limit,
+                prefix: Some(options.prefix_bytes),
+                ..ReadOptions::default()
+            }
+            .confined(skill_md.segments().count() - 1);
+            match backend.read(&skill_md, head).await {
+                Ok(blob) => blob,
+                Err(err) => {
+                    return (None, job.skill_md.clone(), outcome_of_error(source, &skill_md, &err));
+                }
+            }
+        }
+        Err(err) => return (None, skill_md.clone(), outcome_of_error(source, &skill_md, &err)),
     };
     let parsed = match scan(&first.data, first.is_complete()) {
         Scan::Yaml(yaml) => Some(parse_frontmatter(yaml, Some(job.dir_name()), Strictness::Lenient)),
@@ -635,10 +750,12 @@ async fn finish(
             let longer = ReadOptions {
                 limit: options.read_limit,
                 prefix: Some(MAX_FRONTMATTER_BYTES as u64 + 16),
-            };
-            let second = match backend.read(&job.skill_md, longer).await {
+                ..ReadOptions::default()
+            }
+            .confined(skill_md.segments().count() - 1);
+            let second = match backend.read(&skill_md, longer).await {
                 Ok(blob) => blob,
-                Err(err) => return (None, outcome_of_error(source, &job.skill_md, &err)),
+                Err(err) => return (None, skill_md.clone(), outcome_of_error(source, &skill_md, &err)),
             };
             let parsed = match scan(&second.data, second.is_complete()) {
                 Scan::Yaml(yaml) => parse_frontmatter(yaml, Some(job.dir_name()), Strictness::Lenient),
@@ -648,22 +765,40 @@ async fn finish(
             (parsed, second.version)
         }
     };
-    (Some(version), outcome_of_parse(source, &job.skill_md, parsed))
+    let mut parsed = parsed;
+    if !skill_md.as_str().ends_with(SKILL_FILE) {
+        parsed.problems.insert(
+            0,
+            Problem {
+                kind: ProblemKind::LowercaseSkillMd,
+                severity: Severity::Warning,
+                message: format!(
+                    "the file is named `{LOWERCASE_SKILL_FILE}`; the specification names it `{SKILL_FILE}`"
+                ),
+            },
+        );
+    }
+    let outcome = outcome_of_parse(source, &skill_md, parsed);
+    (Some(version), skill_md, outcome)
 }
 
+/// The outcome of a SKILL.md that cannot be read. As with a source, the
+/// message is made of the kind and the virtual path; the backend's own
+/// message goes to the debug log.
 fn outcome_of_error(source: &Source, skill_md: &VPath, err: &skillstore_backends::Error) -> Outcome {
     let kind = match err.kind() {
         ErrorKind::NotFound | ErrorKind::NotADirectory => return Outcome::NotASkill,
-        ErrorKind::TooLarge => ProblemKind::FileTooLarge.as_str(),
-        other => other.as_str(),
+        ErrorKind::TooLarge => DiagnosticKind::Problem(ProblemKind::FileTooLarge),
+        other => DiagnosticKind::Storage(other),
     };
+    tracing::debug!(source = source.name(), path = %skill_md, error = %err, "cannot read a skill");
     Outcome::Rejected {
         diagnostics: vec![Diagnostic::new(
             Severity::Error,
             kind,
             Some(source.name()),
             Some(skill_md),
-            format!("cannot read the skill: {err}"),
+            format!("cannot read {skill_md}: {}", err.kind().describe()),
         )],
     }
 }
@@ -672,15 +807,7 @@ fn outcome_of_parse(source: &Source, skill_md: &VPath, parsed: Parsed) -> Outcom
     let diagnostics = parsed
         .problems
         .iter()
-        .map(|p: &Problem| {
-            Diagnostic::new(
-                p.severity,
-                p.kind.as_str(),
-                Some(source.name()),
-                Some(skill_md),
-                &p.message,
-            )
-        })
+        .map(|p: &Problem| Diagnostic::new(p.severity, p.kind, Some(source.name()), Some(skill_md), &p.message))
         .collect();
     match parsed.skill {
         Some(metadata) => Outcome::Loaded {
@@ -702,8 +829,9 @@ fn merge(
     let mut index = NameIndex::with_capacity(capacity);
     let mut diagnostics = Vec::new();
     for (source, state) in sources.iter().zip(states) {
-        if let Listing::Failed(diagnostic) = &state.listing {
-            diagnostics.push(diagnostic.clone());
+        match &state.listing {
+            Listing::Failed(diagnostic) => diagnostics.push(diagnostic.clone()),
+            Listing::Loaded(notes) => diagnostics.extend(notes.iter().cloned()),
         }
         for candidate in &state.candidates {
             let metadata = match &candidate.outcome {
@@ -734,7 +862,7 @@ fn merge(
                     if previous.source == skill.source {
                         diagnostics.push(Diagnostic::new(
                             Severity::Warning,
-                            "duplicate_name",
+                            DiagnosticKind::DuplicateName,
                             Some(source.name()),
                             Some(&skill.path),
                             format!(

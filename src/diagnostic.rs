@@ -1,22 +1,105 @@
 //! Diagnostics: problems met while loading, as data.
 
-use serde::Serialize;
-use skillstore_backends::VPath;
+use serde::{Serialize, Serializer};
+use skillstore_backends::{ErrorKind as StorageKind, VPath};
 
+use crate::skill::ProblemKind;
 pub use crate::skill::Severity;
 
+/// What a diagnostic is about: a rule of a SKILL.md, a storage error, or
+/// one of the catalog's own situations. [`DiagnosticKind::as_str`] is the
+/// stable snake_case name it is shown and serialized as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum DiagnosticKind {
+    /// A SKILL.md broke a rule of the specification or is unusable.
+    Problem(ProblemKind),
+    /// The storage refused or failed (`symlink_escape`, `permission_denied`, ...).
+    Storage(StorageKind),
+    /// A source's directory does not exist (`source_not_found`).
+    SourceNotFound,
+    /// A source could not be reached (`source_unavailable`).
+    SourceUnavailable,
+    /// A source could not be listed now; its skills are those of an earlier
+    /// load (`source_stale`).
+    SourceStale,
+    /// Two skills of one source share a name (`duplicate_name`).
+    DuplicateName,
+    /// A source's storage holds a name no virtual path can carry (an object
+    /// key with a control character, an empty or `..` segment); the rest of
+    /// the source loads (`invalid_key`).
+    InvalidKey,
+}
+
+impl DiagnosticKind {
+    /// The stable snake_case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DiagnosticKind::Problem(kind) => kind.as_str(),
+            DiagnosticKind::Storage(kind) => kind.as_str(),
+            DiagnosticKind::SourceNotFound => "source_not_found",
+            DiagnosticKind::SourceUnavailable => "source_unavailable",
+            DiagnosticKind::SourceStale => "source_stale",
+            DiagnosticKind::DuplicateName => "duplicate_name",
+            DiagnosticKind::InvalidKey => "invalid_key",
+        }
+    }
+
+    /// True for the kinds about a whole source (it was missing,
+    /// unreachable or stale) rather than one skill.
+    pub fn is_about_source(self) -> bool {
+        matches!(
+            self,
+            DiagnosticKind::SourceNotFound | DiagnosticKind::SourceUnavailable | DiagnosticKind::SourceStale
+        )
+    }
+}
+
+impl From<ProblemKind> for DiagnosticKind {
+    fn from(kind: ProblemKind) -> Self {
+        DiagnosticKind::Problem(kind)
+    }
+}
+
+impl From<StorageKind> for DiagnosticKind {
+    fn from(kind: StorageKind) -> Self {
+        DiagnosticKind::Storage(kind)
+    }
+}
+
+impl std::fmt::Display for DiagnosticKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for DiagnosticKind {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl PartialEq<str> for DiagnosticKind {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for DiagnosticKind {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
 /// One problem met while loading a catalog. Diagnostics are data: a stable
-/// snake_case `kind`, the source and virtual path concerned, and a message
+/// [`DiagnosticKind`], the source and virtual path concerned, and a message
 /// that never holds a host path.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Diagnostic {
     /// `warning` (the skill or source still loaded) or `error` (it did not).
     pub severity: Severity,
-    /// A stable name: a [`crate::ProblemKind`], a backend
-    /// [`skillstore_backends::ErrorKind`], or one of the catalog's own
-    /// (`source_not_found`, `source_unavailable`, `source_stale`,
-    /// `duplicate_name`).
-    pub kind: String,
+    /// What it is about, serialized as its stable name.
+    pub kind: DiagnosticKind,
     /// The name of the source concerned.
     pub source: Option<String>,
     /// The virtual path concerned.
@@ -29,7 +112,7 @@ impl Diagnostic {
     /// A diagnostic with every field given.
     pub fn new(
         severity: Severity,
-        kind: impl Into<String>,
+        kind: impl Into<DiagnosticKind>,
         source: Option<&str>,
         path: Option<&VPath>,
         message: impl Into<String>,
@@ -41,5 +124,100 @@ impl Diagnostic {
             path: path.cloned(),
             message: message.into(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every kind's name, as `list --json` and `validate --json` have
+    /// always written it.
+    #[test]
+    fn every_kind_serializes_to_its_stable_name() {
+        let problems = [
+            (ProblemKind::MissingSkillMd, "missing_skill_md"),
+            (ProblemKind::LowercaseSkillMd, "lowercase_skill_md"),
+            (ProblemKind::NoFrontmatter, "no_frontmatter"),
+            (ProblemKind::UnclosedFrontmatter, "unclosed_frontmatter"),
+            (ProblemKind::FrontmatterTooLarge, "frontmatter_too_large"),
+            (ProblemKind::InvalidYaml, "invalid_yaml"),
+            (ProblemKind::NotAMapping, "not_a_mapping"),
+            (ProblemKind::YamlAlias, "yaml_alias"),
+            (ProblemKind::YamlTooDeep, "yaml_too_deep"),
+            (ProblemKind::NotUtf8, "not_utf8"),
+            (ProblemKind::FileTooLarge, "file_too_large"),
+            (ProblemKind::UnexpectedField, "unexpected_field"),
+            (ProblemKind::MissingName, "missing_name"),
+            (ProblemKind::MissingDescription, "missing_description"),
+            (ProblemKind::InvalidFieldType, "invalid_field_type"),
+            (ProblemKind::ControlCharacter, "control_character"),
+            (ProblemKind::NameTooLong, "name_too_long"),
+            (ProblemKind::NameNotLowercase, "name_not_lowercase"),
+            (ProblemKind::NameHyphenEdge, "name_hyphen_edge"),
+            (ProblemKind::NameConsecutiveHyphens, "name_consecutive_hyphens"),
+            (ProblemKind::NameInvalidChars, "name_invalid_chars"),
+            (ProblemKind::NameMismatch, "name_mismatch"),
+            (ProblemKind::DescriptionTooLong, "description_too_long"),
+            (ProblemKind::CompatibilityTooLong, "compatibility_too_long"),
+        ];
+        assert_eq!(problems.len(), ProblemKind::ALL.len());
+        let storage = [
+            (StorageKind::NotFound, "not_found"),
+            (StorageKind::NotADirectory, "not_a_directory"),
+            (StorageKind::IsADirectory, "is_a_directory"),
+            (StorageKind::InvalidPath, "invalid_path"),
+            (StorageKind::PermissionDenied, "permission_denied"),
+            (StorageKind::TooLarge, "too_large"),
+            (StorageKind::NotRegularFile, "not_regular_file"),
+            (StorageKind::SymlinkRefused, "symlink_refused"),
+            (StorageKind::SymlinkEscape, "symlink_escape"),
+            (StorageKind::SymlinkLoop, "symlink_loop"),
+            (StorageKind::DanglingSymlink, "dangling_symlink"),
+            (StorageKind::AlreadyExists, "already_exists"),
+            (StorageKind::VersionConflict, "version_conflict"),
+            (StorageKind::Unsupported, "unsupported"),
+            (StorageKind::ReadOnly, "read_only"),
+            (StorageKind::Unavailable, "unavailable"),
+            (StorageKind::Other, "other"),
+        ];
+        let own = [
+            (DiagnosticKind::SourceNotFound, "source_not_found"),
+            (DiagnosticKind::SourceUnavailable, "source_unavailable"),
+            (DiagnosticKind::SourceStale, "source_stale"),
+            (DiagnosticKind::DuplicateName, "duplicate_name"),
+            (DiagnosticKind::InvalidKey, "invalid_key"),
+        ];
+        let all = problems
+            .iter()
+            .map(|&(k, s)| (DiagnosticKind::from(k), s))
+            .chain(storage.iter().map(|&(k, s)| (DiagnosticKind::from(k), s)))
+            .chain(own);
+        for (kind, name) in all {
+            assert_eq!(kind.as_str(), name);
+            assert_eq!(kind.to_string(), name);
+            assert_eq!(serde_json::to_value(kind).unwrap(), name);
+            assert!(kind == name);
+        }
+        for (kind, name) in problems {
+            assert_eq!(kind.as_str(), name);
+            assert_eq!(serde_json::to_value(kind).unwrap(), name);
+        }
+    }
+
+    #[test]
+    fn a_diagnostic_serializes_its_kind_as_a_string() {
+        let path = VPath::new("/base/pdf/SKILL.md").unwrap();
+        let d = Diagnostic::new(
+            Severity::Warning,
+            DiagnosticKind::DuplicateName,
+            Some("base"),
+            Some(&path),
+            "m",
+        );
+        assert_eq!(
+            serde_json::to_string(&d).unwrap(),
+            r#"{"severity":"warning","kind":"duplicate_name","source":"base","path":"/base/pdf/SKILL.md","message":"m"}"#
+        );
     }
 }

@@ -80,24 +80,97 @@ pub enum Error {
     Backend(#[from] skillstore_backends::Error),
 }
 
-impl Error {
-    /// A stable snake_case name for the situation: one per variant, or the
-    /// backend's [`skillstore_backends::ErrorKind`] name (`version_conflict`,
-    /// `already_exists`, `read_only`, ...).
-    pub fn kind(&self) -> &'static str {
+/// What kind of situation an [`Error`] is. [`ErrorKind::as_str`] is the
+/// stable snake_case name it is shown and serialized as. A refusal the
+/// storage layer also knows (`invalid_path`, `read_only`) is that storage
+/// kind, whichever layer refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// Malformed input (`usage`).
+    Usage,
+    /// A wrong configuration (`config`).
+    Config,
+    /// No such skill (`skill_not_found`).
+    SkillNotFound,
+    /// No such source (`source_not_found`).
+    SourceNotFound,
+    /// A SKILL.md failed strict validation (`invalid_skill`).
+    InvalidSkill,
+    /// A content check blocked a file (`content_blocked`).
+    ContentBlocked,
+    /// A patch found its text the wrong number of times (`patch_mismatch`).
+    PatchMismatch,
+    /// A history could not be read or recorded (`history`).
+    History,
+    /// The storage layer's kind (`version_conflict`, `read_only`, ...).
+    Storage(skillstore_backends::ErrorKind),
+}
+
+impl ErrorKind {
+    /// The stable snake_case name.
+    pub fn as_str(self) -> &'static str {
         match self {
-            Error::Usage(_) => "usage",
-            Error::Config(_) => "config",
-            Error::SkillNotFound(_) => "skill_not_found",
-            Error::InvalidSkillPath { .. } => "invalid_path",
-            Error::SourceNotFound(_) => "source_not_found",
-            Error::ReadOnlySource(_) => "read_only",
-            Error::NotInSource { .. } => "skill_not_found",
-            Error::InvalidSkill { .. } => "invalid_skill",
-            Error::ContentBlocked { .. } => "content_blocked",
-            Error::PatchMismatch { .. } => "patch_mismatch",
-            Error::History(_) => "history",
-            Error::Backend(e) => e.kind().as_str(),
+            ErrorKind::Usage => "usage",
+            ErrorKind::Config => "config",
+            ErrorKind::SkillNotFound => "skill_not_found",
+            ErrorKind::SourceNotFound => "source_not_found",
+            ErrorKind::InvalidSkill => "invalid_skill",
+            ErrorKind::ContentBlocked => "content_blocked",
+            ErrorKind::PatchMismatch => "patch_mismatch",
+            ErrorKind::History => "history",
+            ErrorKind::Storage(kind) => kind.as_str(),
+        }
+    }
+}
+
+impl From<skillstore_backends::ErrorKind> for ErrorKind {
+    fn from(kind: skillstore_backends::ErrorKind) -> Self {
+        ErrorKind::Storage(kind)
+    }
+}
+
+impl std::fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl serde::Serialize for ErrorKind {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl PartialEq<str> for ErrorKind {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for ErrorKind {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl Error {
+    /// What kind of situation this is: one kind per variant, or the
+    /// storage layer's kind.
+    pub fn kind(&self) -> ErrorKind {
+        use skillstore_backends::ErrorKind as Storage;
+        match self {
+            Error::Usage(_) => ErrorKind::Usage,
+            Error::Config(_) => ErrorKind::Config,
+            Error::SkillNotFound(_) | Error::NotInSource { .. } => ErrorKind::SkillNotFound,
+            Error::InvalidSkillPath { .. } => ErrorKind::Storage(Storage::InvalidPath),
+            Error::SourceNotFound(_) => ErrorKind::SourceNotFound,
+            Error::ReadOnlySource(_) => ErrorKind::Storage(Storage::ReadOnly),
+            Error::InvalidSkill { .. } => ErrorKind::InvalidSkill,
+            Error::ContentBlocked { .. } => ErrorKind::ContentBlocked,
+            Error::PatchMismatch { .. } => ErrorKind::PatchMismatch,
+            Error::History(_) => ErrorKind::History,
+            Error::Backend(e) => ErrorKind::Storage(e.kind()),
         }
     }
 }
@@ -108,4 +181,87 @@ fn list_problems(problems: &[crate::skill::Problem]) -> String {
         .map(|p| format!("{} ({})", p.message, p.kind))
         .collect::<Vec<_>>()
         .join("; ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use skillstore_backends::ErrorKind as Storage;
+
+    /// Every error kind's name, as the command line has always shown it.
+    #[test]
+    fn every_kind_keeps_its_stable_name() {
+        let kinds = [
+            (ErrorKind::Usage, "usage"),
+            (ErrorKind::Config, "config"),
+            (ErrorKind::SkillNotFound, "skill_not_found"),
+            (ErrorKind::SourceNotFound, "source_not_found"),
+            (ErrorKind::InvalidSkill, "invalid_skill"),
+            (ErrorKind::ContentBlocked, "content_blocked"),
+            (ErrorKind::PatchMismatch, "patch_mismatch"),
+            (ErrorKind::History, "history"),
+            (ErrorKind::Storage(Storage::VersionConflict), "version_conflict"),
+            (ErrorKind::Storage(Storage::ReadOnly), "read_only"),
+            (ErrorKind::Storage(Storage::InvalidPath), "invalid_path"),
+        ];
+        for (kind, name) in kinds {
+            assert_eq!(kind.as_str(), name);
+            assert_eq!(kind.to_string(), name);
+            assert_eq!(serde_json::to_value(kind).unwrap(), name);
+        }
+        let errors = [
+            (Error::Usage("u".into()), "usage"),
+            (Error::Config("c".into()), "config"),
+            (Error::SkillNotFound("s".into()), "skill_not_found"),
+            (
+                Error::InvalidSkillPath {
+                    skill: "s".into(),
+                    path: "p".into(),
+                    reason: "r".into(),
+                },
+                "invalid_path",
+            ),
+            (Error::SourceNotFound("s".into()), "source_not_found"),
+            (Error::ReadOnlySource("s".into()), "read_only"),
+            (
+                Error::NotInSource {
+                    skill: "s".into(),
+                    source_name: "t".into(),
+                },
+                "skill_not_found",
+            ),
+            (
+                Error::InvalidSkill {
+                    skill: "s".into(),
+                    problems: Vec::new(),
+                },
+                "invalid_skill",
+            ),
+            (
+                Error::ContentBlocked {
+                    skill: "s".into(),
+                    path: "p".into(),
+                    reason: "r".into(),
+                },
+                "content_blocked",
+            ),
+            (
+                Error::PatchMismatch {
+                    skill: "s".into(),
+                    path: "p".into(),
+                    expected: 1,
+                    found: 2,
+                },
+                "patch_mismatch",
+            ),
+            (Error::History("h".into()), "history"),
+            (
+                Error::Backend(skillstore_backends::Error::new(Storage::AlreadyExists)),
+                "already_exists",
+            ),
+        ];
+        for (error, name) in errors {
+            assert_eq!(error.kind(), name, "{error}");
+        }
+    }
 }

@@ -36,12 +36,12 @@
 
 #![warn(missing_docs)]
 
+pub mod archive;
 pub mod catalog;
 pub mod config;
 pub mod diagnostic;
 pub mod edit;
 pub mod error;
-mod fast_yaml;
 mod frontmatter;
 pub mod location;
 pub mod namespace;
@@ -49,13 +49,15 @@ pub mod prompt;
 mod shared_catalog;
 pub mod skill;
 pub mod source;
-mod yaml_tokens;
+pub mod sync;
+pub mod validate;
 
 pub use skillstore_backends as backends;
 
-pub use catalog::{Catalog, LoadOptions, SKILL_FILE, Shadowed, Skill, SkillFilter};
+pub use archive::{ArchiveError, ArchiveFile, ArchiveLimits, InstallOptions, Refusal, SkillArchive, pack, pack_dir};
+pub use catalog::{Catalog, LoadOptions, Shadowed, Skill, SkillFilter};
 pub use config::Config;
-pub use diagnostic::Diagnostic;
+pub use diagnostic::{Diagnostic, DiagnosticKind};
 pub use edit::check::{ContentCheck, DefaultContentCheck, PendingFile, Verdict};
 pub use edit::history::{Action, Record};
 pub use edit::{Change, Patch, SkillEditor};
@@ -65,8 +67,12 @@ pub use location::Location;
 pub use namespace::{Namespace, PromptSettings};
 pub use prompt::{Prompt, PromptOptions, PromptStyle, render};
 pub use shared_catalog::SharedCatalog;
-pub use skill::{Parsed, Problem, ProblemKind, Severity, SkillMetadata, Strictness, parse_frontmatter, parse_skill_md};
+pub use skill::{
+    LOWERCASE_SKILL_FILE, Parsed, Problem, ProblemKind, SKILL_FILE, Severity, SkillMetadata, Strictness,
+    parse_frontmatter, parse_frontmatter_reference, parse_skill_md,
+};
 pub use source::{Patterns, Source, SourceList};
+pub use sync::{SyncOptions, SyncRefusal, SyncReport};
 
 /// The README's examples, compiled and run as doctests.
 #[doc = include_str!("../README.md")]

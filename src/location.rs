@@ -130,18 +130,24 @@ impl std::str::FromStr for Location {
 /// or memory file) under `limit` bytes: a larger file, or one that is not
 /// a regular file, is refused with a message naming `what`.
 pub fn read_local_text(path: &Path, limit: u64, what: &str) -> Result<String> {
+    let bytes = read_local_file(path, limit, what)?;
+    String::from_utf8(bytes).map_err(|_| Error::Config(format!("the {what} {} is not UTF-8", path.display())))
+}
+
+/// Reads a local file that is not a skill (an archive to install, say)
+/// under `limit` bytes, opened non-blocking and refused unless it is a
+/// regular file; a file that grows past the limit while read is refused
+/// too.
+pub fn read_local_file(path: &Path, limit: u64, what: &str) -> Result<Vec<u8>> {
     let mut open = std::fs::OpenOptions::new();
     open.read(true);
     // A FIFO would block the open until a writer came; opened non-blocking
     // it is refused by the type check below instead.
     #[cfg(unix)]
     std::os::unix::fs::OpenOptionsExt::custom_flags(&mut open, rustix::fs::OFlags::NONBLOCK.bits() as i32);
-    let file = open
-        .open(path)
-        .map_err(|e| Error::Config(format!("cannot read the {what} {}: {e}", path.display())))?;
-    let meta = file
-        .metadata()
-        .map_err(|e| Error::Config(format!("cannot read the {what} {}: {e}", path.display())))?;
+    let cannot = |e: std::io::Error| Error::Config(format!("cannot read the {what} {}: {e}", path.display()));
+    let file = open.open(path).map_err(cannot)?;
+    let meta = file.metadata().map_err(cannot)?;
     if !meta.is_file() {
         return Err(Error::Config(format!(
             "the {what} {} is not a regular file",
@@ -160,11 +166,11 @@ pub fn read_local_text(path: &Path, limit: u64, what: &str) -> Result<String> {
     let mut bytes = Vec::with_capacity(meta.len() as usize);
     file.take(limit.saturating_add(1))
         .read_to_end(&mut bytes)
-        .map_err(|e| Error::Config(format!("cannot read the {what} {}: {e}", path.display())))?;
+        .map_err(cannot)?;
     if bytes.len() as u64 > limit {
         return Err(too_large());
     }
-    String::from_utf8(bytes).map_err(|_| Error::Config(format!("the {what} {} is not UTF-8", path.display())))
+    Ok(bytes)
 }
 
 #[cfg(test)]

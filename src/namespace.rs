@@ -125,6 +125,7 @@ impl Namespace {
             style: self.prompt.style,
             max_chars: self.prompt.max_chars,
             template,
+            location_root: self.prompt.location_root.clone(),
         })
     }
 }

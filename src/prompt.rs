@@ -1,6 +1,7 @@
 //! Rendering a catalog for a system prompt (progressive disclosure, level 1:
 //! names, descriptions and where to read more).
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 
 use crate::catalog::{Catalog, Skill};
@@ -45,6 +46,11 @@ pub struct PromptOptions {
     /// `{warnings}` are replaced by the rendered parts; nothing else in it
     /// is interpreted.
     pub template: Option<String>,
+    /// Where the agent finds the skills, when not at their virtual paths:
+    /// a synced or mounted tree such as `/mnt/skills`. Each location is then
+    /// `ROOT/NAME/SKILL.md` (a trailing `/` on the root is dropped), the
+    /// layout `sync` and `mount` produce.
+    pub location_root: Option<String>,
 }
 
 /// A rendered prompt section.
@@ -85,9 +91,20 @@ before you start and follow it; open the files it mentions only when you need th
 /// skills are left out instead.
 const MIN_DESCRIPTION_CHARS: usize = 40;
 
-/// Renders the enabled skills of `catalog`.
+/// Renders the enabled skills of `catalog`. Every field is written on one
+/// line (runs of whitespace, line breaks included, become one space;
+/// control characters are dropped) with the markup of the style escaped,
+/// so no field can add an entry or a heading. With no enabled skill, the
+/// text is empty: no instructions around an empty list.
 pub fn render(catalog: &Catalog, options: &PromptOptions) -> Prompt {
     let skills: Vec<&Skill> = catalog.enabled().collect();
+    if skills.is_empty() {
+        return Prompt {
+            text: String::new(),
+            omitted: 0,
+            shortened: 0,
+        };
+    }
     let frame = Frame::new(catalog, options);
     let full = frame.render(&skills, None, 0);
     let Some(budget) = options.max_chars else {
@@ -156,6 +173,7 @@ struct Frame<'a> {
     template: &'a str,
     sources: String,
     warnings: String,
+    location_root: Option<&'a str>,
 }
 
 impl<'a> Frame<'a> {
@@ -173,7 +191,12 @@ impl<'a> Frame<'a> {
             } else {
                 ""
             };
-            let _ = writeln!(sources, "- **{}**: `{}`{top}", source.label(), source.display_path());
+            let _ = writeln!(
+                sources,
+                "- **{}**: {}{top}",
+                markdown_text(source.label()),
+                code_span(&one_line(&source.display_path()))
+            );
         }
         if sources.ends_with('\n') {
             sources.pop();
@@ -183,14 +206,15 @@ impl<'a> Frame<'a> {
             template,
             sources,
             warnings: warnings(catalog, style),
+            location_root: options.location_root.as_deref().map(|r| r.trim_end_matches('/')),
         }
     }
 
     fn render(&self, skills: &[&Skill], cut: Option<usize>, omitted: usize) -> String {
         let mut list = String::with_capacity(skills.len() * 700);
         match self.style {
-            PromptStyle::Markdown => markdown_list(&mut list, skills, cut, omitted),
-            PromptStyle::Xml => xml_list(&mut list, skills, cut, omitted),
+            PromptStyle::Markdown => markdown_list(&mut list, skills, cut, omitted, self.location_root),
+            PromptStyle::Xml => xml_list(&mut list, skills, cut, omitted, self.location_root),
         }
         fill(self.template, &self.sources, &list, &self.warnings)
     }
@@ -226,7 +250,7 @@ fn warnings(catalog: &Catalog, style: PromptStyle) -> String {
         .diagnostics()
         .iter()
         .filter(|d| {
-            d.kind.starts_with("source_")
+            d.kind.is_about_source()
                 || d.path
                     .as_ref()
                     .is_some_and(|p| catalog.sources().iter().any(|s| s.path() == p))
@@ -267,49 +291,109 @@ fn warnings(catalog: &Catalog, style: PromptStyle) -> String {
 }
 
 fn escape_md(text: &str) -> String {
-    text.replace('`', "'")
+    one_line(text).replace('`', "'")
 }
 
-/// The description, cut to `cut` characters (with an ellipsis) when longer.
-fn description(skill: &Skill, cut: Option<usize>) -> std::borrow::Cow<'_, str> {
-    let text = skill.metadata.description.as_str();
+/// `text` on one line: each run of whitespace (line and paragraph
+/// separators included) becomes one space, other control characters and
+/// bidirectional overrides are dropped, and the ends are trimmed.
+pub fn one_line(text: &str) -> Cow<'_, str> {
+    let clean = |c: char| !c.is_whitespace() && !dropped(c);
+    if text.chars().all(|c| c == ' ' || clean(c)) && !text.contains("  ") && text.trim() == text {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut space = false;
+    for c in text.chars() {
+        if c.is_whitespace() {
+            space = true;
+        } else if !dropped(c) {
+            if space && !out.is_empty() {
+                out.push(' ');
+            }
+            space = false;
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+fn dropped(c: char) -> bool {
+    c.is_control() || matches!(c, '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+}
+
+/// Text for a Markdown list item: on one line (so nothing can start an
+/// item or a heading), and every character that could open emphasis, a
+/// link, code, HTML or a table cell inline escaped with a backslash.
+fn markdown_text(text: &str) -> String {
+    let line = one_line(text);
+    let mut out = String::with_capacity(line.len() + 8);
+    for c in line.chars() {
+        if MARKDOWN_SPECIAL.contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The characters [`markdown_text`] escapes.
+const MARKDOWN_SPECIAL: &str = "\\`*_[]<>|~";
+
+/// `text` as an inline code span, fenced with more backticks than any run
+/// inside it (code spans take no backslash escapes).
+fn code_span(text: &str) -> String {
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest + 1);
+    if longest == 0 {
+        format!("{fence}{text}{fence}")
+    } else {
+        format!("{fence} {text} {fence}")
+    }
+}
+
+/// The description on one line, cut to `cut` characters (with an
+/// ellipsis) when longer.
+fn description(skill: &Skill, cut: Option<usize>) -> Cow<'_, str> {
+    let text = one_line(&skill.metadata.description);
     match cut {
         Some(limit) => match text.char_indices().nth(limit) {
             Some((end, _)) => format!("{}…", text[..end].trim_end()).into(),
-            None => text.into(),
+            None => text,
         },
-        None => text.into(),
+        None => text,
     }
 }
 
-fn markdown_list(out: &mut String, skills: &[&Skill], cut: Option<usize>, omitted: usize) {
-    if skills.is_empty() && omitted == 0 {
-        out.push_str("(No skills are available yet.)");
-        return;
+/// Where the agent reads the skill's SKILL.md.
+fn location<'a>(skill: &'a Skill, root: Option<&str>) -> Cow<'a, str> {
+    match root {
+        Some(root) => Cow::Owned(format!("{root}/{}/SKILL.md", skill.metadata.name)),
+        None => Cow::Borrowed(skill.path.as_str()),
     }
+}
+
+fn markdown_list(out: &mut String, skills: &[&Skill], cut: Option<usize>, omitted: usize, root: Option<&str>) {
     for skill in skills {
         let meta = &skill.metadata;
         out.push_str("- **");
-        out.push_str(&meta.name);
+        out.push_str(&markdown_text(&meta.name));
         out.push_str("**: ");
-        out.push_str(&description(skill, cut));
+        out.push_str(&markdown_text(&description(skill, cut)));
         match (&meta.license, &meta.compatibility) {
             (Some(l), Some(c)) => {
-                out.push_str(" (license: ");
-                out.push_str(l);
-                out.push_str("; compatibility: ");
-                out.push_str(c);
-                out.push(')');
+                let _ = write!(
+                    out,
+                    " (license: {}; compatibility: {})",
+                    markdown_text(l),
+                    markdown_text(c)
+                );
             }
             (Some(l), None) => {
-                out.push_str(" (license: ");
-                out.push_str(l);
-                out.push(')');
+                let _ = write!(out, " (license: {})", markdown_text(l));
             }
             (None, Some(c)) => {
-                out.push_str(" (compatibility: ");
-                out.push_str(c);
-                out.push(')');
+                let _ = write!(out, " (compatibility: {})", markdown_text(c));
             }
             (None, None) => {}
         }
@@ -320,13 +404,13 @@ fn markdown_list(out: &mut String, skills: &[&Skill], cut: Option<usize>, omitte
                 if i > 0 {
                     out.push_str(", ");
                 }
-                out.push_str(tool);
+                out.push_str(&markdown_text(tool));
             }
             out.push('\n');
         }
-        out.push_str("  - instructions: `");
-        out.push_str(skill.path.as_str());
-        out.push_str("`\n");
+        out.push_str("  - instructions: ");
+        out.push_str(&code_span(&one_line(&location(skill, root))));
+        out.push('\n');
     }
     if omitted > 0 {
         let _ = writeln!(
@@ -338,15 +422,15 @@ fn markdown_list(out: &mut String, skills: &[&Skill], cut: Option<usize>, omitte
     out.pop();
 }
 
-fn xml_list(out: &mut String, skills: &[&Skill], cut: Option<usize>, omitted: usize) {
+fn xml_list(out: &mut String, skills: &[&Skill], cut: Option<usize>, omitted: usize, root: Option<&str>) {
     out.push_str("<available_skills>\n");
     for skill in skills {
         out.push_str("<skill>\n<name>");
-        push_escaped(out, &skill.metadata.name);
+        push_escaped(out, &one_line(&skill.metadata.name));
         out.push_str("</name>\n<description>");
         push_escaped(out, &description(skill, cut));
         out.push_str("</description>\n<location>");
-        push_escaped(out, skill.path.as_str());
+        push_escaped(out, &one_line(&location(skill, root)));
         out.push_str("</location>\n</skill>\n");
     }
     if omitted > 0 {

@@ -11,7 +11,13 @@ use serde::Serialize;
 use serde_yaml::Value;
 use unicode_normalization::UnicodeNormalization;
 
-use crate::frontmatter::{self, Fence, MAX_FRONTMATTER_BYTES};
+use crate::frontmatter::{self, Entries, Fence, Key, MAX_FRONTMATTER_BYTES, type_name};
+
+/// The file that makes a directory a skill.
+pub const SKILL_FILE: &str = "SKILL.md";
+/// The lowercase name the reference validator also accepts for
+/// [`SKILL_FILE`]; such a skill is read, with a warning.
+pub const LOWERCASE_SKILL_FILE: &str = "skill.md";
 
 /// The longest name the specification allows, in characters.
 pub const MAX_NAME_CHARS: usize = 64;
@@ -39,6 +45,8 @@ pub const KNOWN_FIELDS: [&str; 6] = [
 pub enum ProblemKind {
     /// The skill directory holds no SKILL.md.
     MissingSkillMd,
+    /// The skill's file is named `skill.md` instead of `SKILL.md`.
+    LowercaseSkillMd,
     /// The file does not start with a `---` line.
     NoFrontmatter,
     /// The opening `---` has no closing `---`.
@@ -65,6 +73,9 @@ pub enum ProblemKind {
     MissingDescription,
     /// A field has the wrong YAML type.
     InvalidFieldType,
+    /// A key or value holds a control character (C0 other than tab and
+    /// newline, DEL, or C1).
+    ControlCharacter,
     /// The name is longer than 64 characters.
     NameTooLong,
     /// The name has uppercase letters.
@@ -84,10 +95,39 @@ pub enum ProblemKind {
 }
 
 impl ProblemKind {
+    /// Every kind, in declaration order.
+    pub const ALL: [ProblemKind; 24] = [
+        ProblemKind::MissingSkillMd,
+        ProblemKind::LowercaseSkillMd,
+        ProblemKind::NoFrontmatter,
+        ProblemKind::UnclosedFrontmatter,
+        ProblemKind::FrontmatterTooLarge,
+        ProblemKind::InvalidYaml,
+        ProblemKind::NotAMapping,
+        ProblemKind::YamlAlias,
+        ProblemKind::YamlTooDeep,
+        ProblemKind::NotUtf8,
+        ProblemKind::FileTooLarge,
+        ProblemKind::UnexpectedField,
+        ProblemKind::MissingName,
+        ProblemKind::MissingDescription,
+        ProblemKind::InvalidFieldType,
+        ProblemKind::ControlCharacter,
+        ProblemKind::NameTooLong,
+        ProblemKind::NameNotLowercase,
+        ProblemKind::NameHyphenEdge,
+        ProblemKind::NameConsecutiveHyphens,
+        ProblemKind::NameInvalidChars,
+        ProblemKind::NameMismatch,
+        ProblemKind::DescriptionTooLong,
+        ProblemKind::CompatibilityTooLong,
+    ];
+
     /// The stable snake_case name.
     pub fn as_str(self) -> &'static str {
         match self {
             ProblemKind::MissingSkillMd => "missing_skill_md",
+            ProblemKind::LowercaseSkillMd => "lowercase_skill_md",
             ProblemKind::NoFrontmatter => "no_frontmatter",
             ProblemKind::UnclosedFrontmatter => "unclosed_frontmatter",
             ProblemKind::FrontmatterTooLarge => "frontmatter_too_large",
@@ -101,6 +141,7 @@ impl ProblemKind {
             ProblemKind::MissingName => "missing_name",
             ProblemKind::MissingDescription => "missing_description",
             ProblemKind::InvalidFieldType => "invalid_field_type",
+            ProblemKind::ControlCharacter => "control_character",
             ProblemKind::NameTooLong => "name_too_long",
             ProblemKind::NameNotLowercase => "name_not_lowercase",
             ProblemKind::NameHyphenEdge => "name_hyphen_edge",
@@ -141,14 +182,17 @@ impl Severity {
 
 /// Whether every problem is an error ([`Strictness::Strict`], for
 /// validation) or only those that make a skill unusable
-/// ([`Strictness::Lenient`], for loading a catalog).
+/// ([`Strictness::Lenient`], for loading a catalog). A few problems the
+/// specification's reference validator accepts stay warnings either way: a
+/// number or boolean read as text, a control character, a lowercase
+/// `skill.md`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Strictness {
     /// Load what can be loaded; name rules, unknown fields and over-long
     /// texts are warnings (texts are cut to their limit).
     #[default]
     Lenient,
-    /// Every problem is an error.
+    /// Every problem is an error, except the warnings named above.
     Strict,
 }
 
@@ -275,6 +319,23 @@ pub(crate) fn scan(bytes: &[u8], complete: bool) -> Scan<'_> {
 
 /// Parses the YAML of a frontmatter and applies the specification's rules.
 pub fn parse_frontmatter(yaml: &str, dir_name: Option<&str>, strictness: Strictness) -> Parsed {
+    parse_with(yaml, dir_name, strictness, frontmatter::parse)
+}
+
+/// [`parse_frontmatter`] with the YAML read by `serde_yaml` alone, never
+/// the fast path: the two give equal results on every input, which the
+/// differential fuzz target checks through this.
+#[doc(hidden)]
+pub fn parse_frontmatter_reference(yaml: &str, dir_name: Option<&str>, strictness: Strictness) -> Parsed {
+    parse_with(yaml, dir_name, strictness, frontmatter::parse_reference)
+}
+
+fn parse_with(
+    yaml: &str,
+    dir_name: Option<&str>,
+    strictness: Strictness,
+    read: fn(&str) -> Result<Entries<'_>, (ProblemKind, String)>,
+) -> Parsed {
     if yaml.len() > MAX_FRONTMATTER_BYTES {
         return Parsed::failed(
             ProblemKind::FrontmatterTooLarge,
@@ -284,12 +345,9 @@ pub fn parse_frontmatter(yaml: &str, dir_name: Option<&str>, strictness: Strictn
             ),
         );
     }
-    let entries: Vec<(Key<'_>, Value)> = match crate::fast_yaml::parse(yaml) {
-        Some(entries) => entries.into_iter().map(|(k, v)| (Key::Text(k), v)).collect(),
-        None => match parse_with_serde(yaml) {
-            Ok(mapping) => mapping.into_iter().map(|(k, v)| (Key::Yaml(k), v)).collect(),
-            Err((kind, message)) => return Parsed::failed(kind, message),
-        },
+    let mut entries = match read(yaml) {
+        Ok(entries) => entries,
+        Err((kind, message)) => return Parsed::failed(kind, message),
     };
     if depth(&entries) > MAX_YAML_DEPTH {
         return Parsed::failed(
@@ -301,35 +359,12 @@ pub fn parse_frontmatter(yaml: &str, dir_name: Option<&str>, strictness: Strictn
         problems: Vec::new(),
         strictness,
     };
+    rules.scalars_as_text(yaml, &mut entries);
+    rules.control_characters(&entries);
     let skill = rules.apply(entries, dir_name);
     let problems = rules.problems;
     let skill = skill.filter(|_| problems.iter().all(|p| p.severity < Severity::Error));
     Parsed { skill, problems }
-}
-
-/// The general path: any YAML, with anchors and aliases refused first.
-/// An error is the problem's kind and message.
-fn parse_with_serde(yaml: &str) -> Result<serde_yaml::Mapping, (ProblemKind, String)> {
-    if frontmatter::uses_anchors(yaml) {
-        return Err((
-            ProblemKind::YamlAlias,
-            "YAML anchors and aliases (`&name`, `*name`) are not accepted in a frontmatter".into(),
-        ));
-    }
-    let value: Value = serde_yaml::from_str(yaml).map_err(|e| {
-        (
-            ProblemKind::InvalidYaml,
-            format!("the frontmatter is not valid YAML: {e}"),
-        )
-    })?;
-    match value {
-        Value::Mapping(mapping) => Ok(mapping),
-        Value::Null => Ok(serde_yaml::Mapping::new()),
-        other => Err((
-            ProblemKind::NotAMapping,
-            format!("the frontmatter must be a mapping of fields, not {}", type_name(&other)),
-        )),
-    }
 }
 
 /// NFKC normalization; ASCII text is already normalized.
@@ -337,30 +372,7 @@ fn nfkc_owned(text: String) -> String {
     if text.is_ascii() { text } else { text.nfkc().collect() }
 }
 
-/// A frontmatter key: text borrowed from the file (the fast path), or any
-/// YAML value (the general path).
-enum Key<'a> {
-    Text(&'a str),
-    Yaml(Value),
-}
-
-impl Key<'_> {
-    fn as_str(&self) -> Option<&str> {
-        match self {
-            Key::Text(text) => Some(text),
-            Key::Yaml(value) => value.as_str(),
-        }
-    }
-
-    fn shown(&self) -> String {
-        match self {
-            Key::Text(text) => (*text).to_owned(),
-            Key::Yaml(value) => scalar_text(value).unwrap_or_else(|| format!("<{}>", type_name(value))),
-        }
-    }
-}
-
-fn depth(entries: &[(Key<'_>, Value)]) -> usize {
+fn depth(entries: &Entries<'_>) -> usize {
     fn of(value: &Value) -> usize {
         match value {
             Value::Mapping(m) => 1 + m.values().map(of).max().unwrap_or(0),
@@ -370,18 +382,6 @@ fn depth(entries: &[(Key<'_>, Value)]) -> usize {
         }
     }
     1 + entries.iter().map(|(_, v)| of(v)).max().unwrap_or(0)
-}
-
-fn type_name(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Sequence(_) => "a list",
-        Value::Mapping(_) => "a mapping",
-        Value::Tagged(_) => "a tagged value",
-    }
 }
 
 /// The YAML text of a scalar; `None` for null, lists and maps.
@@ -403,11 +403,109 @@ fn owned_scalar_text(value: Value) -> Option<String> {
     }
 }
 
-fn is_string(value: &Value) -> bool {
+/// The fields whose values are text, read as text whatever YAML type
+/// their scalar has.
+const TEXT_FIELDS: [&str; 4] = ["name", "description", "license", "compatibility"];
+
+/// True for a number or a boolean, tagged or not.
+fn is_typed_scalar(value: &Value) -> bool {
     match value {
-        Value::String(_) => true,
-        Value::Tagged(t) => is_string(&t.value),
+        Value::Bool(_) | Value::Number(_) => true,
+        Value::Tagged(t) => is_typed_scalar(&t.value),
         _ => false,
+    }
+}
+
+/// True for a control character other than tab and newline: the rest of
+/// C0, DEL and C1.
+fn is_control(c: char) -> bool {
+    c.is_control() && c != '\t' && c != '\n'
+}
+
+/// The first control character of `text`. Text without a byte that can
+/// start one is passed at once.
+fn first_control(text: &str) -> Option<char> {
+    if !text
+        .bytes()
+        .any(|b| (b < 0x20 && b != b'\t' && b != b'\n') || b == 0x7f || b == 0xc2)
+    {
+        return None;
+    }
+    text.chars().find(|c| is_control(*c))
+}
+
+/// The first control character in any string of `value`, keys included.
+fn first_control_in(value: &Value) -> Option<char> {
+    match value {
+        Value::String(s) => first_control(s),
+        Value::Sequence(items) => items.iter().find_map(first_control_in),
+        Value::Mapping(m) => m
+            .iter()
+            .find_map(|(k, v)| first_control_in(k).or_else(|| first_control_in(v))),
+        Value::Tagged(t) => first_control_in(&t.value),
+        Value::Null | Value::Bool(_) | Value::Number(_) => None,
+    }
+}
+
+/// The longest key shown in a message, in characters.
+const SHOWN_KEY_CHARS: usize = 64;
+
+/// A key as a message shows it: escaped, and cut when long.
+fn shown_key(key: &Key<'_>) -> String {
+    let text = match key {
+        Key::Text(text) => (*text).to_owned(),
+        Key::Yaml(value) => scalar_text(value).unwrap_or_else(|| format!("<{}>", type_name(value))),
+    };
+    let mut shown: String = text
+        .chars()
+        .take(SHOWN_KEY_CHARS)
+        .flat_map(char::escape_debug)
+        .collect();
+    if text.chars().nth(SHOWN_KEY_CHARS).is_some() {
+        shown.push('…');
+    }
+    shown
+}
+
+/// The keys that are not fields of the specification: the first few, for
+/// the message, and how many in all.
+#[derive(Default)]
+struct UnknownFields {
+    first: Vec<String>,
+    count: usize,
+}
+
+impl UnknownFields {
+    /// How many keys a message names.
+    const NAMED: usize = 5;
+
+    fn add(&mut self, key: &Key<'_>) {
+        if self.first.len() < Self::NAMED {
+            self.first.push(shown_key(key));
+        }
+        self.count += 1;
+    }
+
+    /// One message for them all, or `None` when there are none.
+    fn message(&self) -> Option<String> {
+        let named = self
+            .first
+            .iter()
+            .map(|k| format!("`{k}`"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let known = KNOWN_FIELDS.join(", ");
+        Some(match self.count {
+            0 => return None,
+            1 => format!("{named} is not a field of the specification (known fields: {known})"),
+            n if n <= Self::NAMED => {
+                format!("{named} are not fields of the specification (known fields: {known})")
+            }
+            n => format!(
+                "{named} and {} more ({n} in all) are not fields of the specification (known fields: {known})",
+                n - Self::NAMED
+            ),
+        })
     }
 }
 
@@ -447,8 +545,77 @@ impl Rules {
         });
     }
 
-    fn apply(&mut self, entries: Vec<(Key<'_>, Value)>, dir_name: Option<&str>) -> Option<SkillMetadata> {
+    /// Records a problem that stays a warning under every strictness.
+    fn advise(&mut self, kind: ProblemKind, message: String) {
+        self.problems.push(Problem {
+            kind,
+            severity: Severity::Warning,
+            message,
+        });
+    }
+
+    /// Reads every text field that YAML types as a number or a boolean as
+    /// the text written in the file, with a warning: one rule for every
+    /// text field, as the specification's reference validator reads them.
+    fn scalars_as_text(&mut self, yaml: &str, entries: &mut Entries<'_>) {
+        let typed: Vec<(usize, &'static str)> = entries
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, value))| is_typed_scalar(value))
+            .filter_map(|(i, (key, _))| Some((i, *TEXT_FIELDS.iter().find(|f| key.as_str() == Some(**f))?)))
+            .collect();
+        if typed.is_empty() {
+            return;
+        }
+        let fields: Vec<&str> = typed.iter().map(|(_, f)| *f).collect();
+        let written = frontmatter::scalar_texts(yaml, &fields);
+        for (i, field) in typed {
+            let value = &mut entries[i].1;
+            let kind = type_name(value);
+            let Some(text) = written
+                .iter()
+                .find(|(f, _)| f == field)
+                .map(|(_, t)| t.clone())
+                .or_else(|| owned_scalar_text(value.clone()))
+            else {
+                continue;
+            };
+            self.advise(
+                ProblemKind::InvalidFieldType,
+                format!(
+                    "`{field}` should be a string; {kind} was read as the text `{}`",
+                    text.escape_debug()
+                ),
+            );
+            *value = Value::String(text);
+        }
+    }
+
+    /// Warns once for each field whose key or value (at any depth) holds a
+    /// control character.
+    fn control_characters(&mut self, entries: &Entries<'_>) {
+        for (key, value) in entries {
+            let found = match key {
+                Key::Text(text) => first_control(text),
+                Key::Yaml(key) => first_control_in(key),
+            }
+            .or_else(|| first_control_in(value));
+            if let Some(c) = found {
+                self.advise(
+                    ProblemKind::ControlCharacter,
+                    format!(
+                        "`{}` holds the control character U+{:04X}; it may act on a terminal or a prompt",
+                        shown_key(key),
+                        c as u32
+                    ),
+                );
+            }
+        }
+    }
+
+    fn apply(&mut self, entries: Entries<'_>, dir_name: Option<&str>) -> Option<SkillMetadata> {
         let mut fields = Fields::default();
+        let mut unknown = UnknownFields::default();
         for (key, value) in entries {
             let slot = match key.as_str() {
                 Some("name") => &mut fields.name,
@@ -458,19 +625,14 @@ impl Rules {
                 Some("metadata") => &mut fields.metadata,
                 Some("allowed-tools") => &mut fields.allowed_tools,
                 _ => {
-                    let shown = key.shown();
-                    self.report(
-                        ProblemKind::UnexpectedField,
-                        Severity::Warning,
-                        format!(
-                            "`{shown}` is not a field of the specification (known fields: {})",
-                            KNOWN_FIELDS.join(", ")
-                        ),
-                    );
+                    unknown.add(&key);
                     continue;
                 }
             };
             *slot = Some(value);
+        }
+        if let Some(message) = unknown.message() {
+            self.report(ProblemKind::UnexpectedField, Severity::Warning, message);
         }
         let name = self.required_text(fields.name, "name", ProblemKind::MissingName);
         let description = self.required_text(fields.description, "description", ProblemKind::MissingDescription);
@@ -511,7 +673,6 @@ impl Rules {
             );
             return None;
         }
-        let described = (!is_string(&value)).then(|| type_name(&value));
         let text = owned_scalar_text(value).map(trimmed).unwrap_or_default();
         if text.is_empty() {
             self.report(
@@ -520,13 +681,6 @@ impl Rules {
                 format!("the required field `{field}` is missing or empty"),
             );
             return None;
-        }
-        if let Some(kind) = described {
-            self.report(
-                ProblemKind::InvalidFieldType,
-                Severity::Warning,
-                format!("`{field}` should be a string; {kind} was read as the text `{text}`"),
-            );
         }
         Some(text)
     }
@@ -543,18 +697,7 @@ impl Rules {
                 );
                 None
             }
-            _ => {
-                let described = (!is_string(&value)).then(|| type_name(&value));
-                let text = trimmed(owned_scalar_text(value)?);
-                if let Some(kind) = described {
-                    self.report(
-                        ProblemKind::InvalidFieldType,
-                        Severity::Warning,
-                        format!("`{field}` should be a string; {kind} was read as the text `{text}`"),
-                    );
-                }
-                Some(text).filter(|t| !t.is_empty())
-            }
+            _ => Some(trimmed(owned_scalar_text(value)?)).filter(|t| !t.is_empty()),
         }
     }
 
@@ -908,5 +1051,106 @@ mod tests {
         assert!(skill.allowed_tools.is_empty());
         assert_eq!(skill.license, None);
         assert_eq!(kinds(&parsed), [ProblemKind::InvalidFieldType; 3]);
+    }
+
+    /// Finding 13: thousands of unknown keys make one diagnostic naming the
+    /// first few and the count, found in one linear pass.
+    #[test]
+    fn fourteen_thousand_unknown_keys_make_one_small_diagnostic() {
+        // Three-letter keys, so 14,000 fit in a frontmatter: `aaa`, `aab`, ...
+        let keys: Vec<String> = (0..14_000u32)
+            .map(|i| {
+                [i / 676, i / 26 % 26, i % 26]
+                    .iter()
+                    .map(|d| char::from(b'a' + *d as u8))
+                    .collect()
+            })
+            .collect();
+        let flow = format!("---\n{{name: a, description: d, {}}}\n---\n", keys.join(","));
+        let block = format!(
+            "---\nname: a\ndescription: d\n{}---\n",
+            keys[..13_000].iter().map(|k| format!("{k}:\n")).collect::<String>()
+        );
+        for (text, count) in [(flow, 14_000), (block, 13_000)] {
+            let parsed = lenient(&text, "a");
+            assert_eq!(kinds(&parsed), [ProblemKind::UnexpectedField]);
+            let message = &parsed.problems[0].message;
+            assert!(message.len() < 300, "{} bytes: {message}", message.len());
+            let expected = format!(
+                "`aaa`, `aab`, `aac`, `aad`, `aae` and {} more ({count} in all) are not fields",
+                count - 5
+            );
+            assert!(message.starts_with(&expected), "{message}");
+            assert!(parsed.skill.is_some());
+            // A duplicate among them is still found.
+            let twice = text
+                .replace("\n---\n", "\naaq: again\n---\n")
+                .replacen("}\naaq: again", ", aaq}", 1);
+            assert_eq!(kinds(&lenient(&twice, "a")), [ProblemKind::InvalidYaml], "{count}");
+        }
+    }
+
+    #[test]
+    fn a_long_unknown_key_is_cut_and_escaped_in_the_message() {
+        let key = "x".repeat(500);
+        let parsed = lenient(
+            &format!("---\nname: a\ndescription: d\n{key}: 1\n\"t\\ab\": 2\n---\n"),
+            "a",
+        );
+        let message = &parsed.problems[0].message;
+        assert!(message.len() < 400, "{message}");
+        assert!(message.contains("`t\\u{7}b`"), "{message}");
+    }
+
+    /// Finding 5: a control character in any key or value is a warning,
+    /// under either strictness; tabs and newlines YAML allows are not.
+    #[test]
+    fn control_characters_in_any_field_warn() {
+        let text = "---\nname: a\ndescription: \"rings \\a\"\nmetadata:\n  \"k\\e\": v\n  w: \"\\u0085\"\n\
+                    allowed-tools:\n  - \"x\\x7f\"\nlicense: |\n  tab\there\n  lines\n---\n";
+        for strictness in [Strictness::Lenient, Strictness::Strict] {
+            let parsed = parse_skill_md(text.as_bytes(), Some("a"), strictness);
+            assert_eq!(
+                kinds(&parsed),
+                [ProblemKind::ControlCharacter; 3],
+                "{:?}",
+                parsed.problems
+            );
+            assert!(parsed.is_valid());
+            assert!(parsed.problems.iter().all(|p| p.severity == Severity::Warning));
+            assert!(parsed.problems[0].message.contains("`description`"));
+            assert!(parsed.problems[0].message.contains("U+0007"));
+            assert_eq!(parsed.skill.unwrap().description, "rings \u{7}");
+        }
+        let c1 = lenient("---\nname: a\ndescription: \"\\u009b31m\"\n---\n", "a");
+        assert_eq!(kinds(&c1), [ProblemKind::ControlCharacter]);
+    }
+
+    /// Numbers and booleans in text fields are read as the text written,
+    /// with a warning that stays a warning when validating.
+    #[test]
+    fn numbers_and_booleans_in_text_fields_read_as_written() {
+        let text = "---\nname: 2024\ndescription: 42\nlicense: 2.10\ncompatibility: TRUE\n---\n";
+        for strictness in [Strictness::Lenient, Strictness::Strict] {
+            let parsed = parse_skill_md(text.as_bytes(), Some("2024"), strictness);
+            assert_eq!(
+                kinds(&parsed),
+                [ProblemKind::InvalidFieldType; 4],
+                "{:?}",
+                parsed.problems
+            );
+            assert!(parsed.is_valid());
+            let skill = parsed.skill.unwrap();
+            assert_eq!(skill.name, "2024");
+            assert_eq!(skill.description, "42");
+            assert_eq!(skill.license.as_deref(), Some("2.10"));
+            assert_eq!(skill.compatibility.as_deref(), Some("TRUE"));
+        }
+        let parsed = lenient("---\nname: a\ndescription: 1e3\nlicense: 0x1F\n---\n", "a");
+        let skill = parsed.skill.unwrap();
+        assert_eq!(
+            (skill.description.as_str(), skill.license.as_deref()),
+            ("1e3", Some("0x1F"))
+        );
     }
 }

@@ -116,11 +116,10 @@ async fn one_bad_skill_never_hides_the_others(kind: Kind) {
 
 async fn directories_without_skill_md_and_loose_files_are_not_skills(kind: Kind) {
     let good = skill_md("good", "fine");
-    let files: [(&str, &[u8]); 4] = [
+    let files: [(&str, &[u8]); 3] = [
         ("/base/good/SKILL.md", &good),
         ("/base/notes/README.md", b"not a skill"),
         ("/base/loose.md", b"a file beside the skills"),
-        ("/base/lower/skill.md", b"---\nname: lower\ndescription: d\n---\n"),
     ];
     let (catalog, _tree) = load(kind, &files, &["/base"]).await;
     assert_eq!(names(&catalog), [("good", "base")]);
@@ -346,7 +345,7 @@ async fn prompts_render_in_both_styles(kind: Kind) {
     let files: [(&str, &[u8]); 1] = [("/base/pdf/SKILL.md", pdf)];
     let (catalog, _tree) = load(kind, &files, &["/base", "/team"]).await;
     let markdown = render(&catalog, &PromptOptions::default()).text;
-    assert!(markdown.contains("- **pdf**: Fill <forms> & \"more\" (license: MIT; compatibility: Python 3)"));
+    assert!(markdown.contains("- **pdf**: Fill \\<forms\\> & \"more\" (license: MIT; compatibility: Python 3)"));
     assert!(markdown.contains("  - allowed tools: Read, Bash"));
     assert!(markdown.contains("  - instructions: `/base/pdf/SKILL.md`"));
     assert!(markdown.contains("- **Team**: `/team/` (highest priority)"));
@@ -431,4 +430,65 @@ on_every_backend!(
     filters_enable_disable_include_and_exclude,
     prompts_render_in_both_styles,
     a_budget_shortens_descriptions_then_drops_skills,
+    a_lowercase_skill_md_loads_with_a_warning,
+    source_unavailable_messages_name_the_path_and_kind_only,
 );
+
+async fn a_lowercase_skill_md_loads_with_a_warning(kind: Kind) {
+    let files: Vec<(&str, Vec<u8>)> = vec![
+        ("/base/lower/skill.md", skill_md("lower", "read from skill.md")),
+        ("/base/both/SKILL.md", skill_md("both", "upper wins")),
+        ("/base/both/skill.md", skill_md("both", "lower loses")),
+    ];
+    let files: Vec<(&str, &[u8])> = files.iter().map(|(p, d)| (*p, d.as_slice())).collect();
+    let tree = tree(kind, &files).await;
+    let watched = Watched::new(tree.backend.clone());
+    let catalog = Catalog::load(watched.clone(), sources(&["/base"]), LoadOptions::default()).await;
+    let lower = catalog.get("lower").unwrap();
+    assert_eq!(lower.path.as_str(), "/base/lower/skill.md");
+    assert_eq!(lower.metadata.description, "read from skill.md");
+    assert!(
+        catalog
+            .read_skill("lower")
+            .await
+            .unwrap()
+            .starts_with(b"---\nname: lower")
+    );
+    assert_eq!(catalog.get("both").unwrap().metadata.description, "upper wins");
+    assert_eq!(
+        diagnostic_kinds(&catalog),
+        [("lowercase_skill_md", Severity::Warning, Some("/base/lower/skill.md"))]
+    );
+
+    watched.reset();
+    let again = catalog.refresh().await;
+    assert_eq!(watched.reads(), 0, "an unchanged skill.md is not read again");
+    assert_eq!(again.get("lower").unwrap().path.as_str(), "/base/lower/skill.md");
+    assert_eq!(diagnostic_kinds(&again), diagnostic_kinds(&catalog));
+
+    let reloaded = catalog.reload_skill("base", "lower").await.unwrap();
+    assert_eq!(reloaded.get("lower").unwrap().path.as_str(), "/base/lower/skill.md");
+}
+
+/// Finding 7: what a backend says about a failure (here a detail standing
+/// for an endpoint and bucket) stays out of diagnostics; they name the
+/// virtual path and the kind.
+async fn source_unavailable_messages_name_the_path_and_kind_only(kind: Kind) {
+    let tree = tree(kind, &[("/base/a/SKILL.md", &skill_md("a", "a"))]).await;
+    let watched = Watched::new(tree.backend.clone());
+    watched.fail_lists.store(true, Ordering::SeqCst);
+    let failed = Catalog::load(watched.clone(), sources(&["/base"]), LoadOptions::default()).await;
+    watched.fail_lists.store(false, Ordering::SeqCst);
+    let loaded = failed.refresh().await;
+    watched.fail_lists.store(true, Ordering::SeqCst);
+    let stale = loaded.refresh().await;
+    for catalog in [&failed, &stale] {
+        let d = &catalog.diagnostics()[0];
+        assert!(!d.message.contains("injected outage"), "{}", d.message);
+        assert!(d.message.contains("unavailable"), "{}", d.message);
+    }
+    assert_eq!(
+        failed.diagnostics()[0].message,
+        "cannot list the source /base: backend unavailable"
+    );
+}

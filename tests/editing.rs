@@ -55,7 +55,7 @@ async fn setup(kind: Kind) -> Setup {
 }
 
 async fn kind_of<T: std::fmt::Debug>(result: impl std::future::Future<Output = Result<T, Error>>) -> &'static str {
-    result.await.unwrap_err().kind()
+    result.await.unwrap_err().kind().as_str()
 }
 
 async fn create_edit_and_the_catalog_sees_each_change(kind: Kind) {

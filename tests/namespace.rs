@@ -49,10 +49,7 @@ async fn link_in_writable_source_cannot_write_into_base_layer() {
         .await
         .unwrap_err();
     assert!(
-        matches!(
-            err.kind(),
-            "symlink_escape" | "symlink_refused" | "symlink_in_write_path"
-        ),
+        matches!(err.kind().as_str(), "write_through_symlink" | "symlink_escape"),
         "{err}"
     );
     assert!(!dir.path().join("base/secret/x.md").exists());
@@ -211,4 +208,42 @@ async fn flags_build_the_same_config() {
     config.set_sources(["/base/"]).unwrap();
     config.make_writable("nope");
     assert!(config.open().unwrap_err().to_string().contains("nope"));
+}
+
+/// Finding: with `team/evil/references -> ../../base/secret`, reading
+/// `evil references/SKILL.md` printed the base layer's secret. Reads inside
+/// a skill stay inside its directory once links resolve, and a SKILL.md
+/// that is a link into another skill does not load.
+#[tokio::test]
+async fn link_in_skill_cannot_read_another_layer() {
+    let dir = tempfile::tempdir().unwrap();
+    skill(&dir.path().join("base"), "secret");
+    std::fs::write(dir.path().join("base/secret/notes.md"), "TOPSECRET").unwrap();
+    skill(&dir.path().join("team"), "evil");
+    symlink("../../base/secret", dir.path().join("team/evil/references")).unwrap();
+    std::fs::create_dir_all(dir.path().join("team/copycat")).unwrap();
+    symlink("../../base/secret/SKILL.md", dir.path().join("team/copycat/SKILL.md")).unwrap();
+    std::fs::write(dir.path().join("team/evil/inside.md"), "fine").unwrap();
+    symlink("inside.md", dir.path().join("team/evil/alias.md")).unwrap();
+
+    for writable in [false, true] {
+        let yaml = format!("sources:\n  - path: /base/\n  - path: /team/\n    writable: {writable}\n");
+        let catalog = config(&yaml, dir.path()).open().unwrap().load().await;
+        for relative in ["references/notes.md", "references/SKILL.md"] {
+            let err = catalog.read_file("evil", relative).await.unwrap_err();
+            assert!(err.kind().as_str().starts_with("symlink"), "{relative}: {err}");
+            assert!(!err.to_string().contains("TOPSECRET"));
+        }
+        // A link that stays inside the skill still works.
+        assert_eq!(&catalog.read_file("evil", "alias.md").await.unwrap()[..], b"fine");
+        assert!(catalog.get("copycat").is_none(), "writable: {writable}");
+        assert!(
+            catalog
+                .diagnostics()
+                .iter()
+                .any(|d| d.path.as_ref().is_some_and(|p| p.as_str() == "/team/copycat/SKILL.md")),
+            "{:?}",
+            catalog.diagnostics()
+        );
+    }
 }

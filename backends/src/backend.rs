@@ -8,6 +8,7 @@ use bytes::Bytes;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::vpath::VPath;
+use crate::walk::{Walk, WalkLimits};
 
 /// The default read limit: 10 MiB (10,485,760 bytes).
 pub const DEFAULT_READ_LIMIT: u64 = 10 * 1024 * 1024;
@@ -78,6 +79,11 @@ pub struct Entry {
     pub size: Option<u64>,
     /// The version, for files where the listing gives it.
     pub version: Option<Version>,
+    /// True when the child is a symbolic link; `kind` then says what it
+    /// leads to under the backend's policy ([`EntryKind::Other`] when the
+    /// policy does not resolve it). A walk never descends into a directory
+    /// link. Always false for backends without links.
+    pub symlink: bool,
 }
 
 impl Entry {
@@ -91,6 +97,18 @@ impl Entry {
     }
 }
 
+/// A directory's listing with the names that could not be listed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Listing {
+    /// The children a [`VPath`] can name, as [`SkillBackend::list`] gives
+    /// them.
+    pub entries: Vec<Entry>,
+    /// The children no [`VPath`] can name, relative to the listed directory
+    /// and escaped for display (`evil\u{7f}`, `a//b`): safe to show, never
+    /// to use as a path.
+    pub invalid: Vec<String>,
+}
+
 /// How to read one file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReadOptions {
@@ -100,6 +118,16 @@ pub struct ReadOptions {
     pub limit: u64,
     /// Return at most this many bytes from the start of the object.
     pub prefix: Option<u64>,
+    /// The directory the read must stay beneath once every link is
+    /// resolved, as the number of leading segments of the read path that
+    /// name it: `Some(2)` for `/team/pdf/references/a.md` keeps the read
+    /// inside `/team/pdf`. `None` is the backend's root (under its own
+    /// symlink policy). A link leading out of the directory is
+    /// [`ErrorKind::SymlinkEscape`] (or [`ErrorKind::SymlinkRefused`] where
+    /// links are refused); a confinement that is not a proper ancestor of
+    /// the path is [`ErrorKind::InvalidPath`]. Backends without links hold
+    /// to it by the path alone.
+    pub confinement: Option<usize>,
 }
 
 impl Default for ReadOptions {
@@ -107,6 +135,7 @@ impl Default for ReadOptions {
         ReadOptions {
             limit: DEFAULT_READ_LIMIT,
             prefix: None,
+            confinement: None,
         }
     }
 }
@@ -114,7 +143,10 @@ impl Default for ReadOptions {
 impl ReadOptions {
     /// Whole-object reads with the given limit.
     pub fn with_limit(limit: u64) -> Self {
-        ReadOptions { limit, prefix: None }
+        ReadOptions {
+            limit,
+            ..Self::default()
+        }
     }
 
     /// Reads at most `len` bytes from the start, under the default limit.
@@ -125,9 +157,49 @@ impl ReadOptions {
         }
     }
 
+    /// The same options, confined to the directory named by the first
+    /// `segments` segments of each path read (see
+    /// [`ReadOptions::confinement`]).
+    pub fn confined(self, segments: usize) -> Self {
+        ReadOptions {
+            confinement: Some(segments),
+            ..self
+        }
+    }
+
     /// How many bytes to return for an object of `size` bytes.
     pub fn wanted(&self, size: u64) -> u64 {
         self.prefix.map_or(size, |p| p.min(size))
+    }
+
+    /// The directory a read of `path` must stay beneath, or `None` when
+    /// unconfined. A confinement of as many segments as `path` has, or
+    /// more, is [`ErrorKind::InvalidPath`].
+    pub fn confining_dir(&self, path: &VPath) -> Result<Option<VPath>> {
+        let Some(segments) = self.confinement else {
+            return Ok(None);
+        };
+        let depth = path.segments().count();
+        if segments >= depth {
+            return Err(Error::at(ErrorKind::InvalidPath, path).with_detail(format!(
+                "confined to {segments} leading segments, but the path has {depth}"
+            )));
+        }
+        let mut dir = VPath::root();
+        for segment in path.segments().take(segments) {
+            dir = dir.join(segment)?;
+        }
+        Ok(Some(dir))
+    }
+
+    /// These options for a backend mounted `depth` segments below the root
+    /// of the namespace: a confinement at or above the mount point becomes
+    /// the mounted backend's root.
+    pub fn below_mount(self, depth: usize) -> Self {
+        ReadOptions {
+            confinement: self.confinement.map(|n| n.saturating_sub(depth)),
+            ..self
+        }
     }
 }
 
@@ -221,6 +293,17 @@ pub trait SkillBackend: Send + Sync + fmt::Debug {
     /// Errors: [`ErrorKind::NotFound`], [`ErrorKind::NotADirectory`].
     async fn list(&self, dir: &VPath) -> Result<Vec<Entry>>;
 
+    /// [`SkillBackend::list`], plus the names under `dir` that no [`VPath`]
+    /// can hold (an object key with a control character, an empty or `..`
+    /// segment), which `list` leaves out. One odd name never hides the
+    /// valid entries beside it. The default lists and reports nothing odd.
+    async fn list_detailed(&self, dir: &VPath) -> Result<Listing> {
+        Ok(Listing {
+            entries: self.list(dir).await?,
+            invalid: Vec::new(),
+        })
+    }
+
     /// What `path` is, without reading it.
     async fn stat(&self, path: &VPath) -> Result<Metadata>;
 
@@ -285,6 +368,9 @@ impl<T: SkillBackend + ?Sized> SkillBackend for Arc<T> {
     async fn list(&self, dir: &VPath) -> Result<Vec<Entry>> {
         (**self).list(dir).await
     }
+    async fn list_detailed(&self, dir: &VPath) -> Result<Listing> {
+        (**self).list_detailed(dir).await
+    }
     async fn stat(&self, path: &VPath) -> Result<Metadata> {
         (**self).stat(path).await
     }
@@ -336,6 +422,15 @@ pub trait SkillBackendExt: SkillBackend {
             Err(e) if e.kind() == ErrorKind::NotFound => Ok(false),
             Err(e) => Err(e),
         }
+    }
+
+    /// Every file under `dir`, depth first, within `limits`. It never
+    /// descends into a symbolic link to a directory (so `up -> ..` cannot
+    /// make it loop), and reports what it passed over: directory links,
+    /// unresolved links, special files, directories past the depth limit,
+    /// subdirectories it could not list. Listing `dir` itself must succeed.
+    async fn walk(&self, dir: &VPath, limits: WalkLimits) -> Result<Walk> {
+        crate::walk::walk(self, dir, limits).await
     }
 }
 

@@ -1,8 +1,9 @@
 //! One error type for every backend, with a stable [`ErrorKind`].
 //!
-//! An [`Error`] names the virtual path it concerns, never a host path: its
-//! message is safe to show to an agent or a tenant. The underlying cause (an
-//! `io::Error`, an `object_store` error) stays reachable through
+//! An [`Error`] names the virtual path it concerns and its kind, never a host
+//! path, an endpoint, a bucket or a request URL: its message is safe to show
+//! to an agent or a tenant. The underlying cause (an `io::Error`, an
+//! `object_store` error) stays reachable through
 //! [`std::error::Error::source`] for logs.
 
 use std::fmt;
@@ -39,6 +40,10 @@ pub enum ErrorKind {
     SymlinkLoop,
     /// A symbolic link points at nothing.
     DanglingSymlink,
+    /// A write or delete met a symbolic link at some component of its path.
+    /// Writes never follow links, whatever the symlink policy, so a link
+    /// cannot carry a write into another skill, layer or directory.
+    WriteThroughSymlink,
     /// A create-only write found an existing object.
     AlreadyExists,
     /// A conditional write found a different version than expected.
@@ -51,6 +56,9 @@ pub enum ErrorKind {
     /// The backend could not be reached or failed transiently; retrying later
     /// may succeed.
     Unavailable,
+    /// The disk or the quota is full (`ENOSPC`, `EDQUOT`): nothing more can
+    /// be written until space is freed.
+    StorageFull,
     /// Anything else; the source error says more.
     Other,
 }
@@ -70,11 +78,13 @@ impl ErrorKind {
             ErrorKind::SymlinkEscape => "symlink_escape",
             ErrorKind::SymlinkLoop => "symlink_loop",
             ErrorKind::DanglingSymlink => "dangling_symlink",
+            ErrorKind::WriteThroughSymlink => "write_through_symlink",
             ErrorKind::AlreadyExists => "already_exists",
             ErrorKind::VersionConflict => "version_conflict",
             ErrorKind::Unsupported => "unsupported",
             ErrorKind::ReadOnly => "read_only",
             ErrorKind::Unavailable => "unavailable",
+            ErrorKind::StorageFull => "storage_full",
             ErrorKind::Other => "other",
         }
     }
@@ -93,11 +103,13 @@ impl ErrorKind {
             ErrorKind::SymlinkEscape => "symbolic link leads outside the root",
             ErrorKind::SymlinkLoop => "symbolic link loop",
             ErrorKind::DanglingSymlink => "dangling symbolic link",
+            ErrorKind::WriteThroughSymlink => "writes do not go through symbolic links",
             ErrorKind::AlreadyExists => "already exists",
             ErrorKind::VersionConflict => "version conflict",
             ErrorKind::Unsupported => "operation not supported by this backend",
             ErrorKind::ReadOnly => "read-only",
             ErrorKind::Unavailable => "backend unavailable",
+            ErrorKind::StorageFull => "no space left (disk or quota full)",
             ErrorKind::Other => "backend error",
         }
     }
@@ -149,7 +161,7 @@ impl Error {
     }
 
     /// Sets a detail shown after the kind and path. It must not hold host
-    /// paths.
+    /// paths, endpoints, buckets, key prefixes or URLs.
     pub fn with_detail(mut self, detail: impl Into<String>) -> Self {
         self.detail = Some(detail.into());
         self
@@ -240,6 +252,8 @@ mod tests {
         for kind in [
             ErrorKind::NotFound,
             ErrorKind::SymlinkEscape,
+            ErrorKind::WriteThroughSymlink,
+            ErrorKind::StorageFull,
             ErrorKind::VersionConflict,
             ErrorKind::Unavailable,
         ] {

@@ -2,18 +2,33 @@
 //!
 //! Every backend implements [`SkillBackend`]: list, stat, read, and (where
 //! supported) put and delete, all addressed by [`VPath`], the only path type
-//! accepted. The read guards hold in every backend:
+//! accepted. The guards hold in every backend:
 //!
 //! - **traversal**: a [`VPath`] cannot name a parent directory, and no
 //!   backend resolves outside its root;
-//! - **symlinks** ([`FsBackend`]): a [`SymlinkPolicy`] enforced by the kernel;
+//! - **symlinks** ([`FsBackend`]): reads follow links by a [`SymlinkPolicy`]
+//!   enforced at every component (by the kernel's `openat2` on Linux, or by
+//!   a per-component walk, [`PathResolver`]); writes and deletes never
+//!   follow a link at any component ([`ErrorKind::WriteThroughSymlink`]);
+//! - **confinement**: a read may be confined to a directory of its path
+//!   ([`ReadOptions::confinement`], such as a skill's own directory): once
+//!   every link is resolved it stays beneath it, or is refused;
 //! - **size**: a read of an object larger than its limit (10 MiB by default)
 //!   is refused before the bytes are held, and checked again while reading;
-//! - **file type**: only regular files are read; a FIFO is never waited on.
+//! - **file type**: only regular files are read; a FIFO is never waited on;
+//! - **messages**: an [`Error`] shows the virtual path and its kind, never a
+//!   host path, endpoint, bucket or URL (those stay in its source, for
+//!   logs). A full disk or quota is [`ErrorKind::StorageFull`].
 //!
-//! Backends: [`MemoryBackend`], [`FsBackend`] (feature `fs`, Linux),
+//! [`SkillBackendExt::walk`] lists every file under a directory within
+//! [`WalkLimits`], never descending into a directory link ([`Entry::symlink`])
+//! and reporting what it passed over.
+//!
+//! Backends: [`MemoryBackend`], [`FsBackend`] (feature `fs`, any Unix),
 //! [`ObjectStoreBackend`] (feature `object-store`; S3 locations with feature
-//! `s3`), and [`MountTable`], which joins several into one namespace.
+//! `s3`), and [`MountTable`], which joins several into one namespace. The
+//! conformance suite and the matrix of backends it runs on are in `testkit`
+//! (feature `testkit`).
 //!
 //! ```
 //! use std::sync::Arc;
@@ -40,8 +55,10 @@ mod memory;
 mod mount;
 mod subtree;
 mod vpath;
+mod vpath_checked;
+mod walk;
 
-#[cfg(all(feature = "fs", target_os = "linux"))]
+#[cfg(all(feature = "fs", unix))]
 mod fs;
 #[cfg(feature = "object-store")]
 mod object;
@@ -52,12 +69,12 @@ mod s3;
 pub mod testkit;
 
 pub use backend::{
-    Blob, Capabilities, DEFAULT_READ_LIMIT, Entry, EntryKind, Metadata, PutMode, ReadOptions, SkillBackend,
+    Blob, Capabilities, DEFAULT_READ_LIMIT, Entry, EntryKind, Listing, Metadata, PutMode, ReadOptions, SkillBackend,
     SkillBackendExt, Version,
 };
 pub use error::{Error, ErrorKind, Result};
-#[cfg(all(feature = "fs", target_os = "linux"))]
-pub use fs::{FsBackend, SymlinkPolicy};
+#[cfg(all(feature = "fs", unix))]
+pub use fs::{FsBackend, PathResolver, SymlinkPolicy};
 pub use memory::MemoryBackend;
 pub use mount::MountTable;
 #[cfg(feature = "object-store")]
@@ -68,3 +85,4 @@ pub use object_store;
 pub use s3::{S3Location, S3Options};
 pub use subtree::Subtree;
 pub use vpath::{MAX_PATH_BYTES, VPath, is_valid_segment};
+pub use walk::{PassReason, PassedOver, Walk, WalkLimits, WalkedFile};

@@ -193,6 +193,7 @@ impl SkillBackend for MemoryBackend {
                         kind: EntryKind::File,
                         size: Some(object.data.len() as u64),
                         version: Some(object.version.clone()),
+                        symlink: false,
                     });
                     start = format!("{key}\0");
                 }
@@ -202,6 +203,7 @@ impl SkillBackend for MemoryBackend {
                         kind: EntryKind::Dir,
                         size: None,
                         version: None,
+                        symlink: false,
                     });
                     // '0' is the character after '/': skip the child's subtree.
                     start = format!("{prefix}{child}0");
@@ -233,7 +235,9 @@ impl SkillBackend for MemoryBackend {
         Err(Error::at(ErrorKind::NotFound, path))
     }
 
+    /// Holds no links: a confined read stays in its directory by its path.
     async fn read(&self, path: &VPath, options: ReadOptions) -> Result<Blob> {
+        options.confining_dir(path)?;
         let object = {
             let state = self.read_state();
             match state.files.get(path.as_str()) {

@@ -5,14 +5,18 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use bytes::Bytes;
 
-use crate::backend::{Blob, Capabilities, Entry, EntryKind, Metadata, PutMode, ReadOptions, SkillBackend, Version};
+use crate::backend::{
+    Blob, Capabilities, Entry, EntryKind, Listing, Metadata, PutMode, ReadOptions, SkillBackend, Version,
+};
 use crate::error::{Error, ErrorKind, Result};
 use crate::vpath::VPath;
 
 /// Backends mounted at virtual paths, routed by the longest mount point that
 /// is an ancestor of the path by whole segments (`/team` never serves
 /// `/teamwork`). A backend sees paths relative to its own root; errors come
-/// back with paths in the shared namespace. Listing a directory shows the
+/// back with paths in the shared namespace. A read's
+/// [`ReadOptions::confinement`] is counted again from the mount point; one
+/// at or above it confines the read to the mounted backend's root. Listing a directory shows the
 /// mount points below it as directories.
 #[derive(Clone, Default)]
 pub struct MountTable {
@@ -99,6 +103,13 @@ impl MountTable {
     }
 }
 
+impl Mount {
+    /// How many segments below the namespace's root the mount point is.
+    fn depth(&self) -> usize {
+        self.at.segments().count()
+    }
+}
+
 fn outer(err: Error, mount: &Mount) -> Error {
     err.map_path(|inner| inner.rebase(&mount.at).ok())
 }
@@ -131,17 +142,21 @@ impl SkillBackend for MountTable {
     }
 
     async fn list(&self, dir: &VPath) -> Result<Vec<Entry>> {
+        Ok(self.list_detailed(dir).await?.entries)
+    }
+
+    async fn list_detailed(&self, dir: &VPath) -> Result<Listing> {
         let mounted = self.mount_children(dir);
         let listed = match self.route(dir) {
-            Ok((mount, inner)) => match mount.backend.list(&inner).await {
-                Ok(entries) => entries,
-                Err(e) if e.kind() == ErrorKind::NotFound && !mounted.is_empty() => Vec::new(),
+            Ok((mount, inner)) => match mount.backend.list_detailed(&inner).await {
+                Ok(listing) => listing,
+                Err(e) if e.kind() == ErrorKind::NotFound && !mounted.is_empty() => Listing::default(),
                 Err(e) => return Err(outer(e, mount)),
             },
             Err(e) if mounted.is_empty() => return Err(e),
-            Err(_) => Vec::new(),
+            Err(_) => Listing::default(),
         };
-        let mut entries = listed;
+        let Listing { mut entries, invalid } = listed;
         // A mount point hides whatever the parent backend has there.
         entries.retain(|e| !mounted.contains(&e.name));
         entries.extend(mounted.into_iter().map(|name| Entry {
@@ -149,6 +164,7 @@ impl SkillBackend for MountTable {
             kind: EntryKind::Dir,
             size: None,
             version: None,
+            symlink: false,
         }));
         entries.sort_by(|a, b| a.name.cmp(&b.name));
         // A name listed twice (an object and a prefix) is the later entry.
@@ -159,7 +175,7 @@ impl SkillBackend for MountTable {
             }
             same
         });
-        Ok(entries)
+        Ok(Listing { entries, invalid })
     }
 
     async fn stat(&self, path: &VPath) -> Result<Metadata> {
@@ -177,7 +193,11 @@ impl SkillBackend for MountTable {
     async fn read(&self, path: &VPath, options: ReadOptions) -> Result<Blob> {
         self.refuse_mount_ancestor(path)?;
         let (mount, inner) = self.route(path)?;
-        mount.backend.read(&inner, options).await.map_err(|e| outer(e, mount))
+        mount
+            .backend
+            .read(&inner, options.below_mount(mount.depth()))
+            .await
+            .map_err(|e| outer(e, mount))
     }
 
     async fn put(&self, path: &VPath, data: Bytes, mode: PutMode) -> Result<Version> {
@@ -207,7 +227,7 @@ impl SkillBackend for MountTable {
         let groups = self.group(paths);
         let batches = groups
             .iter()
-            .map(|(mount, _, inner)| mount.backend.read_many(inner, options));
+            .map(|(mount, _, inner)| mount.backend.read_many(inner, options.below_mount(mount.depth())));
         let done = futures::future::join_all(batches).await;
         self.scatter(paths, &groups, done, |p| {
             self.refuse_mount_ancestor(p).and_then(|_| self.route(p).map(|_| ()))

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use bytes::{Bytes, BytesMut};
 use futures::StreamExt;
+use object_store::list::{PaginatedListOptions, PaginatedListStore};
 use object_store::path::Path as KeyPath;
 use object_store::{
     GetOptions, GetRange, ObjectMeta, ObjectStore, ObjectStoreExt, PutMode as StorePutMode, PutOptions, PutPayload,
@@ -19,7 +20,8 @@ use object_store::{
 };
 
 use crate::backend::{
-    Blob, Capabilities, Entry, EntryKind, Metadata, PutMode, ReadOptions, SkillBackend, Version, grew_past_limit,
+    Blob, Capabilities, Entry, EntryKind, Listing, Metadata, PutMode, ReadOptions, SkillBackend, Version,
+    grew_past_limit,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::vpath::VPath;
@@ -36,9 +38,17 @@ const REQUESTS_PER_BATCH: usize = 8;
 #[derive(Clone)]
 pub struct ObjectStoreBackend {
     store: Arc<dyn ObjectStore>,
+    /// The same store's raw paginated listing, where it has one: used to
+    /// list past keys `object_store` cannot parse.
+    paginated: Option<Arc<dyn PaginatedListStore>>,
     prefix: KeyPath,
     writable: bool,
 }
+
+/// Requests a tolerant listing may make before giving up.
+const MAX_TOLERANT_REQUESTS: usize = 4096;
+/// Keys per page of a listing.
+const PAGE_KEYS: usize = 1000;
 
 impl std::fmt::Debug for ObjectStoreBackend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -68,6 +78,7 @@ impl ObjectStoreBackend {
         };
         Ok(ObjectStoreBackend {
             store,
+            paginated: None,
             prefix,
             writable: true,
         })
@@ -85,9 +96,21 @@ impl ObjectStoreBackend {
         let prefix = self.key(dir)?;
         Ok(ObjectStoreBackend {
             store: Arc::clone(&self.store),
+            paginated: self.paginated.clone(),
             prefix,
             writable: self.writable,
         })
+    }
+
+    /// Lets listings go past keys `object_store` cannot parse (a control
+    /// character, an empty or `..` segment): given the same store's raw
+    /// paginated listing, a page that fails to parse is split until the odd
+    /// key is alone, that key is reported by
+    /// [`SkillBackend::list_detailed`], and the listing resumes after it.
+    /// Without it, one such key fails the whole listing.
+    pub fn with_paginated_listing(mut self, paginated: Arc<dyn PaginatedListStore>) -> Self {
+        self.paginated = Some(paginated);
+        self
     }
 
     /// The underlying store.
@@ -123,6 +146,76 @@ impl ObjectStoreBackend {
             .list_with_delimiter(prefix)
             .await
             .map_err(|e| store_error(e, path))
+    }
+
+    /// The listing of `path`, and the raw keys or prefixes (relative to
+    /// it) that no [`KeyPath`] can hold.
+    async fn list_tolerant(&self, path: &VPath) -> Result<(object_store::ListResult, Vec<String>)> {
+        let plain = self.list_raw(path).await;
+        let paginated = match (&plain, &self.paginated) {
+            (Err(e), Some(paginated)) if e.kind() == ErrorKind::InvalidPath => Arc::clone(paginated),
+            _ => return plain.map(|listing| (listing, Vec::new())),
+        };
+        let key = self.key(path)?;
+        let prefix = if key.as_ref().is_empty() {
+            String::new()
+        } else {
+            format!("{}/", key.as_ref())
+        };
+        let mut listing = object_store::ListResult {
+            common_prefixes: Vec::new(),
+            objects: Vec::new(),
+            extensions: Default::default(),
+        };
+        let mut invalid = Vec::new();
+        let mut token: Option<String> = None;
+        let mut offset: Option<String> = None;
+        let mut max_keys = PAGE_KEYS;
+        for _ in 0..MAX_TOLERANT_REQUESTS {
+            let options = PaginatedListOptions {
+                offset: if token.is_none() { offset.clone() } else { None },
+                delimiter: Some("/".into()),
+                max_keys: Some(max_keys),
+                page_token: token.clone(),
+                ..PaginatedListOptions::default()
+            };
+            let asked = (!prefix.is_empty()).then_some(prefix.as_str());
+            match paginated.list_paginated(asked, options).await {
+                Ok(page) => {
+                    listing.common_prefixes.extend(page.result.common_prefixes);
+                    listing.objects.extend(page.result.objects);
+                    max_keys = (max_keys * 2).min(PAGE_KEYS);
+                    match page.page_token {
+                        Some(next) => token = Some(next),
+                        None => return Ok((listing, invalid)),
+                    }
+                }
+                Err(object_store::Error::InvalidPath { source }) => {
+                    if max_keys > 1 {
+                        max_keys /= 2;
+                        continue;
+                    }
+                    let raw = unparsable_key(&source).ok_or_else(|| {
+                        Error::at(ErrorKind::InvalidPath, path).with_source(object_store::Error::InvalidPath {
+                            source: object_store::path::Error::EmptySegment { path: String::new() },
+                        })
+                    })?;
+                    let relative = raw.strip_prefix(&prefix).unwrap_or(&raw);
+                    invalid.push(relative.trim_end_matches('/').escape_debug().to_string());
+                    // Resume after the odd key, or past everything under an
+                    // odd common prefix.
+                    offset = Some(if raw.ends_with('/') {
+                        format!("{raw}\u{10FFFF}")
+                    } else {
+                        raw
+                    });
+                    token = None;
+                    max_keys = PAGE_KEYS;
+                }
+                Err(e) => return Err(store_error(e, path)),
+            }
+        }
+        Err(Error::at(ErrorKind::Unavailable, path).with_detail("the listing did not end"))
     }
 
     /// True when some object lives below `path`.
@@ -254,9 +347,19 @@ fn version_of(meta: &ObjectMeta) -> Version {
     }
 }
 
-/// Maps an `object_store` error to a kind. The message keeps the store's own
-/// words (a URL or status), which never hold a local host path for the
-/// remote stores this backend is for.
+/// Maps an `object_store` error to a kind. The store's own message names
+/// the endpoint, the bucket and the key; it stays in the source, for logs,
+/// and is never shown.
+/// The raw key or prefix a listing could not parse, as the parse error
+/// names it.
+fn unparsable_key(err: &object_store::path::Error) -> Option<String> {
+    use object_store::path::Error as P;
+    match err {
+        P::EmptySegment { path } | P::BadSegment { path, .. } => Some(path.clone()),
+        _ => None,
+    }
+}
+
 fn store_error(err: object_store::Error, path: &VPath) -> Error {
     use object_store::Error as E;
     let kind = match &err {
@@ -269,15 +372,7 @@ fn store_error(err: object_store::Error, path: &VPath) -> Error {
         E::Generic { .. } => ErrorKind::Unavailable,
         _ => ErrorKind::Other,
     };
-    let detail = match kind {
-        ErrorKind::Unavailable | ErrorKind::Other | ErrorKind::PermissionDenied => Some(err.to_string()),
-        _ => None,
-    };
-    let e = Error::at(kind, path).with_source(err);
-    match detail {
-        Some(d) => e.with_detail(d),
-        None => e,
-    }
+    Error::at(kind, path).with_source(err)
 }
 
 #[async_trait]
@@ -291,36 +386,53 @@ impl SkillBackend for ObjectStoreBackend {
     }
 
     async fn list(&self, dir: &VPath) -> Result<Vec<Entry>> {
-        let listing = self.list_raw(dir).await?;
+        Ok(self.list_detailed(dir).await?.entries)
+    }
+
+    async fn list_detailed(&self, dir: &VPath) -> Result<Listing> {
+        let (listing, mut invalid) = self.list_tolerant(dir).await?;
         let mut entries = Vec::with_capacity(listing.common_prefixes.len() + listing.objects.len());
+        let mut odd = |name: &str| invalid.push(name.escape_debug().to_string());
         for prefix in &listing.common_prefixes {
-            if let Some(name) = prefix.filename().filter(|n| dir.join(n).is_ok()) {
+            let Some(name) = prefix.filename() else { continue };
+            if dir.join(name).is_err() {
+                odd(name);
+                continue;
+            }
+            {
                 entries.push(Entry {
                     name: name.to_owned(),
                     kind: EntryKind::Dir,
                     size: None,
                     version: None,
+                    symlink: false,
                 });
             }
         }
         for meta in &listing.objects {
-            if let Some(name) = meta.location.filename().filter(|n| dir.join(n).is_ok()) {
+            let Some(name) = meta.location.filename() else { continue };
+            if dir.join(name).is_err() {
+                odd(name);
+                continue;
+            }
+            {
                 entries.push(Entry {
                     name: name.to_owned(),
                     kind: EntryKind::File,
                     size: Some(meta.size),
                     version: listed_version(meta),
+                    symlink: false,
                 });
             }
         }
-        if entries.is_empty() && !dir.is_root() {
+        if entries.is_empty() && invalid.is_empty() && !dir.is_root() {
             let key = self.key(dir)?;
             return Err(match self.store.head(&key).await {
                 Ok(_) => Error::at(ErrorKind::NotADirectory, dir),
                 Err(_) => Error::at(ErrorKind::NotFound, dir),
             });
         }
-        Ok(entries)
+        Ok(Listing { entries, invalid })
     }
 
     async fn stat(&self, path: &VPath) -> Result<Metadata> {
@@ -347,7 +459,10 @@ impl SkillBackend for ObjectStoreBackend {
         }
     }
 
+    /// Keys hold no links: a confined read stays in its directory by its
+    /// path.
     async fn read(&self, path: &VPath, options: ReadOptions) -> Result<Blob> {
+        options.confining_dir(path)?;
         let mut attempt = 0;
         loop {
             match self.read_once(path, options).await {

@@ -61,8 +61,12 @@ impl S3Location {
     }
 }
 
+/// A refused location: the reason is shown, the location itself (a bucket
+/// and a prefix) only through the source.
 fn bad_location(url: &str, why: &str) -> Error {
-    Error::new(ErrorKind::InvalidPath).with_detail(format!("bad S3 location `{url}`: {why}"))
+    Error::new(ErrorKind::InvalidPath)
+        .with_detail(format!("bad S3 location: {why}"))
+        .with_source(std::io::Error::other(format!("the location was `{url}`")))
 }
 
 impl ObjectStoreBackend {
@@ -98,10 +102,11 @@ impl ObjectStoreBackend {
         }
         let store = builder.build().map_err(|e| {
             Error::new(ErrorKind::Other)
-                .with_detail(format!("cannot configure S3 for `{url}`: {e}"))
+                .with_detail("cannot configure the S3 client")
                 .with_source(e)
         })?;
-        ObjectStoreBackend::new(Arc::new(store), &location.prefix)
+        let store = Arc::new(store);
+        Ok(ObjectStoreBackend::new(Arc::clone(&store) as _, &location.prefix)?.with_paginated_listing(store))
     }
 }
 

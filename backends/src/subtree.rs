@@ -5,7 +5,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use bytes::Bytes;
 
-use crate::backend::{Blob, Capabilities, Entry, Metadata, PutMode, ReadOptions, SkillBackend, Version};
+use crate::backend::{Blob, Capabilities, Entry, Listing, Metadata, PutMode, ReadOptions, SkillBackend, Version};
 use crate::error::{Error, ErrorKind, Result};
 use crate::vpath::VPath;
 
@@ -74,6 +74,14 @@ impl SkillBackend for Subtree {
     async fn list(&self, dir: &VPath) -> Result<Vec<Entry>> {
         let inner = self.inner_path(dir)?;
         self.inner.list(&inner).await.map_err(|e| self.outer_error(dir, e))
+    }
+
+    async fn list_detailed(&self, dir: &VPath) -> Result<Listing> {
+        let inner = self.inner_path(dir)?;
+        self.inner
+            .list_detailed(&inner)
+            .await
+            .map_err(|e| self.outer_error(dir, e))
     }
 
     async fn stat(&self, path: &VPath) -> Result<Metadata> {

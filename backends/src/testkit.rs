@@ -1,18 +1,32 @@
-//! The conformance suite every [`SkillBackend`] must pass, written once.
+//! The conformance suite every [`SkillBackend`] must pass, and the matrix of
+//! backends it runs on, each declared once.
 //!
-//! [`conformance_tests!`](crate::conformance_tests) expands every case into a
-//! `#[test]` in the calling module, so each backend's tests carry its module
-//! name (`memory::size_guard_refuses_one_byte_over`, `s3::...`):
+//! The matrix: [`memory_fixture`], [`mount_fixture`],
+//! [`object_store_memory_fixture`], [`fs_fixture`] (the default path
+//! resolver), [`fs_portable_fixture`] (the per-component resolver) and, with
+//! feature `s3-server`, [`s3_server::s3_fixture`] (the in-process S3
+//! server). [`conformance_matrix!`](crate::conformance_matrix) expands every
+//! conformance case on every backend of it;
+//! [`backend_matrix!`](crate::backend_matrix) does the same for cases of the
+//! caller's own, so a crate built on these backends tests its code on all of
+//! them:
 //!
 //! ```text
-//! mod memory {
-//!     skillstore_backends::conformance_tests!(skillstore_backends::testkit::memory_fixture);
-//! }
+//! // tests/catalog_on_every_backend.rs
+//! use skillstore_backends::testkit::Fixture;
+//!
+//! async fn loads_a_skill(f: Fixture) { /* uses f.backend */ }
+//! async fn reports_a_missing_file(f: Fixture) { /* ... */ }
+//!
+//! skillstore_backends::backend_matrix!(loads_a_skill, reports_a_missing_file);
+//! // tests named memory::loads_a_skill, fs_portable::loads_a_skill, s3::...
 //! ```
 //!
-//! A factory returns a fresh, empty, writable [`Fixture`]. Cases that need
-//! special files (FIFOs, symbolic links) use [`Fixture::specials`]; for a
-//! backend that cannot hold them, the same cases check that it declares so.
+//! [`conformance_tests!`](crate::conformance_tests) runs the suite on one
+//! backend outside the matrix (a second S3 implementation, say). A factory
+//! returns a fresh, empty, writable [`Fixture`]. Cases that need special
+//! files (FIFOs, symbolic links) use [`Fixture::specials`]; for a backend
+//! that cannot hold them, the same cases check that it declares so.
 
 use std::any::Any;
 use std::future::Future;
@@ -107,37 +121,51 @@ pub fn object_store_memory_fixture() -> Fixture {
     Fixture::new(crate::ObjectStoreBackend::new(store, "tenant/skills").expect("a valid prefix"))
 }
 
-/// An [`crate::FsBackend`] with the default policy over a fresh temporary
-/// directory, with a sibling `outside/secret.txt` that must stay unreachable.
-#[cfg(all(feature = "fs", target_os = "linux"))]
+/// An [`crate::FsBackend`] with the default policy and resolver over a
+/// fresh temporary directory, with a sibling `outside/secret.txt` that must
+/// stay unreachable.
+#[cfg(all(feature = "fs", unix))]
 pub fn fs_fixture() -> Fixture {
     fs_fixture_with(crate::SymlinkPolicy::default())
 }
 
+/// Like [`fs_fixture`], resolving paths one component at a time
+/// ([`crate::PathResolver::PerComponent`]).
+#[cfg(all(feature = "fs", unix))]
+pub fn fs_portable_fixture() -> Fixture {
+    fs_fixture_with_resolver(crate::SymlinkPolicy::default(), crate::PathResolver::PerComponent)
+}
+
 /// Like [`fs_fixture`], with the given symlink policy.
-#[cfg(all(feature = "fs", target_os = "linux"))]
+#[cfg(all(feature = "fs", unix))]
 pub fn fs_fixture_with(policy: crate::SymlinkPolicy) -> Fixture {
+    fs_fixture_with_resolver(policy, crate::PathResolver::default())
+}
+
+/// Like [`fs_fixture`], with the given symlink policy and path resolver.
+#[cfg(all(feature = "fs", unix))]
+pub fn fs_fixture_with_resolver(policy: crate::SymlinkPolicy, resolver: crate::PathResolver) -> Fixture {
     let dir = tempfile::tempdir().expect("a temporary directory");
     let root = dir.path().join("root");
     let outside = dir.path().join("outside");
     std::fs::create_dir(&root).expect("creating the root");
     std::fs::create_dir(&outside).expect("creating the outside directory");
     std::fs::write(outside.join("secret.txt"), b"outside the root").expect("writing the outside file");
-    let backend = crate::FsBackend::with_policy(&root, policy).expect("opening the root");
+    let backend = crate::FsBackend::with_resolver(&root, policy, resolver).expect("opening the root");
     Fixture::new(backend)
         .with_specials(HostSpecials { root: root.clone() })
         .keeping(dir)
 }
 
 /// Special files in a host directory.
-#[cfg(all(feature = "fs", target_os = "linux"))]
+#[cfg(all(feature = "fs", unix))]
 #[derive(Debug, Clone)]
 pub struct HostSpecials {
     /// The backend's root on the host.
     pub root: std::path::PathBuf,
 }
 
-#[cfg(all(feature = "fs", target_os = "linux"))]
+#[cfg(all(feature = "fs", unix))]
 impl HostSpecials {
     /// The host path of `path` below the root.
     pub fn host(&self, path: &crate::VPath) -> std::path::PathBuf {
@@ -145,11 +173,14 @@ impl HostSpecials {
     }
 }
 
-#[cfg(all(feature = "fs", target_os = "linux"))]
+#[cfg(all(feature = "fs", unix))]
 impl Specials for HostSpecials {
     fn make_fifo(&self, path: &crate::VPath) {
-        use rustix::fs::{CWD, FileType, Mode, mknodat};
-        mknodat(CWD, self.host(path), FileType::Fifo, Mode::from_raw_mode(0o644), 0).expect("mkfifo");
+        let made = std::process::Command::new("mkfifo")
+            .arg(self.host(path))
+            .status()
+            .expect("running mkfifo");
+        assert!(made.success(), "mkfifo failed");
     }
 
     fn make_symlink(&self, link: &crate::VPath, target: &str) {
@@ -167,9 +198,9 @@ impl Specials for HostSpecials {
 }
 
 /// Expands the conformance suite into `#[test]` functions in the calling
-/// module. The argument is a `fn() -> Fixture` path. Prefix it with
-/// `#[ignore = "..."]` to mark every case ignored (for targets that need an
-/// external server).
+/// module, for one backend. The argument is a `fn() -> Fixture` path.
+/// Prefix it with `#[ignore = "..."]` to mark every case ignored (for
+/// targets that need an external server).
 #[macro_export]
 macro_rules! conformance_tests {
     (#[ignore = $why:literal] $factory:path) => {
@@ -178,6 +209,117 @@ macro_rules! conformance_tests {
     ($factory:path) => {
         $crate::__conformance_cases!([] $factory);
     };
+}
+
+/// Expands the conformance suite on every backend of the matrix: one module
+/// per backend (`memory`, `mount`, `object_store`, `fs`, `fs_portable`,
+/// `s3`), one `#[test]` per case in each.
+#[macro_export]
+macro_rules! conformance_matrix {
+    () => {
+        $crate::__for_each_backend!(__conformance_module!());
+    };
+}
+
+/// Expands the caller's own cases on every backend of the matrix: one
+/// module per backend, holding one `#[test]` per case, named after it. Each
+/// case is an `async fn(Fixture)` in the calling module.
+#[macro_export]
+macro_rules! backend_matrix {
+    ($($case:ident),+ $(,)?) => {
+        $crate::__for_each_backend!(__cases_module!($($case),+));
+    };
+}
+
+/// The matrix, declared once: calls `$crate::$callback!(module, factory;
+/// args)` for every backend this build of the crate can run.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __for_each_backend {
+    ($callback:ident!($($args:tt)*)) => {
+        $crate::$callback!(memory, $crate::testkit::memory_fixture; $($args)*);
+        $crate::$callback!(mount, $crate::testkit::mount_fixture; $($args)*);
+        $crate::__if_object_store! {
+            $crate::$callback!(object_store, $crate::testkit::object_store_memory_fixture; $($args)*);
+        }
+        $crate::__if_fs! {
+            $crate::$callback!(fs, $crate::testkit::fs_fixture; $($args)*);
+            $crate::$callback!(fs_portable, $crate::testkit::fs_portable_fixture; $($args)*);
+        }
+        $crate::__if_s3_server! {
+            $crate::$callback!(s3, $crate::testkit::s3_server::s3_fixture; $($args)*);
+        }
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __conformance_module {
+    ($name:ident, $factory:path;) => {
+        mod $name {
+            $crate::conformance_tests!($factory);
+        }
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __cases_module {
+    ($name:ident, $factory:path; $($case:ident),+) => {
+        mod $name {
+            $(
+                #[test]
+                fn $case() {
+                    $crate::testkit::run_case($factory, super::$case);
+                }
+            )+
+        }
+    };
+}
+
+// The feature gates of the matrix, judged in this crate (a `cfg` written
+// in an exported macro would be judged in the caller's).
+
+#[cfg(feature = "object-store")]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __if_object_store {
+    ($($item:tt)*) => { $($item)* };
+}
+
+#[cfg(not(feature = "object-store"))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __if_object_store {
+    ($($item:tt)*) => {};
+}
+
+#[cfg(all(feature = "fs", unix))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __if_fs {
+    ($($item:tt)*) => { $($item)* };
+}
+
+#[cfg(not(all(feature = "fs", unix)))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __if_fs {
+    ($($item:tt)*) => {};
+}
+
+#[cfg(feature = "s3-server")]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __if_s3_server {
+    ($($item:tt)*) => { $($item)* };
+}
+
+#[cfg(not(feature = "s3-server"))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __if_s3_server {
+    ($($item:tt)*) => {};
 }
 
 #[doc(hidden)]
@@ -227,6 +369,11 @@ macro_rules! __conformance_cases {
             read_many_matches_read,
             stat_many_matches_stat,
             read_many_refuses_special_files,
+            confined_read_stays_in_its_directory,
+            confined_read_through_a_link_out_of_the_skill_is_refused,
+            writes_never_follow_a_link,
+            walk_returns_every_file_within_its_limits,
+            walk_never_descends_into_directory_links,
         );
     };
 }

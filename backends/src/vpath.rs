@@ -14,8 +14,6 @@ use std::borrow::Borrow;
 use std::fmt;
 use std::sync::Arc;
 
-use crate::error::{Error, ErrorKind, Result};
-
 /// The longest virtual path accepted, in bytes.
 pub const MAX_PATH_BYTES: usize = 4096;
 
@@ -38,12 +36,11 @@ impl VPath {
     }
 
     /// Parses an absolute virtual path, refusing (never repairing) anything
-    /// unsafe. Errors have kind [`ErrorKind::InvalidPath`].
-    pub fn new(path: impl AsRef<str>) -> Result<Self> {
-        let path = path.as_ref();
+    /// unsafe; the fault says why. [`VPath::new`] reports it as an error.
+    pub(crate) fn parse(path: &str) -> Result<Self, Fault> {
         check_length(path)?;
         let Some(rest) = path.strip_prefix('/') else {
-            return Err(invalid(path, "a virtual path must be absolute (start with `/`)"));
+            return Err(Fault::new(path, "a virtual path must be absolute (start with `/`)"));
         };
         if rest.is_empty() {
             return Ok(Self::root());
@@ -52,14 +49,14 @@ impl VPath {
         Ok(VPath(Arc::from(path)))
     }
 
-    /// Appends a relative path (`a/b/c`), checking it with the same rules as
-    /// [`VPath::new`]. An absolute or empty `relative` is refused.
-    pub fn join(&self, relative: &str) -> Result<Self> {
+    /// Appends a relative path under the rules of [`VPath::parse`];
+    /// [`VPath::join`] reports the fault as an error.
+    pub(crate) fn join_checked(&self, relative: &str) -> Result<Self, Fault> {
         if relative.starts_with('/') {
-            return Err(invalid(relative, "expected a relative path, found an absolute one"));
+            return Err(Fault::new(relative, "expected a relative path, found an absolute one"));
         }
         if relative.is_empty() {
-            return Err(invalid(relative, "the relative path is empty"));
+            return Err(Fault::new(relative, "the relative path is empty"));
         }
         check_relative(relative, relative)?;
         let base = if self.is_root() { "" } else { &self.0 };
@@ -142,15 +139,6 @@ impl VPath {
             VPath(Arc::from(rest))
         })
     }
-
-    /// This path re-rooted under `base` (`/x` under `/team` is `/team/x`).
-    pub fn rebase(&self, base: &VPath) -> Result<VPath> {
-        if self.is_root() {
-            Ok(base.clone())
-        } else {
-            base.join(self.relative_str())
-        }
-    }
 }
 
 /// True when `name` can be one segment of a [`VPath`]: non-empty, not `.`
@@ -159,10 +147,26 @@ pub fn is_valid_segment(name: &str) -> bool {
     !matches!(name, "" | "." | "..") && !name.chars().any(|c| c == '/' || c == '\\' || c.is_control())
 }
 
-fn check_length(path: &str) -> Result<()> {
+/// Why a string is not a [`VPath`]: the reason, and the string as shown
+/// (escaped, and cut short when long).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Fault {
+    /// The reason and the offending string, escaped.
+    pub(crate) detail: String,
+}
+
+impl Fault {
+    fn new(path: &str, why: &str) -> Self {
+        Fault {
+            detail: format!("{why}: {}", path.escape_debug()),
+        }
+    }
+}
+
+fn check_length(path: &str) -> Result<(), Fault> {
     if path.len() > MAX_PATH_BYTES {
         let shown: String = path.chars().take(64).collect();
-        return Err(invalid(
+        return Err(Fault::new(
             &format!("{shown}..."),
             &format!(
                 "the path is {} bytes long; at most {MAX_PATH_BYTES} are allowed",
@@ -174,12 +178,17 @@ fn check_length(path: &str) -> Result<()> {
 }
 
 /// Checks `rest`, the part of `whole` after its leading `/` (if any).
-fn check_relative(whole: &str, rest: &str) -> Result<()> {
+fn check_relative(whole: &str, rest: &str) -> Result<(), Fault> {
     for segment in rest.split('/') {
         match segment {
-            "" => return Err(invalid(whole, "the path has an empty segment (`//` or a trailing `/`)")),
-            "." => return Err(invalid(whole, "the path has a `.` segment")),
-            ".." => return Err(invalid(whole, "the path has a `..` segment")),
+            "" => {
+                return Err(Fault::new(
+                    whole,
+                    "the path has an empty segment (`//` or a trailing `/`)",
+                ));
+            }
+            "." => return Err(Fault::new(whole, "the path has a `.` segment")),
+            ".." => return Err(Fault::new(whole, "the path has a `..` segment")),
             _ => {}
         }
         if let Some(c) = segment.chars().find(|c| *c == '\\' || c.is_control()) {
@@ -188,14 +197,10 @@ fn check_relative(whole: &str, rest: &str) -> Result<()> {
             } else {
                 format!("the control character U+{:04X}", c as u32)
             };
-            return Err(invalid(whole, &format!("the path holds {what}")));
+            return Err(Fault::new(whole, &format!("the path holds {what}")));
         }
     }
     Ok(())
-}
-
-fn invalid(path: &str, why: &str) -> Error {
-    Error::new(ErrorKind::InvalidPath).with_detail(format!("{why}: {}", path.escape_debug()))
 }
 
 impl fmt::Display for VPath {
@@ -222,137 +227,8 @@ impl Borrow<str> for VPath {
     }
 }
 
-impl std::str::FromStr for VPath {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        VPath::new(s)
-    }
-}
-
-impl TryFrom<&str> for VPath {
-    type Error = Error;
-    fn try_from(s: &str) -> Result<Self> {
-        VPath::new(s)
-    }
-}
-
-impl TryFrom<String> for VPath {
-    type Error = Error;
-    fn try_from(s: String) -> Result<Self> {
-        VPath::new(&s)
-    }
-}
-
 impl serde::Serialize for VPath {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
         serializer.serialize_str(&self.0)
-    }
-}
-
-impl<'de> serde::Deserialize<'de> for VPath {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
-        let s = String::deserialize(deserializer)?;
-        VPath::new(&s).map_err(serde::de::Error::custom)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn ok(s: &str) -> VPath {
-        VPath::new(s).unwrap_or_else(|e| panic!("{s:?} should parse: {e}"))
-    }
-
-    fn refused(s: &str) {
-        let err = VPath::new(s).expect_err(s);
-        assert_eq!(err.kind(), ErrorKind::InvalidPath, "{s:?}");
-    }
-
-    #[test]
-    fn accepts_plain_absolute_paths() {
-        assert!(ok("/").is_root());
-        assert_eq!(ok("/a/b.md").as_str(), "/a/b.md");
-        assert_eq!(ok("/café/日本語").segments().collect::<Vec<_>>(), ["café", "日本語"]);
-        assert_eq!(ok("/%2e%2e/x").segments().next(), Some("%2e%2e"));
-        assert_eq!(ok("/...").file_name(), Some("..."));
-        assert_eq!(ok("/.hidden").file_name(), Some(".hidden"));
-    }
-
-    #[test]
-    fn refuses_every_unsafe_shape() {
-        for s in [
-            "",
-            "a",
-            "a/b",
-            "/a/../b",
-            "/..",
-            "/a/..",
-            "/./a",
-            "/a/.",
-            "//",
-            "/a//b",
-            "/a/",
-            "/a\\b",
-            "\\a",
-            "/a\0b",
-            "/a\nb",
-            "/a\u{7f}",
-            "/a\u{85}b",
-            "/a\tb",
-        ] {
-            refused(s);
-        }
-    }
-
-    #[test]
-    fn length_limit_is_in_bytes_and_inclusive() {
-        let at_limit = format!("/{}", "é".repeat((MAX_PATH_BYTES - 1) / 2)) + "a";
-        assert_eq!(at_limit.len(), MAX_PATH_BYTES);
-        ok(&at_limit);
-        refused(&format!("{at_limit}b"));
-    }
-
-    #[test]
-    fn join_checks_like_new() {
-        let base = ok("/base");
-        assert_eq!(base.join("x/SKILL.md").unwrap().as_str(), "/base/x/SKILL.md");
-        assert_eq!(VPath::root().join("x").unwrap().as_str(), "/x");
-        for bad in ["", "/x", "../x", "x/..", "x//y", "x/", ".", "x\\y", "x\0"] {
-            assert_eq!(base.join(bad).unwrap_err().kind(), ErrorKind::InvalidPath, "{bad:?}");
-        }
-        let long = "a".repeat(MAX_PATH_BYTES);
-        assert_eq!(base.join(&long).unwrap_err().kind(), ErrorKind::InvalidPath);
-    }
-
-    #[test]
-    fn segment_aware_prefixes() {
-        let team = ok("/team");
-        assert!(ok("/team").starts_with(&team));
-        assert!(ok("/team/x").starts_with(&team));
-        assert!(!ok("/teamwork").starts_with(&team));
-        assert!(!ok("/teamwork/x").starts_with(&team));
-        assert!(ok("/anything").starts_with(&VPath::root()));
-        assert_eq!(ok("/team/x/y").strip_prefix(&team).unwrap().as_str(), "/x/y");
-        assert!(ok("/team").strip_prefix(&team).unwrap().is_root());
-        assert_eq!(ok("/teamwork").strip_prefix(&team), None);
-        assert_eq!(ok("/x/y").rebase(&team).unwrap().as_str(), "/team/x/y");
-        assert_eq!(VPath::root().rebase(&team).unwrap(), team);
-    }
-
-    #[test]
-    fn parent_and_file_name() {
-        assert_eq!(ok("/a/b/c").parent().unwrap().as_str(), "/a/b");
-        assert!(ok("/a").parent().unwrap().is_root());
-        assert_eq!(VPath::root().parent(), None);
-        assert_eq!(VPath::root().file_name(), None);
-        assert_eq!(ok("/a/b").file_name(), Some("b"));
-    }
-
-    #[test]
-    fn serde_round_trip_refuses_bad_input() {
-        let p: VPath = serde_json::from_str("\"/a/b\"").unwrap();
-        assert_eq!(serde_json::to_string(&p).unwrap(), "\"/a/b\"");
-        assert!(serde_json::from_str::<VPath>("\"/a/../b\"").is_err());
     }
 }

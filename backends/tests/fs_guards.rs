@@ -1,29 +1,32 @@
 //! Guards only a real filesystem can exercise: every shape of symbolic link,
-//! special files, races, and the three symlink policies.
+//! special files, races, and the three symlink policies, each under both
+//! path resolvers (the module `openat2` and the module `per_component`).
 
-#![cfg(target_os = "linux")]
+#![cfg(unix)]
 
 use std::os::unix::fs::symlink;
 use std::path::PathBuf;
 
 use skillstore_backends::{
-    EntryKind, ErrorKind, FsBackend, PutMode, ReadOptions, SkillBackend, SkillBackendExt, SymlinkPolicy, VPath,
+    EntryKind, ErrorKind, FsBackend, PathResolver, PutMode, ReadOptions, SkillBackend, SkillBackendExt, SymlinkPolicy,
+    VPath,
 };
 
 /// `tmp/root` (the backend's root) beside `tmp/outside/secret.txt`.
 struct Tree {
     tmp: tempfile::TempDir,
+    resolver: PathResolver,
 }
 
 impl Tree {
-    fn new() -> Self {
+    fn new(resolver: PathResolver) -> Self {
         let tmp = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(tmp.path().join("root/skills/real")).unwrap();
         std::fs::write(tmp.path().join("root/skills/real/SKILL.md"), "inside").unwrap();
         std::fs::create_dir_all(tmp.path().join("outside")).unwrap();
         std::fs::write(tmp.path().join("outside/secret.txt"), "SECRET").unwrap();
         std::fs::write(tmp.path().join("outside/SKILL.md"), "SECRET SKILL").unwrap();
-        Tree { tmp }
+        Tree { tmp, resolver }
     }
 
     fn root(&self) -> PathBuf {
@@ -39,7 +42,7 @@ impl Tree {
     }
 
     fn backend(&self, policy: SymlinkPolicy) -> FsBackend {
-        FsBackend::with_policy(self.root(), policy).unwrap()
+        FsBackend::with_resolver(self.root(), policy, self.resolver).unwrap()
     }
 
     /// Asserts an error message names no host path.
@@ -62,9 +65,8 @@ async fn read_kind(backend: &FsBackend, path: &str) -> ErrorKind {
         .kind()
 }
 
-#[tokio::test]
-async fn fs_file_symlink_out_of_root_is_an_escape() {
-    let tree = Tree::new();
+async fn fs_file_symlink_out_of_root_is_an_escape(resolver: PathResolver) {
+    let tree = Tree::new(resolver);
     symlink(tree.outside().join("secret.txt"), tree.at("skills/leak")).unwrap();
     let backend = tree.backend(SymlinkPolicy::WithinRoot);
     let err = backend
@@ -75,9 +77,8 @@ async fn fs_file_symlink_out_of_root_is_an_escape() {
     tree.assert_no_host_path(&err);
 }
 
-#[tokio::test]
-async fn fs_relative_directory_symlink_out_of_root_is_an_escape() {
-    let tree = Tree::new();
+async fn fs_relative_directory_symlink_out_of_root_is_an_escape(resolver: PathResolver) {
+    let tree = Tree::new(resolver);
     symlink("../../outside", tree.at("skills/evil")).unwrap();
     let backend = tree.backend(SymlinkPolicy::WithinRoot);
     assert_eq!(
@@ -97,9 +98,8 @@ async fn fs_relative_directory_symlink_out_of_root_is_an_escape() {
     );
 }
 
-#[tokio::test]
-async fn fs_link_loop_has_its_own_kind() {
-    let tree = Tree::new();
+async fn fs_link_loop_has_its_own_kind(resolver: PathResolver) {
+    let tree = Tree::new(resolver);
     symlink("b", tree.at("skills/a")).unwrap();
     symlink("a", tree.at("skills/b")).unwrap();
     let backend = tree.backend(SymlinkPolicy::WithinRoot);
@@ -109,9 +109,8 @@ async fn fs_link_loop_has_its_own_kind() {
     assert_eq!(read_kind(&follow, "/skills/a").await, ErrorKind::SymlinkLoop);
 }
 
-#[tokio::test]
-async fn fs_dangling_link_has_its_own_kind() {
-    let tree = Tree::new();
+async fn fs_dangling_link_has_its_own_kind(resolver: PathResolver) {
+    let tree = Tree::new(resolver);
     symlink("nowhere", tree.at("skills/dangling")).unwrap();
     symlink("gone-dir", tree.at("skills/dangling-dir")).unwrap();
     let backend = tree.backend(SymlinkPolicy::WithinRoot);
@@ -138,9 +137,8 @@ async fn fs_dangling_link_has_its_own_kind() {
     );
 }
 
-#[tokio::test]
-async fn fs_link_to_dev_zero_is_refused_under_every_policy() {
-    let tree = Tree::new();
+async fn fs_link_to_dev_zero_is_refused_under_every_policy(resolver: PathResolver) {
+    let tree = Tree::new(resolver);
     symlink("/dev/zero", tree.at("skills/zero")).unwrap();
     let within = tree.backend(SymlinkPolicy::WithinRoot);
     assert_eq!(read_kind(&within, "/skills/zero").await, ErrorKind::SymlinkEscape);
@@ -151,20 +149,18 @@ async fn fs_link_to_dev_zero_is_refused_under_every_policy() {
     assert_eq!(read_kind(&follow, "/skills/zero").await, ErrorKind::NotRegularFile);
 }
 
-#[tokio::test]
-async fn fs_unix_socket_is_not_a_regular_file() {
-    let tree = Tree::new();
+async fn fs_unix_socket_is_not_a_regular_file(resolver: PathResolver) {
+    let tree = Tree::new(resolver);
     let _listener = std::os::unix::net::UnixListener::bind(tree.at("skills/sock")).unwrap();
     let backend = tree.backend(SymlinkPolicy::WithinRoot);
     assert_eq!(read_kind(&backend, "/skills/sock").await, ErrorKind::NotRegularFile);
     assert_eq!(backend.stat(&p("/skills/sock")).await.unwrap().kind, EntryKind::Other);
 }
 
-#[tokio::test]
-async fn fs_file_that_grows_past_the_limit_while_read_is_refused() {
+async fn fs_file_that_grows_past_the_limit_while_read_is_refused(resolver: PathResolver) {
     // procfs files report size 0 and then yield bytes: exactly a file that
     // "grew" after its size was checked.
-    let tree = Tree::new();
+    let tree = Tree::new(resolver);
     symlink("/proc/self/status", tree.at("skills/growing")).unwrap();
     let backend = tree.backend(SymlinkPolicy::Follow);
     let err = backend
@@ -180,9 +176,8 @@ async fn fs_file_that_grows_past_the_limit_while_read_is_refused() {
     assert_eq!(whole.size, whole.data.len() as u64, "the size is what was read");
 }
 
-#[tokio::test]
-async fn fs_directory_swapped_for_a_symlink_after_listing_is_not_followed_out() {
-    let tree = Tree::new();
+async fn fs_directory_swapped_for_a_symlink_after_listing_is_not_followed_out(resolver: PathResolver) {
+    let tree = Tree::new(resolver);
     let backend = tree.backend(SymlinkPolicy::WithinRoot);
     let listed = backend.list(&p("/skills")).await.unwrap();
     assert!(listed.iter().any(|e| e.name == "real" && e.kind == EntryKind::Dir));
@@ -203,9 +198,8 @@ async fn fs_directory_swapped_for_a_symlink_after_listing_is_not_followed_out() 
     );
 }
 
-#[tokio::test]
-async fn fs_within_root_follows_internal_links() {
-    let tree = Tree::new();
+async fn fs_within_root_follows_internal_links(resolver: PathResolver) {
+    let tree = Tree::new(resolver);
     symlink("real", tree.at("skills/alias")).unwrap();
     symlink("../skills/real/SKILL.md", tree.at("skills/file-alias")).unwrap();
     let backend = tree.backend(SymlinkPolicy::WithinRoot);
@@ -225,9 +219,8 @@ async fn fs_within_root_follows_internal_links() {
     assert_eq!(file_alias.size, Some(6));
 }
 
-#[tokio::test]
-async fn fs_absolute_links_are_escapes_even_when_they_point_inside() {
-    let tree = Tree::new();
+async fn fs_absolute_links_are_escapes_even_when_they_point_inside(resolver: PathResolver) {
+    let tree = Tree::new(resolver);
     let canonical_target = std::fs::canonicalize(tree.at("skills/real")).unwrap();
     symlink(&canonical_target, tree.at("skills/absolute")).unwrap();
     let backend = tree.backend(SymlinkPolicy::WithinRoot);
@@ -237,9 +230,8 @@ async fn fs_absolute_links_are_escapes_even_when_they_point_inside() {
     );
 }
 
-#[tokio::test]
-async fn fs_deny_refuses_every_link_even_internal_ones() {
-    let tree = Tree::new();
+async fn fs_deny_refuses_every_link_even_internal_ones(resolver: PathResolver) {
+    let tree = Tree::new(resolver);
     symlink("real", tree.at("skills/alias")).unwrap();
     let backend = tree.backend(SymlinkPolicy::Deny);
     assert_eq!(
@@ -266,9 +258,8 @@ async fn fs_deny_refuses_every_link_even_internal_ones() {
     );
 }
 
-#[tokio::test]
-async fn fs_follow_follows_links_out_of_the_root() {
-    let tree = Tree::new();
+async fn fs_follow_follows_links_out_of_the_root(resolver: PathResolver) {
+    let tree = Tree::new(resolver);
     symlink(tree.outside(), tree.at("skills/external")).unwrap();
     let backend = tree.backend(SymlinkPolicy::Follow);
     assert_eq!(
@@ -283,12 +274,11 @@ async fn fs_follow_follows_links_out_of_the_root() {
     assert_eq!(err.kind(), ErrorKind::TooLarge);
 }
 
-#[tokio::test]
-async fn fs_root_given_through_a_symlink_is_canonicalized_once() {
-    let tree = Tree::new();
+async fn fs_root_given_through_a_symlink_is_canonicalized_once(resolver: PathResolver) {
+    let tree = Tree::new(resolver);
     let link = tree.tmp.path().join("root-link");
     symlink(tree.root(), &link).unwrap();
-    let backend = FsBackend::new(&link).unwrap();
+    let backend = FsBackend::with_resolver(&link, SymlinkPolicy::default(), tree.resolver).unwrap();
     // Repointing the link afterwards changes nothing: the root was opened.
     std::fs::remove_file(&link).unwrap();
     symlink(tree.outside(), &link).unwrap();
@@ -298,19 +288,19 @@ async fn fs_root_given_through_a_symlink_is_canonicalized_once() {
     );
 }
 
-#[tokio::test]
-async fn fs_missing_or_file_root_is_refused() {
-    let tree = Tree::new();
-    let missing = FsBackend::new(tree.tmp.path().join("nope")).unwrap_err();
+async fn fs_missing_or_file_root_is_refused(resolver: PathResolver) {
+    let tree = Tree::new(resolver);
+    let missing =
+        FsBackend::with_resolver(tree.tmp.path().join("nope"), SymlinkPolicy::default(), resolver).unwrap_err();
     assert_eq!(missing.kind(), ErrorKind::NotFound);
     tree.assert_no_host_path(&missing);
-    let file = FsBackend::new(tree.outside().join("secret.txt")).unwrap_err();
+    let file =
+        FsBackend::with_resolver(tree.outside().join("secret.txt"), SymlinkPolicy::default(), resolver).unwrap_err();
     assert_eq!(file.kind(), ErrorKind::NotADirectory);
 }
 
-#[tokio::test]
-async fn fs_read_only_refuses_writes() {
-    let tree = Tree::new();
+async fn fs_read_only_refuses_writes(resolver: PathResolver) {
+    let tree = Tree::new(resolver);
     let backend = tree.backend(SymlinkPolicy::WithinRoot).read_only();
     assert!(!backend.capabilities().write);
     let err = backend
@@ -325,26 +315,24 @@ async fn fs_read_only_refuses_writes() {
     assert!(tree.at("skills/real/SKILL.md").exists());
 }
 
-#[tokio::test]
-async fn fs_writes_never_follow_a_link_out_of_the_root() {
-    let tree = Tree::new();
+async fn fs_writes_never_follow_a_link_out_of_the_root(resolver: PathResolver) {
+    let tree = Tree::new(resolver);
     symlink(tree.outside(), tree.at("skills/out")).unwrap();
     let backend = tree.backend(SymlinkPolicy::WithinRoot);
     let err = backend
         .put(&p("/skills/out/SKILL.md"), "overwritten".into(), PutMode::Overwrite)
         .await
         .unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::SymlinkEscape);
+    assert_eq!(err.kind(), ErrorKind::WriteThroughSymlink);
     assert_eq!(
         std::fs::read_to_string(tree.outside().join("SKILL.md")).unwrap(),
         "SECRET SKILL"
     );
 }
 
-#[tokio::test]
-async fn fs_names_that_are_not_valid_segments_are_not_listed() {
+async fn fs_names_that_are_not_valid_segments_are_not_listed(resolver: PathResolver) {
     use std::os::unix::ffi::OsStrExt;
-    let tree = Tree::new();
+    let tree = Tree::new(resolver);
     let raw = std::ffi::OsStr::from_bytes(b"latin1-\xe9");
     std::fs::write(tree.at("skills").join(raw), "x").unwrap();
     std::fs::write(tree.at("skills/back\\slash"), "x").unwrap();
@@ -359,9 +347,8 @@ async fn fs_names_that_are_not_valid_segments_are_not_listed() {
     assert_eq!(names, ["real"]);
 }
 
-#[tokio::test]
-async fn fs_put_leaves_no_temporary_files_behind() {
-    let tree = Tree::new();
+async fn fs_put_leaves_no_temporary_files_behind(resolver: PathResolver) {
+    let tree = Tree::new(resolver);
     let backend = tree.backend(SymlinkPolicy::WithinRoot);
     let v1 = backend
         .put(&p("/skills/w/SKILL.md"), "one".into(), PutMode::Create)
@@ -399,33 +386,38 @@ fn fs_policy_names_parse() {
 
 /// A file swapped again and again for a link out of the root, while being
 /// read: every read gives the file or an error, never the outside bytes.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_file_swapped_for_a_link_while_read_is_never_followed_out() {
-    let tree = Tree::new();
+async fn a_file_swapped_for_a_link_while_read_is_never_followed_out(resolver: PathResolver) {
+    let tree = Tree::new(resolver);
     let target = tree.outside().join("secret.txt");
     let dir = tree.at("skills/real");
+    use std::sync::atomic::Ordering::Relaxed;
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let swaps = {
+    let swapped = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let swapper = {
         let stop = std::sync::Arc::clone(&stop);
+        let swapped = std::sync::Arc::clone(&swapped);
         std::thread::spawn(move || {
-            let mut swaps = 0u64;
-            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            while !stop.load(Relaxed) {
                 let _ = std::fs::remove_file(dir.join("link.tmp"));
                 symlink(&target, dir.join("link.tmp")).unwrap();
                 std::fs::rename(dir.join("link.tmp"), dir.join("SKILL.md")).unwrap();
                 std::fs::write(dir.join("file.tmp"), "inside").unwrap();
                 std::fs::rename(dir.join("file.tmp"), dir.join("SKILL.md")).unwrap();
-                swaps += 1;
+                swapped.fetch_add(1, Relaxed);
             }
-            swaps
         })
     };
     let path = p("/skills/real/SKILL.md");
     let mut outcomes = std::collections::BTreeMap::<String, u64>::new();
     for policy in [SymlinkPolicy::WithinRoot, SymlinkPolicy::Deny] {
         let backend = tree.backend(policy);
-        for round in 0..1500 {
-            let results = if round % 2 == 0 {
+        let start = swapped.load(Relaxed);
+        // At least 1500 rounds, and on until the swapper (which may be
+        // starved by other tests) has swapped 100 times during them.
+        let mut round = 0u64;
+        while round < 1500 || (swapped.load(Relaxed) - start < 100 && round < 2_000_000) {
+            round += 1;
+            let results = if round.is_multiple_of(2) {
                 vec![backend.read(&path, ReadOptions::default()).await]
             } else {
                 backend
@@ -448,8 +440,9 @@ async fn a_file_swapped_for_a_link_while_read_is_never_followed_out() {
             let _ = backend.stat(&path).await;
         }
     }
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    let swaps = swaps.join().unwrap();
+    stop.store(true, Relaxed);
+    swapper.join().unwrap();
+    let swaps = swapped.load(Relaxed);
     eprintln!("{swaps} swaps; outcomes {outcomes:?}");
     assert!(swaps > 100, "the race was not exercised: {swaps} swaps");
     assert!(outcomes.get("read").copied().unwrap_or(0) > 0);
@@ -461,9 +454,8 @@ async fn a_file_swapped_for_a_link_while_read_is_never_followed_out() {
 
 /// Writers of a directory take turns under a `flock` the kernel drops when
 /// its holder dies: a writer that crashed holding it never wedges the next.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_write_lock_is_released_when_its_holder_crashes() {
-    let tree = Tree::new();
+async fn the_write_lock_is_released_when_its_holder_crashes(resolver: PathResolver) {
+    let tree = Tree::new(resolver);
     let backend = tree.backend(SymlinkPolicy::WithinRoot);
     // Another process takes the directory's lock and holds it.
     let mut holder = std::process::Command::new("flock")
@@ -489,3 +481,155 @@ async fn the_write_lock_is_released_when_its_holder_crashes() {
         "after"
     );
 }
+
+/// `team/evil/references -> ../../base/secret`, with the base layer's
+/// secret beside it; and `team/evil/alias -> docs`, a link inside the skill.
+fn layered_tree(tree: &Tree) {
+    std::fs::create_dir_all(tree.at("base/secret")).unwrap();
+    std::fs::write(tree.at("base/secret/SKILL.md"), "BASE SECRET").unwrap();
+    std::fs::create_dir_all(tree.at("team/evil/docs")).unwrap();
+    std::fs::write(tree.at("team/evil/SKILL.md"), "evil").unwrap();
+    std::fs::write(tree.at("team/evil/docs/guide.md"), "guide").unwrap();
+    symlink("../../base/secret", tree.at("team/evil/references")).unwrap();
+    symlink("docs", tree.at("team/evil/alias")).unwrap();
+}
+
+/// A link inside the root carries no write across skills or layers, under
+/// every policy: nothing is written, replaced or deleted on the other side.
+async fn link_inside_the_root_carries_no_write_across_layers(resolver: PathResolver) {
+    for policy in [SymlinkPolicy::Deny, SymlinkPolicy::WithinRoot, SymlinkPolicy::Follow] {
+        let tree = Tree::new(resolver);
+        layered_tree(&tree);
+        let backend = tree.backend(policy);
+        for path in ["/team/evil/references/x.md", "/team/evil/references/SKILL.md"] {
+            let err = backend
+                .put(&p(path), "planted".into(), PutMode::Overwrite)
+                .await
+                .unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::WriteThroughSymlink, "{path} under {policy:?}");
+            assert_eq!(err.kind().as_str(), "write_through_symlink");
+            tree.assert_no_host_path(&err);
+        }
+        let err = backend.delete(&p("/team/evil/references/SKILL.md")).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::WriteThroughSymlink, "{policy:?}");
+        let left: Vec<_> = std::fs::read_dir(tree.at("base/secret"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left, [std::ffi::OsString::from("SKILL.md")], "{policy:?}");
+        assert_eq!(
+            std::fs::read_to_string(tree.at("base/secret/SKILL.md")).unwrap(),
+            "BASE SECRET"
+        );
+        // Writes that meet no link still work.
+        backend
+            .put(&p("/team/evil/docs/new.md"), "fine".into(), PutMode::Create)
+            .await
+            .unwrap();
+    }
+}
+
+/// A link inside the root carries no read confined to a skill out of it,
+/// under every policy, directly and through a mount table that re-counts
+/// the confinement from its mount point; a link inside the skill reads.
+async fn link_inside_the_root_carries_no_confined_read_across_layers(resolver: PathResolver) {
+    use skillstore_backends::MountTable;
+    use std::sync::Arc;
+    let tree = Tree::new(resolver);
+    layered_tree(&tree);
+    for policy in [SymlinkPolicy::Deny, SymlinkPolicy::WithinRoot, SymlinkPolicy::Follow] {
+        let backend = tree.backend(policy);
+        let refused = if policy == SymlinkPolicy::Deny {
+            ErrorKind::SymlinkRefused
+        } else {
+            ErrorKind::SymlinkEscape
+        };
+        let confined = ReadOptions::default().confined(2);
+        let err = backend
+            .read(&p("/team/evil/references/SKILL.md"), confined)
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), refused, "{policy:?}");
+        tree.assert_no_host_path(&err);
+        if policy != SymlinkPolicy::Deny {
+            assert_eq!(
+                backend
+                    .read_to_string(&p("/team/evil/references/SKILL.md"))
+                    .await
+                    .unwrap(),
+                "BASE SECRET",
+                "unconfined, the link stays inside the root"
+            );
+            let inside = backend.read(&p("/team/evil/alias/guide.md"), confined).await.unwrap();
+            assert_eq!(inside.data, "guide");
+        }
+        let ns = MountTable::new().with(p("/layers"), Arc::new(backend)).unwrap();
+        let through = p("/layers/team/evil/references/SKILL.md");
+        let err = ns.read(&through, ReadOptions::default().confined(3)).await.unwrap_err();
+        assert_eq!(err.kind(), refused, "{policy:?} through the mount");
+        assert_eq!(err.path(), Some(&through));
+        let batch = ns
+            .read_many(
+                &[through.clone(), p("/layers/team/evil/SKILL.md")],
+                ReadOptions::default().confined(3),
+            )
+            .await;
+        assert_eq!(batch[0].as_ref().unwrap_err().kind(), refused);
+        assert_eq!(batch[1].as_ref().unwrap().data, "evil");
+        // Confined at the mount point: the mounted backend's root, where the
+        // link stays inside (followed unless the policy refuses links).
+        let at_mount = ns.read(&through, ReadOptions::default().confined(1)).await;
+        match policy {
+            SymlinkPolicy::Deny => assert_eq!(at_mount.unwrap_err().kind(), ErrorKind::SymlinkRefused),
+            _ => assert_eq!(at_mount.unwrap().data, "BASE SECRET"),
+        }
+    }
+}
+
+/// Expands each guard into one test per path resolver.
+macro_rules! on_every_resolver {
+    ($($name:ident),+ $(,)?) => {
+        mod openat2 {
+            $(
+                #[cfg(target_os = "linux")]
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name(skillstore_backends::PathResolver::Openat2).await
+                }
+            )+
+        }
+        mod per_component {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name(skillstore_backends::PathResolver::PerComponent).await
+                }
+            )+
+        }
+    };
+}
+
+on_every_resolver!(
+    link_inside_the_root_carries_no_write_across_layers,
+    link_inside_the_root_carries_no_confined_read_across_layers,
+    fs_file_symlink_out_of_root_is_an_escape,
+    fs_relative_directory_symlink_out_of_root_is_an_escape,
+    fs_link_loop_has_its_own_kind,
+    fs_dangling_link_has_its_own_kind,
+    fs_link_to_dev_zero_is_refused_under_every_policy,
+    fs_unix_socket_is_not_a_regular_file,
+    fs_file_that_grows_past_the_limit_while_read_is_refused,
+    fs_directory_swapped_for_a_symlink_after_listing_is_not_followed_out,
+    fs_within_root_follows_internal_links,
+    fs_absolute_links_are_escapes_even_when_they_point_inside,
+    fs_deny_refuses_every_link_even_internal_ones,
+    fs_follow_follows_links_out_of_the_root,
+    fs_root_given_through_a_symlink_is_canonicalized_once,
+    fs_missing_or_file_root_is_refused,
+    fs_read_only_refuses_writes,
+    fs_writes_never_follow_a_link_out_of_the_root,
+    fs_names_that_are_not_valid_segments_are_not_listed,
+    fs_put_leaves_no_temporary_files_behind,
+    a_file_swapped_for_a_link_while_read_is_never_followed_out,
+    the_write_lock_is_released_when_its_holder_crashes,
+);

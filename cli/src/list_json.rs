@@ -1,250 +1,81 @@
-//! `list --json` output, serialized on every core and streamed in order.
+//! `list --json` output, serialized with `serde_json` on every core and
+//! written in catalog order.
 
+use std::collections::BTreeMap;
 use std::io::{self, Write};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex};
+use std::sync::mpsc;
 
 use skillstore::{Diagnostic, Skill};
 
-/// Skills per chunk: about 80 KiB of JSON, so a few chunks in flight is
-/// all the memory the output takes, whatever the catalog's size.
+/// Skills per chunk: about 80 KiB of JSON.
 pub const CHUNK: usize = 128;
 
 /// Writes `{"skills":[...],"diagnostics":[...]}` and a newline to `out`,
 /// byte for byte what serializing one object with those two fields gives.
 ///
-/// Workers (one per core) take chunks of `chunk` skills in turn, serialize
-/// each into a buffer they reuse, and write it when every earlier chunk is
-/// written, so the output is in catalog order and no more than one chunk
-/// per worker is held at a time.
-pub fn write<W: Write + Send>(skills: &[Skill], diagnostics: &[Diagnostic], out: W, chunk: usize) -> io::Result<()> {
+/// Workers (one per core) claim chunks of `chunk` skills in turn and
+/// serialize each into a buffer of its own; this thread writes the buffers
+/// in chunk order as they arrive. A bounded channel keeps a few chunks per
+/// worker in flight at most. A failed write drops the receiving end, which
+/// stops every worker; a worker's panic reaches the caller.
+pub fn write<W: Write + Send>(
+    skills: &[Skill],
+    diagnostics: &[Diagnostic],
+    mut out: W,
+    chunk: usize,
+) -> io::Result<()> {
     let chunks: Vec<&[Skill]> = skills.chunks(chunk.max(1)).collect();
     let workers = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(chunks.len())
         .max(1);
-    let turn = Turn {
-        state: Mutex::new(Writer {
-            out,
-            next: 0,
-            failed: None,
-        }),
-        advanced: Condvar::new(),
-        claimed: AtomicUsize::new(0),
-    };
-    turn.write_first(b"{\"skills\":[")?;
-    std::thread::scope(|scope| {
-        for _ in 1..workers {
-            scope.spawn(|| turn.work(&chunks));
+    out.write_all(b"{\"skills\":[")?;
+    let claimed = AtomicUsize::new(0);
+    let written = std::thread::scope(|scope| -> io::Result<()> {
+        let (send, receive) = mpsc::sync_channel::<(usize, Vec<u8>)>(workers * 2);
+        for _ in 0..workers {
+            let send = send.clone();
+            let (chunks, claimed) = (&chunks, &claimed);
+            scope.spawn(move || {
+                loop {
+                    let index = claimed.fetch_add(1, Ordering::Relaxed);
+                    let Some(part) = chunks.get(index) else { break };
+                    let mut buffer = Vec::with_capacity(part.len() * 640);
+                    for (i, skill) in part.iter().enumerate() {
+                        if index > 0 || i > 0 {
+                            buffer.push(b',');
+                        }
+                        serde_json::to_writer(&mut buffer, skill).expect("a skill serializes");
+                    }
+                    if send.send((index, buffer)).is_err() {
+                        break;
+                    }
+                }
+            });
         }
-        turn.work(&chunks);
+        drop(send);
+        let mut pending = BTreeMap::new();
+        let mut next = 0;
+        for (index, buffer) in receive.iter() {
+            pending.insert(index, buffer);
+            while let Some(buffer) = pending.remove(&next) {
+                out.write_all(&buffer)?;
+                next += 1;
+            }
+        }
+        if next != chunks.len() {
+            return Err(io::Error::other("a serializing worker stopped early"));
+        }
+        Ok(())
     });
-    let mut state = turn.state.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner());
-    if let Some(err) = state.failed.take() {
-        return Err(err);
-    }
+    written?;
     let mut tail = Vec::with_capacity(256);
     tail.extend_from_slice(b"],\"diagnostics\":");
     serde_json::to_writer(&mut tail, diagnostics).map_err(io::Error::other)?;
     tail.extend_from_slice(b"}\n");
-    state.out.write_all(&tail)?;
-    state.out.flush()
-}
-
-/// The output and whose turn it is to write.
-struct Writer<W> {
-    out: W,
-    /// The chunk to be written next.
-    next: usize,
-    /// The first failure; every worker stops once it is set.
-    failed: Option<io::Error>,
-}
-
-struct Turn<W> {
-    state: Mutex<Writer<W>>,
-    advanced: Condvar,
-    /// The next chunk no worker has taken yet.
-    claimed: AtomicUsize,
-}
-
-impl<W: Write> Turn<W> {
-    fn write_first(&self, bytes: &[u8]) -> io::Result<()> {
-        let mut state = self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        state.out.write_all(bytes)
-    }
-
-    /// Takes chunks until none is left or the output failed.
-    fn work(&self, chunks: &[&[Skill]]) {
-        let _stop_others = StopOnPanic(self);
-        let mut buffer = Vec::new();
-        loop {
-            let n = self.claimed.fetch_add(1, Ordering::Relaxed);
-            let Some(chunk) = chunks.get(n) else { return };
-            buffer.clear();
-            serialize(chunk, n > 0, &mut buffer);
-            let mut state = self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-            while state.next != n && state.failed.is_none() {
-                state = self
-                    .advanced
-                    .wait(state)
-                    .unwrap_or_else(|poisoned| poisoned.into_inner());
-            }
-            if state.failed.is_some() {
-                return;
-            }
-            match state.out.write_all(&buffer) {
-                Ok(()) => state.next += 1,
-                Err(err) => state.failed = Some(err),
-            }
-            let stop = state.failed.is_some();
-            drop(state);
-            self.advanced.notify_all();
-            if stop {
-                return;
-            }
-        }
-    }
-}
-
-/// Ends every worker's wait when its own thread unwinds: the chunk it held
-/// will never be written, and nobody may wait for it.
-struct StopOnPanic<'a, W>(&'a Turn<W>);
-
-impl<W> Drop for StopOnPanic<'_, W> {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            let mut state = self.0.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-            state
-                .failed
-                .get_or_insert_with(|| io::Error::other("a serializer thread panicked"));
-            drop(state);
-            self.0.advanced.notify_all();
-        }
-    }
-}
-
-/// Appends the skills of one chunk, comma-separated, with a leading comma
-/// unless it is the first chunk.
-fn serialize(chunk: &[Skill], leading_comma: bool, buffer: &mut Vec<u8>) {
-    for (i, skill) in chunk.iter().enumerate() {
-        if i > 0 || leading_comma {
-            buffer.push(b',');
-        }
-        skill_json(skill, buffer);
-    }
-}
-
-/// One skill as JSON, byte for byte what `serde_json` makes of [`Skill`]
-/// (fields in declaration order, the metadata flattened, the version
-/// left out), with strings escaped a block at a time.
-fn skill_json(skill: &Skill, out: &mut Vec<u8>) {
-    let meta = &skill.metadata;
-    out.extend_from_slice(b"{\"name\":");
-    string(&meta.name, out);
-    out.extend_from_slice(b",\"description\":");
-    string(&meta.description, out);
-    out.extend_from_slice(b",\"license\":");
-    optional(meta.license.as_deref(), out);
-    out.extend_from_slice(b",\"compatibility\":");
-    optional(meta.compatibility.as_deref(), out);
-    out.extend_from_slice(b",\"metadata\":{");
-    for (i, (key, value)) in meta.metadata.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        string(key, out);
-        out.push(b':');
-        string(value, out);
-    }
-    out.extend_from_slice(b"},\"allowed_tools\":[");
-    for (i, tool) in meta.allowed_tools.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        string(tool, out);
-    }
-    out.extend_from_slice(b"],\"path\":");
-    string(skill.path.as_str(), out);
-    out.extend_from_slice(b",\"source\":");
-    string(&skill.source, out);
-    out.extend_from_slice(if skill.enabled {
-        b",\"enabled\":true,\"shadowed\":["
-    } else {
-        b",\"enabled\":false,\"shadowed\":["
-    });
-    for (i, shadowed) in skill.shadowed.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        out.extend_from_slice(b"{\"source\":");
-        string(&shadowed.source, out);
-        out.extend_from_slice(b",\"path\":");
-        string(shadowed.path.as_str(), out);
-        out.push(b'}');
-    }
-    out.extend_from_slice(b"]}");
-}
-
-fn optional(text: Option<&str>, out: &mut Vec<u8>) {
-    match text {
-        Some(text) => string(text, out),
-        None => out.extend_from_slice(b"null"),
-    }
-}
-
-/// A JSON string as `serde_json` writes it: `"` and `\\` escaped, the
-/// control characters below U+0020 as `\b \t \n \f \r` or `\u00XX`, and
-/// everything else (non-ASCII included) as it is.
-fn string(text: &str, out: &mut Vec<u8>) {
-    const BLOCK: usize = 16;
-    let needs_escape = |b: u8| b < 0x20 || b == b'"' || b == b'\\';
-    let bytes = text.as_bytes();
-    out.reserve(bytes.len() + 2);
-    out.push(b'"');
-    let mut clean = 0;
-    let mut at = 0;
-    while at < bytes.len() {
-        // Whole blocks without anything to escape are copied at once; the
-        // check has no early exit, so it compiles to vector compares.
-        if at + BLOCK <= bytes.len()
-            && !bytes[at..at + BLOCK]
-                .iter()
-                .fold(false, |seen, &b| seen | needs_escape(b))
-        {
-            at += BLOCK;
-            continue;
-        }
-        let b = bytes[at];
-        if needs_escape(b) {
-            out.extend_from_slice(&bytes[clean..at]);
-            escape(b, out);
-            clean = at + 1;
-        }
-        at += 1;
-    }
-    out.extend_from_slice(&bytes[clean..]);
-    out.push(b'"');
-}
-
-fn escape(b: u8, out: &mut Vec<u8>) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    match b {
-        b'"' => out.extend_from_slice(b"\\\""),
-        b'\\' => out.extend_from_slice(b"\\\\"),
-        0x08 => out.extend_from_slice(b"\\b"),
-        0x09 => out.extend_from_slice(b"\\t"),
-        0x0a => out.extend_from_slice(b"\\n"),
-        0x0c => out.extend_from_slice(b"\\f"),
-        0x0d => out.extend_from_slice(b"\\r"),
-        _ => out.extend_from_slice(&[
-            b'\\',
-            b'u',
-            b'0',
-            b'0',
-            HEX[usize::from(b >> 4)],
-            HEX[usize::from(b & 0xf)],
-        ]),
-    }
+    out.write_all(&tail)?;
+    out.flush()
 }
 
 #[cfg(test)]
@@ -349,7 +180,8 @@ mod tests {
             for enabled in [true, false] {
                 let skill = every_field(text, enabled);
                 let mut ours = Vec::new();
-                skill_json(&skill, &mut ours);
+                write(std::slice::from_ref(&skill), &[], &mut ours, CHUNK).unwrap();
+                let ours = ours[b"{\"skills\":[".len()..ours.len() - b"],\"diagnostics\":[]}\n".len()].to_vec();
                 assert_eq!(
                     String::from_utf8(ours).unwrap(),
                     serde_json::to_string(&skill).unwrap(),

@@ -3,12 +3,16 @@
 //! Exit codes: 0 success (diagnostics allowed), 1 the command's own
 //! failure, 2 bad usage, 3 done but a source was unavailable or stale.
 
+mod archive;
 mod commands;
 mod list_json;
 mod namespace;
 mod publish;
 mod serve;
+mod shutdown;
 mod skill;
+mod sync;
+mod terminal;
 mod validate;
 
 use std::io::Write;
@@ -86,6 +90,9 @@ pub enum Command {
         /// A template with {sources}, {skills} and {warnings} placeholders.
         #[arg(long, value_name = "FILE")]
         template: Option<PathBuf>,
+        /// Where the agent finds the skills (a synced or mounted tree): locations become ROOT/NAME/SKILL.md.
+        #[arg(long, value_name = "DIR")]
+        location_root: Option<String>,
     },
     /// Validate skill directories (or SKILL.md files) against the specification.
     Validate {
@@ -105,10 +112,65 @@ pub enum Command {
         /// Uploads in flight at once.
         #[arg(long, default_value_t = 16)]
         concurrency: usize,
+        /// Upload without strict validation and the content check (refused trees are listed otherwise).
+        #[arg(long)]
+        no_check: bool,
     },
     /// Create, change, delete and roll back skills in a writable source.
     #[command(subcommand)]
     Skill(skill::SkillCommand),
+    /// Pack a skill directory into a deterministic .skill archive (validated strictly first).
+    Pack {
+        /// The skill's directory.
+        skill_dir: PathBuf,
+        /// The archive to write (default: NAME.skill here).
+        #[arg(short = 'o', long, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+    /// Install a .skill or .zip archive into a writable source, through every write check.
+    Install {
+        /// The archive.
+        file: PathBuf,
+        /// Replace a skill of the same name (its files become exactly the archive's).
+        #[arg(long)]
+        replace: bool,
+        #[command(flatten)]
+        args: skill::EditArgs,
+    },
+    /// Materialize the winning skills as DIR/NAME/... for a sandbox, switched in atomically.
+    Sync {
+        /// The directory to write (created if absent; must be empty or an earlier sync's).
+        dir: PathBuf,
+        /// Disabled skills too.
+        #[arg(long)]
+        all: bool,
+        /// Trust the sources with programs: files starting with `#!` become executable.
+        #[arg(long)]
+        keep_modes: bool,
+        /// The most files one skill may hold (a skill with more is left out and reported).
+        #[arg(long, value_name = "N")]
+        max_files: Option<usize>,
+        /// Print each report as one line of JSON.
+        #[arg(long)]
+        json: bool,
+        /// Keep DIR in step: refresh and sync every INTERVAL (e.g. 30s) until SIGINT or SIGTERM.
+        #[arg(long, value_name = "INTERVAL", value_parser = shutdown::parse_interval)]
+        watch: Option<std::time::Duration>,
+    },
+    /// Serve the winning skills as a read-only FUSE tree at DIR until SIGINT or SIGTERM.
+    Mount {
+        /// An existing, empty directory.
+        dir: PathBuf,
+        /// Disabled skills too.
+        #[arg(long)]
+        all: bool,
+        /// Let other users read the tree (a container running as another user).
+        #[arg(long)]
+        allow_other: bool,
+        /// How often the catalog is refreshed (default 30s).
+        #[arg(long, value_name = "INTERVAL", value_parser = shutdown::parse_interval)]
+        refresh: Option<std::time::Duration>,
+    },
     /// Serve the catalog over HTTP, with MCP (streamable HTTP) at /mcp.
     Serve {
         /// The address to listen on (default 127.0.0.1:8080).
@@ -185,7 +247,7 @@ fn main() -> ExitCode {
     let code = match runtime.block_on(run(args)) {
         Ok(()) => 0,
         Err(failure) => {
-            eprintln!("error: {}", failure.message);
+            eprintln!("error: {}", terminal::shown_lines(&failure.message));
             failure.code
         }
     };
@@ -214,14 +276,63 @@ async fn run(args: Args) -> Result<(), Failure> {
             style,
             max_chars,
             template,
-        } => commands::prompt(&args.global, style.as_deref(), max_chars, template.as_deref()).await,
+            location_root,
+        } => {
+            commands::prompt(
+                &args.global,
+                style.as_deref(),
+                max_chars,
+                template.as_deref(),
+                location_root,
+            )
+            .await
+        }
         Command::Validate { json, paths } => validate::run(&paths, json).await,
         Command::Publish {
             dir,
             location,
             concurrency,
-        } => publish::run(&dir, &location, concurrency).await,
+            no_check,
+        } => publish::run(&dir, &location, concurrency, !no_check).await,
         Command::Skill(command) => skill::run(&args.global, command).await,
+        Command::Pack { skill_dir, output } => archive::pack(&skill_dir, output.as_deref()).await,
+        Command::Install {
+            file,
+            replace,
+            args: edit,
+        } => archive::install(&args.global, &file, replace, &edit).await,
+        Command::Sync {
+            dir,
+            all,
+            keep_modes,
+            max_files,
+            json,
+            watch,
+        } => {
+            let request = sync::SyncArgs {
+                dir: &dir,
+                all,
+                keep_modes,
+                max_files,
+                json,
+                watch,
+            };
+            sync::run(&args.global, request).await
+        }
+        Command::Mount {
+            dir,
+            all,
+            allow_other,
+            refresh,
+        } => {
+            let mount = sync::MountArgs {
+                dir: &dir,
+                all,
+                allow_other,
+                refresh,
+            };
+            sync::mount(&args.global, mount).await
+        }
         Command::Serve { listen, tenants } => serve::serve(&args.global, listen.as_deref(), tenants.as_deref()).await,
         Command::Mcp => serve::mcp(&args.global).await,
     }

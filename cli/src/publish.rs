@@ -10,13 +10,15 @@ use futures::StreamExt;
 use indicatif::{ProgressBar, ProgressStyle};
 use md5::{Digest, Md5};
 use skillstore::backends::{
-    DEFAULT_READ_LIMIT, EntryKind, ErrorKind, FsBackend, MemoryBackend, Metadata, PutMode, ReadOptions, SkillBackend,
-    SymlinkPolicy, VPath,
+    DEFAULT_READ_LIMIT, EntryKind, ErrorKind, FsBackend, MemoryBackend, Metadata, PassReason, PutMode, ReadOptions,
+    SkillBackend, SkillBackendExt, SymlinkPolicy, VPath, WalkLimits,
 };
 
+use super::terminal::shown;
 use super::{Failure, emit};
-use skillstore::Location;
 use skillstore::location::read_local_text;
+use skillstore::validate::check_tree;
+use skillstore::{DefaultContentCheck, Location};
 
 /// A file found in the local tree.
 struct LocalFile {
@@ -37,7 +39,7 @@ enum Sent {
     Failed(String),
 }
 
-pub async fn run(dir: &Path, location: &str, concurrency: usize) -> Result<(), Failure> {
+pub async fn run(dir: &Path, location: &str, concurrency: usize, checked: bool) -> Result<(), Failure> {
     let local = FsBackend::with_policy(dir, SymlinkPolicy::WithinRoot)
         .map_err(|e| Failure::usage(format!("cannot open the directory {}: {e}", dir.display())))?
         .read_only();
@@ -60,6 +62,25 @@ pub async fn run(dir: &Path, location: &str, concurrency: usize) -> Result<(), F
     }
 
     let (files, mut skipped) = walk(&local).await?;
+    if checked {
+        let paths: Vec<VPath> = files.iter().map(|f| f.path.clone()).collect();
+        let report = check_tree(&local, &paths, &DefaultContentCheck).await;
+        for w in &report.warnings {
+            eprintln!("warning: {}: [{}] {}", w.path, w.kind, shown(&w.message));
+        }
+        if !report.errors.is_empty() {
+            let list: Vec<String> = report
+                .errors
+                .iter()
+                .map(|e| format!("  {}: [{}] {}", e.path, e.kind, shown(&e.message)))
+                .collect();
+            return Err(Failure::failed(format!(
+                "nothing published: {} problem(s) (pass --no-check to publish anyway)\n{}",
+                report.errors.len(),
+                list.join("\n")
+            )));
+        }
+    }
     let total: u64 = files.iter().map(|f| f.size).sum();
     let bar = if std::io::stderr().is_terminal() {
         let bar = ProgressBar::new(total);
@@ -125,42 +146,49 @@ pub async fn run(dir: &Path, location: &str, concurrency: usize) -> Result<(), F
     Err(Failure::failed(format!("not uploaded: {}", list.join("; "))))
 }
 
-/// Every regular file under the local root, and what was passed over.
+/// Every regular file under the local root, and what was passed over. The
+/// walk never descends into a directory link and is bounded, so a tree
+/// holding `a/up -> ..` is published once, not forever.
 async fn walk(local: &FsBackend) -> Result<(Vec<LocalFile>, Vec<Skipped>), Failure> {
+    let walked = local
+        .walk(&VPath::root(), WalkLimits::default())
+        .await
+        .map_err(|e| Failure::failed(format!("cannot list the directory: {e}")))?;
+    if walked.truncated {
+        return Err(Failure::failed(format!(
+            "the tree holds more than {} files; publish part of it",
+            WalkLimits::default().max_files
+        )));
+    }
     let mut files = Vec::new();
     let mut skipped = Vec::new();
-    let mut pending = vec![VPath::root()];
-    while let Some(dir) = pending.pop() {
-        let entries = local
-            .list(&dir)
-            .await
-            .map_err(|e| Failure::failed(format!("cannot list {dir}: {e}")))?;
-        for entry in entries {
-            let Ok(path) = dir.join(&entry.name) else {
-                continue;
-            };
-            match entry.kind {
-                EntryKind::Dir => pending.push(path),
-                EntryKind::File => {
-                    let size = entry.size.unwrap_or(0);
-                    if size > DEFAULT_READ_LIMIT {
-                        skipped.push(Skipped {
-                            path,
-                            reason: format!("{size} bytes, over the {DEFAULT_READ_LIMIT}-byte limit"),
-                        });
-                    } else {
-                        files.push(LocalFile { path, size });
-                    }
-                }
-                EntryKind::Other => {
-                    let reason = match local.stat(&path).await {
-                        Err(e) => e.kind().describe().to_owned(),
-                        Ok(_) => ErrorKind::NotRegularFile.describe().to_owned(),
-                    };
-                    skipped.push(Skipped { path, reason });
-                }
-            }
+    for file in walked.files {
+        let size = file.entry.size.unwrap_or(0);
+        if size > DEFAULT_READ_LIMIT {
+            skipped.push(Skipped {
+                path: file.path,
+                reason: format!("{size} bytes, over the {DEFAULT_READ_LIMIT}-byte limit"),
+            });
+        } else {
+            files.push(LocalFile { path: file.path, size });
         }
+    }
+    for passed in walked.passed_over {
+        let reason = match passed.reason {
+            PassReason::DirectoryLink => "a link to a directory (not followed)".to_owned(),
+            PassReason::UnresolvedLink => match local.stat(&passed.path).await {
+                Err(e) => e.kind().describe().to_owned(),
+                Ok(_) => "a link the symlink policy does not resolve".to_owned(),
+            },
+            PassReason::Special => ErrorKind::NotRegularFile.describe().to_owned(),
+            PassReason::TooDeep => "nested too deeply".to_owned(),
+            PassReason::Unlisted(kind) => format!("cannot be listed: {}", kind.describe()),
+            _ => "passed over".to_owned(),
+        };
+        skipped.push(Skipped {
+            path: passed.path,
+            reason,
+        });
     }
     files.sort_by(|a, b| a.path.cmp(&b.path));
     Ok((files, skipped))

@@ -9,6 +9,7 @@ use skillstore::backends::Version;
 use skillstore::{Change, Namespace, Patch, Record, SkillEditor, Source};
 
 use super::namespace::build;
+use super::terminal::shown;
 use super::{Failure, Global, emit};
 
 /// Options of every `skill` subcommand.
@@ -231,12 +232,15 @@ fn target<'a>(namespace: &'a Namespace, args: &EditArgs) -> Result<&'a Source, F
 fn editor(global: &Global, args: &EditArgs) -> Result<SkillEditor, Failure> {
     let namespace = build(global)?;
     let source = target(&namespace, args)?;
-    let author = args
-        .author
+    Ok(namespace.editor(Some(source.name()))?.with_author(author(args)))
+}
+
+/// Who makes a change: `--author`, `SKILLSTORE_AUTHOR`, then `USER`.
+pub fn author(args: &EditArgs) -> String {
+    args.author
         .clone()
         .or_else(|| std::env::var("USER").ok())
-        .unwrap_or_else(|| "unknown".to_owned());
-    Ok(namespace.editor(Some(source.name()))?.with_author(author))
+        .unwrap_or_else(|| "unknown".to_owned())
 }
 
 fn input(from: Option<&Path>) -> Result<Vec<u8>, Failure> {
@@ -269,7 +273,7 @@ struct FileOutput<'a> {
     new_version: Option<&'a Version>,
 }
 
-fn report(args: &EditArgs, change: Change) -> Result<(), Failure> {
+pub fn report(args: &EditArgs, change: Change) -> Result<(), Failure> {
     let record = &change.record;
     if args.json {
         let output = ChangeOutput {
@@ -291,7 +295,7 @@ fn report(args: &EditArgs, change: Change) -> Result<(), Failure> {
         return emit(&text);
     }
     for warning in &change.warnings {
-        eprintln!("warning: {warning}");
+        eprintln!("warning: {}", shown(warning));
     }
     let mut out = format!("{} (history entry {})\n", record.action.as_str(), record.id);
     for f in &record.files {
@@ -299,7 +303,7 @@ fn report(args: &EditArgs, change: Change) -> Result<(), Failure> {
             .new_version
             .as_ref()
             .map_or("removed".to_owned(), |v| format!("version {v}"));
-        out.push_str(&format!("  {}: {version}\n", f.path));
+        out.push_str(&format!("  {}: {}\n", shown(&f.path), shown(&version)));
     }
     emit(out.as_bytes())
 }
@@ -318,10 +322,10 @@ fn history_table(records: &[Record]) -> String {
         out.push_str(&format!(
             "{:<2}  {:<24}  {:<11}  {}  {}\n",
             r.id,
-            r.time,
+            shown(&r.time),
             action,
-            r.author,
-            files.join(", ")
+            shown(&r.author),
+            shown(&files.join(", "))
         ));
     }
     out

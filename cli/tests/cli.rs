@@ -458,7 +458,7 @@ fn cli_unreachable_s3_endpoint_is_a_diagnostic_not_a_hang() {
         ])
         .args(["--mount", "/local=examples/skills/team", "list", "--json"]);
     let out = run(&mut cmd);
-    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.code, 3, "{}", out.stderr);
     let list = out.json();
     assert_eq!(list["diagnostics"][0]["kind"], "source_unavailable");
     assert_eq!(list["diagnostics"][0]["path"], "/remote/base");
@@ -732,7 +732,8 @@ fn cli_hostile_paths_read_nothing_outside() {
                     out.stderr.starts_with("error: ") && out.stderr.lines().count() == 1,
                     "{raw:?}"
                 ),
-                0 => assert_eq!(out.json()["skills"], serde_json::json!([]), "--source {raw:?}"),
+                // 3: the source could not be listed (not a directory, say).
+                0 | 3 => assert_eq!(out.json()["skills"], serde_json::json!([]), "--source {raw:?}"),
                 code => panic!("--source {raw:?} exited {code}: {}", out.stderr),
             }
         }
@@ -751,4 +752,640 @@ fn cli_hostile_paths_read_nothing_outside() {
     // The real file stays readable, so the refusals above are not blanket.
     let ok = run(skillstore().args(["--mount", &mount, "--source", "/base", "read", "x", "references/ok.md"]));
     assert_eq!((ok.code, ok.text().as_str()), (0, "fine"));
+}
+
+/// Finding: a description holding ESC or BEL sequences reached the terminal
+/// raw in `list`, `show`, diagnostics, errors and `history`.
+#[test]
+fn terminal_escapes_are_shown_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let esc = "Title\u{1b}]0;pwned\u{7} and \u{1b}[2J cleared, \u{9b}31m red";
+    std::fs::create_dir_all(dir.path().join("base/esc")).unwrap();
+    std::fs::write(
+        dir.path().join("base/esc/SKILL.md"),
+        format!(
+            "---\nname: esc\ndescription: \"{}\"\nlicense: \"MIT\\e[8m\"\n---\nBody \u{1b}[5m\n",
+            esc.replace('\u{1b}', "\\e")
+                .replace('\u{7}', "\\a")
+                .replace('\u{9b}', "\\x9b")
+        ),
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.path().join("team/bad")).unwrap();
+    std::fs::write(
+        dir.path().join("team/bad/SKILL.md"),
+        "---\nname: \"bad\\e[31m\"\ndescription: Misnamed.\n---\n",
+    )
+    .unwrap();
+    let raw = |bytes: &[u8]| {
+        bytes.iter().any(|b| *b == 0x1b || *b == 0x07) || String::from_utf8_lossy(bytes).contains('\u{9b}')
+    };
+
+    let list = run(&mut in_tree(dir.path(), &["list"]));
+    assert_eq!(list.code, 0, "{}", list.stderr);
+    assert!(
+        !raw(&list.stdout) && !raw(list.stderr.as_bytes()),
+        "{:?} {:?}",
+        list.text(),
+        list.stderr
+    );
+    assert!(list.text().contains("\\u{1b}]0;pwned\\u{7}"), "{}", list.text());
+    assert!(list.stderr.contains("\\u{1b}[31m"), "{}", list.stderr);
+
+    let show = run(&mut in_tree(dir.path(), &["show", "esc"]));
+    assert_eq!(show.code, 0, "{}", show.stderr);
+    assert!(!raw(&show.stdout), "{:?}", show.text());
+    assert!(show.text().contains("MIT\\u{1b}[8m"), "{}", show.text());
+
+    // JSON escapes what JSON escapes: every C0 control (C1 stays text).
+    let json = run(&mut in_tree(dir.path(), &["list", "--json"]));
+    assert!(!json.stdout.iter().any(|b| *b < 0x20 && *b != b'\n'), "{}", json.text());
+    assert!(json.text().contains("\\u001b]0;pwned\\u0007"), "{}", json.text());
+    assert_eq!(json.json()["skills"][0]["description"], esc);
+
+    let read = run(&mut in_tree(dir.path(), &["read", "esc"]));
+    assert!(read.text().contains("Body \u{1b}[5m"), "read stays byte-exact");
+
+    let error = run(&mut in_tree(dir.path(), &["read", "no\u{1b}]0;x\u{7}such"]));
+    assert_eq!(error.code, 1);
+    assert!(!raw(error.stderr.as_bytes()), "{:?}", error.stderr);
+
+    let notes = dir.path().join("notes.md");
+    std::fs::write(&notes, NOTES).unwrap();
+    let created = run(&mut in_tree(
+        dir.path(),
+        &[
+            "skill",
+            "create",
+            "notes",
+            "--from",
+            notes.to_str().unwrap(),
+            "--author",
+            "mallory\u{1b}[2J",
+        ],
+    ));
+    assert_eq!(created.code, 0, "{}", created.stderr);
+    let history = run(&mut in_tree(dir.path(), &["skill", "history", "notes"]));
+    assert!(!raw(&history.stdout), "{:?}", history.text());
+    assert!(history.text().contains("mallory\\u{1b}[2J"), "{}", history.text());
+}
+
+/// Finding: `list`, `show`, `prompt` and `read` exited 0 when sources were
+/// unreachable. They still print what loaded, then exit 3.
+#[test]
+fn unreachable_source_exits_3() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("base/local")).unwrap();
+    std::fs::write(
+        dir.path().join("base/local/SKILL.md"),
+        "---\nname: local\ndescription: Still here.\n---\nBody.\n",
+    )
+    .unwrap();
+    // Nothing listens on this port: connections are refused at once.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mount = format!("/={}", dir.path().display());
+    let dead = |extra: &[&str]| {
+        let mut cmd = skillstore();
+        cmd.env("AWS_ENDPOINT_URL", format!("http://127.0.0.1:{port}"))
+            .env("AWS_ALLOW_HTTP", "true")
+            .env("AWS_REGION", "us-east-1")
+            .args([
+                "--mount",
+                &mount,
+                "--mount",
+                "/team=s3://dead-bucket/team",
+                "--source",
+                "/base/",
+                "--source",
+                "/team/",
+            ])
+            .args(extra);
+        run(&mut cmd)
+    };
+    let list = dead(&["list"]);
+    assert_eq!(list.code, 3, "{}", list.stderr);
+    assert!(list.text().contains("local"), "{}", list.text());
+    assert!(
+        list.stderr.contains("incomplete") && list.stderr.contains("`team`"),
+        "{}",
+        list.stderr
+    );
+    let json = dead(&["list", "--json"]);
+    assert_eq!(json.code, 3);
+    assert_eq!(json.json()["skills"][0]["name"], "local");
+    for extra in [&["show", "local"][..], &["read", "local"], &["prompt"]] {
+        let out = dead(extra);
+        assert_eq!(out.code, 3, "{extra:?}: {}", out.stderr);
+        assert!(
+            out.text().contains("local") || out.text().contains("Body."),
+            "{extra:?}: {}",
+            out.text()
+        );
+    }
+    // Every source unreachable: nothing to print, still 3.
+    let mut cmd = skillstore();
+    cmd.env("AWS_ENDPOINT_URL", format!("http://127.0.0.1:{port}"))
+        .env("AWS_ALLOW_HTTP", "true")
+        .env("AWS_REGION", "us-east-1")
+        .args(["--mount", "/=s3://dead-bucket", "--source", "/team/", "list"]);
+    let all = run(&mut cmd);
+    assert_eq!(all.code, 3, "{}", all.stderr);
+}
+
+/// `base/secret` and `team/evil`, with `team/evil/references ->
+/// ../../base/secret`: a link inside the root that crosses skills and layers.
+fn link_across_layers() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("base/secret")).unwrap();
+    std::fs::write(
+        dir.path().join("base/secret/SKILL.md"),
+        "---\nname: secret\ndescription: Base only.\n---\nTOPSECRET\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.path().join("team/evil")).unwrap();
+    std::fs::write(
+        dir.path().join("team/evil/SKILL.md"),
+        "---\nname: evil\ndescription: Tries.\n---\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink("../../base/secret", dir.path().join("team/evil/references")).unwrap();
+    dir
+}
+
+/// Finding: with `team/evil/references -> ../../base/secret`, a write to
+/// the writable team layer landed in the base layer.
+#[test]
+fn link_inside_root_cannot_carry_a_write_across_layers() {
+    let dir = link_across_layers();
+    let payload = dir.path().join("payload.md");
+    std::fs::write(&payload, "planted").unwrap();
+    let write = run(&mut in_tree(
+        dir.path(),
+        &[
+            "skill",
+            "write-file",
+            "evil",
+            "references/x.md",
+            "--from",
+            payload.to_str().unwrap(),
+        ],
+    ));
+    assert_eq!(write.code, 1, "{}", write.stderr);
+    assert!(write.stderr.contains("symbolic link"), "{}", write.stderr);
+    assert!(!dir.path().join("base/secret/x.md").exists());
+}
+
+/// `pack` then `install` round-trips to identical bytes; a second install
+/// needs `--replace`; a file that is not an archive is refused by kind.
+#[test]
+fn pack_then_install_round_trips() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = dir.path().join("first.skill");
+    let second = dir.path().join("second.skill");
+    for out in [&first, &second] {
+        let packed = run(skillstore().args(["pack", "examples/skills/base/csv-report", "-o", out.to_str().unwrap()]));
+        assert_eq!(packed.code, 0, "{}", packed.stderr);
+    }
+    assert_eq!(
+        std::fs::read(&first).unwrap(),
+        std::fs::read(&second).unwrap(),
+        "pack is deterministic"
+    );
+
+    std::fs::create_dir_all(dir.path().join("base")).unwrap();
+    std::fs::create_dir_all(dir.path().join("team")).unwrap();
+    let installed = run(&mut in_tree(
+        dir.path(),
+        &["install", first.to_str().unwrap(), "--to", "team"],
+    ));
+    assert_eq!(installed.code, 0, "{}", installed.stderr);
+    for file in ["SKILL.md", "references/format.md", "scripts/summarize.py"] {
+        assert_eq!(
+            std::fs::read(dir.path().join("team/csv-report").join(file)).unwrap(),
+            std::fs::read(repo().join("examples/skills/base/csv-report").join(file)).unwrap(),
+            "{file}"
+        );
+    }
+    let again = run(&mut in_tree(
+        dir.path(),
+        &["install", first.to_str().unwrap(), "--to", "team"],
+    ));
+    assert_eq!(again.code, 1);
+    assert!(again.stderr.contains("already"), "{}", again.stderr);
+    let replaced = run(&mut in_tree(
+        dir.path(),
+        &["install", first.to_str().unwrap(), "--to", "team", "--replace"],
+    ));
+    assert_eq!(replaced.code, 0, "{}", replaced.stderr);
+
+    let junk = dir.path().join("junk.skill");
+    std::fs::write(&junk, "not a zip").unwrap();
+    let refused = run(&mut in_tree(
+        dir.path(),
+        &["install", junk.to_str().unwrap(), "--to", "team"],
+    ));
+    assert_eq!(refused.code, 1);
+    assert!(refused.stderr.contains("[not_an_archive]"), "{}", refused.stderr);
+    let base = run(&mut in_tree(
+        dir.path(),
+        &["install", first.to_str().unwrap(), "--to", "base"],
+    ));
+    assert_eq!(base.code, 1);
+    assert!(base.stderr.contains("read-only"), "{}", base.stderr);
+}
+
+/// Finding: `read evil references/SKILL.md` printed the base layer's
+/// secret through `team/evil/references -> ../../base/secret`.
+#[test]
+fn link_inside_root_cannot_carry_a_read_across_layers() {
+    let dir = link_across_layers();
+    let read = run(&mut in_tree(dir.path(), &["read", "evil", "references/SKILL.md"]));
+    assert_eq!(read.code, 1, "{}", read.stderr);
+    assert!(!read.text().contains("TOPSECRET") && !read.stderr.contains("TOPSECRET"));
+    assert!(read.stderr.contains("symbolic link"), "{}", read.stderr);
+}
+
+/// Finding: `publish` over a tree with `a/up -> ..` walked for hours. It
+/// publishes each file once, names the links it did not follow, and ends.
+#[test]
+fn publish_does_not_follow_directory_links() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("tree");
+    std::fs::create_dir_all(tree.join("base/x/a")).unwrap();
+    std::fs::write(
+        tree.join("base/x/SKILL.md"),
+        "---\nname: x\ndescription: Loops around.\n---\n",
+    )
+    .unwrap();
+    std::fs::write(tree.join("base/x/a/file.md"), "once").unwrap();
+    std::os::unix::fs::symlink("..", tree.join("base/x/a/up")).unwrap();
+    std::os::unix::fs::symlink(".", tree.join("base/x/b")).unwrap();
+    let out = dir.path().join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let published = run(skillstore().args(["publish", tree.to_str().unwrap(), out.to_str().unwrap()]));
+    assert_eq!(published.code, 0, "{}", published.stderr);
+    assert!(
+        published.text().starts_with("published 2 file(s)"),
+        "{}",
+        published.text()
+    );
+    assert!(
+        published.text().contains("/base/x/a/up: a link to a directory"),
+        "{}",
+        published.text()
+    );
+    assert_eq!(std::fs::read_to_string(out.join("base/x/a/file.md")).unwrap(), "once");
+    assert!(!out.join("base/x/a/up").exists());
+}
+
+/// `prompt` with no skills prints nothing; `--location-root` puts every
+/// location under the synced or mounted tree.
+#[test]
+fn prompt_is_empty_without_skills_and_follows_a_location_root() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("base")).unwrap();
+    std::fs::create_dir_all(dir.path().join("team")).unwrap();
+    let empty = run(&mut in_tree(dir.path(), &["prompt"]));
+    assert_eq!(empty.code, 0, "{}", empty.stderr);
+    assert!(empty.stdout.is_empty(), "{}", empty.text());
+
+    let rooted = run(skillstore().args(["prompt", "--style", "xml", "--location-root", "/mnt/skills"]));
+    assert_eq!(rooted.code, 0, "{}", rooted.stderr);
+    assert!(
+        rooted
+            .text()
+            .contains("<location>/mnt/skills/csv-report/SKILL.md</location>"),
+        "{}",
+        rooted.text()
+    );
+}
+
+/// `validate path/to/references/x.md` judged the file's directory as a
+/// skill; a path that is neither a skill directory nor its SKILL.md is an
+/// error that says so.
+#[test]
+fn validate_refuses_a_path_that_is_not_a_skill() {
+    let out = run(skillstore().args(["validate", "examples/skills/base/csv-report/references/format.md"]));
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(out.text().starts_with("invalid"), "{}", out.text());
+    let ok = run(skillstore().args([
+        "validate",
+        "examples/skills/base/csv-report",
+        "examples/skills/base/csv-report/SKILL.md",
+    ]));
+    assert_eq!(ok.code, 0, "{} {}", ok.text(), ok.stderr);
+}
+
+/// Finding: `publish` uploaded without validation or the content check.
+/// It refuses a tree with errors and lists them, unless `--no-check`.
+#[test]
+fn publish_validates_and_checks_content_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("tree");
+    std::fs::create_dir_all(tree.join("base/good/assets")).unwrap();
+    std::fs::create_dir_all(tree.join("base/misnamed")).unwrap();
+    std::fs::write(
+        tree.join("base/good/SKILL.md"),
+        "---\nname: good\ndescription: Fine.\n---\n",
+    )
+    .unwrap();
+    std::fs::write(tree.join("base/good/assets/tool"), b"\x7fELF\x02\x01\x01\0").unwrap();
+    std::fs::write(
+        tree.join("base/misnamed/SKILL.md"),
+        "---\nname: other\ndescription: Wrong name.\n---\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let refused = run(skillstore().args(["publish", tree.to_str().unwrap(), out.to_str().unwrap()]));
+    assert_eq!(refused.code, 1, "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("/base/good/assets/tool: [content_blocked]"),
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        refused.stderr.contains("/base/misnamed/SKILL.md: [name_mismatch]"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(std::fs::read_dir(&out).unwrap().count(), 0, "nothing was published");
+
+    let forced = run(skillstore().args(["publish", "--no-check", tree.to_str().unwrap(), out.to_str().unwrap()]));
+    assert_eq!(forced.code, 0, "{}", forced.stderr);
+    assert!(out.join("base/good/assets/tool").is_file());
+}
+
+/// Every regular file under `root` by relative path.
+fn files_under(root: &std::path::Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let entry = entry.unwrap();
+            let kind = entry.file_type().unwrap();
+            if kind.is_dir() {
+                stack.push(entry.path());
+            } else {
+                assert!(kind.is_file(), "not a regular file: {:?}", entry.path());
+                let relative = entry.path().strip_prefix(root).unwrap().to_str().unwrap().to_owned();
+                out.insert(relative, std::fs::read(entry.path()).unwrap());
+            }
+        }
+    }
+    out
+}
+
+/// `sync DIR` writes every winner's files as `read` serves them, a second
+/// sync changes nothing, and every location a prompt names under
+/// `--location-root DIR` is a file of the synced tree.
+#[test]
+fn sync_matches_read_and_prompt_locations_exist() {
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("skills");
+    let first = run(skillstore().args(["sync", dir.to_str().unwrap(), "--json"]));
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    let report = first.json();
+    assert_eq!(report["switched"], true);
+
+    let listed = run(skillstore().args(["list", "--json"])).json();
+    let expected: Vec<String> = listed["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["enabled"] != false)
+        .map(|s| s["name"].as_str().unwrap().to_owned())
+        .collect();
+    let synced = files_under(&dir);
+    let mut synced_skills: Vec<&str> = synced.keys().filter_map(|k| k.strip_suffix("/SKILL.md")).collect();
+    synced_skills.sort_unstable();
+    let mut expected_sorted = expected.clone();
+    expected_sorted.sort_unstable();
+    assert_eq!(synced_skills, expected_sorted);
+    for (relative, bytes) in &synced {
+        let (name, inside) = relative.split_once('/').unwrap();
+        let mut read = skillstore();
+        read.arg("read").arg(name);
+        if inside != "SKILL.md" {
+            read.arg(inside);
+        }
+        let served = run(&mut read);
+        assert_eq!(served.code, 0, "{relative}: {}", served.stderr);
+        assert_eq!(&served.stdout, bytes, "{relative} differs from `read`");
+    }
+
+    let again = run(skillstore().args(["sync", dir.to_str().unwrap(), "--json"]));
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert_eq!(again.json()["switched"], false);
+    assert_eq!(again.json()["files_copied"], 0);
+
+    let prompt = run(skillstore().args(["prompt", "--style", "xml", "--location-root", dir.to_str().unwrap()]));
+    assert_eq!(prompt.code, 0, "{}", prompt.stderr);
+    let text = prompt.text();
+    let locations: Vec<&str> = text
+        .split("<location>")
+        .skip(1)
+        .map(|rest| rest.split("</location>").next().unwrap())
+        .collect();
+    assert_eq!(locations.len(), expected.len(), "{text}");
+    for location in locations {
+        assert!(
+            std::path::Path::new(location).is_file(),
+            "{location} is not in the synced tree"
+        );
+    }
+}
+
+/// A source that cannot be listed contributes no skills; a sync then would
+/// delete that source's skills from the tree. It exits 3 and the tree keeps
+/// its generation.
+#[test]
+fn sync_keeps_the_tree_when_a_source_is_unreachable() {
+    let server = S3TestServer::shared();
+    let bucket = server.create_bucket();
+    server.put_raw(
+        &bucket,
+        "team/remote/SKILL.md",
+        b"---\nname: remote\ndescription: From S3.\n---\nBody.\n",
+    );
+    let local = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(local.path().join("base/local")).unwrap();
+    std::fs::write(
+        local.path().join("base/local/SKILL.md"),
+        "---\nname: local\ndescription: On disk.\n---\nBody.\n",
+    )
+    .unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("skills");
+    let root = format!("/={}", local.path().display());
+    let team = format!("/team=s3://{bucket}/team");
+    let sync = |cmd: &mut Command| {
+        cmd.args([
+            "--mount",
+            &root,
+            "--mount",
+            &team,
+            "--source",
+            "/base/",
+            "--source",
+            "/team/",
+            "sync",
+            dir.to_str().unwrap(),
+        ]);
+        run(cmd)
+    };
+    let mut reachable = skillstore();
+    s3_env(&mut reachable, server);
+    let first = sync(&mut reachable);
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    assert!(dir.join("remote/SKILL.md").is_file());
+
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut unreachable = skillstore();
+    s3_env(&mut unreachable, server);
+    unreachable.env("AWS_ENDPOINT_URL", format!("http://127.0.0.1:{port}"));
+    let second = sync(&mut unreachable);
+    assert_eq!(second.code, 3, "{}", second.stderr);
+    assert!(second.stderr.contains("`team`"), "{}", second.stderr);
+    assert!(
+        !second.stderr.contains("127.0.0.1") && !second.stderr.contains(&bucket),
+        "{}",
+        second.stderr
+    );
+    assert!(
+        dir.join("remote/SKILL.md").is_file(),
+        "the unreachable source's skill was removed"
+    );
+    assert!(dir.join("local/SKILL.md").is_file());
+}
+
+/// A long-running command, killed with SIGTERM when dropped.
+struct Running(std::process::Child);
+
+impl Running {
+    fn start(args: &[&str], cwd: &std::path::Path) -> Running {
+        let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("skillstore"))
+            .current_dir(cwd)
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        Running(child)
+    }
+
+    /// Sends SIGTERM and returns the exit code and standard error.
+    fn stop(mut self) -> (Option<i32>, String) {
+        let pid = rustix::process::Pid::from_child(&self.0);
+        rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        let status = loop {
+            if let Some(status) = self.0.try_wait().unwrap() {
+                break status;
+            }
+            assert!(std::time::Instant::now() < deadline, "no exit within 60 s of SIGTERM");
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(self.0.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+        (status.code(), stderr)
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Waits up to 60 s for `check`, polling.
+fn eventually(what: &str, mut check: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !check() {
+        assert!(std::time::Instant::now() < deadline, "never happened: {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn skill(root: &std::path::Path, layer: &str, name: &str, description: &str) {
+    std::fs::create_dir_all(root.join(layer).join(name)).unwrap();
+    std::fs::write(
+        root.join(layer).join(name).join("SKILL.md"),
+        format!("---\nname: {name}\ndescription: {description}\n---\nBody.\n"),
+    )
+    .unwrap();
+}
+
+/// `sync --watch` follows a change in its sources and ends with exit 0 on
+/// SIGTERM.
+#[test]
+fn sync_watch_follows_changes_and_exits_0_on_sigterm() {
+    let tree = tempfile::tempdir().unwrap();
+    skill(tree.path(), "base", "alpha", "First.");
+    std::fs::create_dir_all(tree.path().join("team")).unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let dir = out.path().join("skills");
+    let root = format!("/={}", tree.path().display());
+    let watching = Running::start(
+        &[
+            "--mount",
+            &root,
+            "--source",
+            "/base/",
+            "--source",
+            "/team/",
+            "sync",
+            dir.to_str().unwrap(),
+            "--watch",
+            "100ms",
+        ],
+        out.path(),
+    );
+    eventually("the first sync", || dir.join("alpha/SKILL.md").is_file());
+    skill(tree.path(), "team", "alpha", "Second.");
+    skill(tree.path(), "team", "beta", "Added.");
+    eventually("the change in the tree", || {
+        std::fs::read_to_string(dir.join("alpha/SKILL.md")).is_ok_and(|s| s.contains("Second."))
+            && dir.join("beta/SKILL.md").is_file()
+    });
+    std::fs::remove_dir_all(tree.path().join("team/beta")).unwrap();
+    eventually("the removal", || !dir.join("beta").exists());
+    let (code, stderr) = watching.stop();
+    assert_eq!(code, Some(0), "{stderr}");
+}
+
+/// `mount DIR` serves the synced tree's files through FUSE and unmounts on
+/// SIGTERM with exit 0. Mounts for real: a machine that cannot fails here
+/// and the command's message says why.
+#[test]
+fn mount_serves_the_synced_tree_and_unmounts_on_sigterm() {
+    let out = tempfile::tempdir().unwrap();
+    let synced = out.path().join("synced");
+    let made = run(skillstore().args(["sync", synced.to_str().unwrap()]));
+    assert_eq!(made.code, 0, "{}", made.stderr);
+    let point = out.path().join("mnt");
+    std::fs::create_dir(&point).unwrap();
+    let mounted = Running::start(&["mount", point.to_str().unwrap()], &repo());
+    eventually("the mount", || point.join("csv-report/SKILL.md").is_file());
+    assert_eq!(files_under(&point), files_under(&synced));
+    assert!(
+        std::fs::write(point.join("csv-report/new.md"), b"x").is_err(),
+        "the mount is writable"
+    );
+    let (code, stderr) = mounted.stop();
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(
+        std::fs::read_dir(&point).unwrap().count(),
+        0,
+        "still mounted after exit"
+    );
 }

@@ -91,26 +91,46 @@ impl ApiError {
 impl From<skillstore::Error> for ApiError {
     fn from(err: skillstore::Error) -> Self {
         let kind = err.kind();
-        let status = match kind {
-            "usage" | "invalid_path" | "invalid_skill" | "content_blocked" | "not_a_directory" | "is_a_directory"
-            | "not_regular_file" | "symlink_refused" | "symlink_escape" | "symlink_loop" | "dangling_symlink" => {
-                StatusCode::BAD_REQUEST
-            }
-            "skill_not_found" | "not_found" | "source_not_found" => StatusCode::NOT_FOUND,
-            "read_only" | "permission_denied" => StatusCode::FORBIDDEN,
-            "already_exists" | "patch_mismatch" => StatusCode::CONFLICT,
-            "version_conflict" => StatusCode::PRECONDITION_FAILED,
-            "too_large" => StatusCode::PAYLOAD_TOO_LARGE,
-            "unavailable" => StatusCode::SERVICE_UNAVAILABLE,
-            "unsupported" => StatusCode::NOT_IMPLEMENTED,
-            _ => StatusCode::INTERNAL_SERVER_ERROR,
-        };
+        let status = status_of(kind);
+        let kind = kind.as_str();
         let message = public_message(&err);
         if status.is_server_error() {
             // The full error (an endpoint, a request URL) is for the log only.
             tracing::warn!(kind, error = ?err, "request failed");
         }
         ApiError::new(status, kind, message)
+    }
+}
+
+/// The status code a library error kind answers with.
+fn status_of(kind: skillstore::error::ErrorKind) -> StatusCode {
+    use skillstore::backends::ErrorKind as Storage;
+    use skillstore::error::ErrorKind as Kind;
+    match kind {
+        Kind::Usage | Kind::InvalidSkill | Kind::ContentBlocked => StatusCode::BAD_REQUEST,
+        Kind::SkillNotFound | Kind::SourceNotFound => StatusCode::NOT_FOUND,
+        Kind::PatchMismatch => StatusCode::CONFLICT,
+        Kind::Storage(storage) => match storage {
+            Storage::InvalidPath
+            | Storage::NotADirectory
+            | Storage::IsADirectory
+            | Storage::NotRegularFile
+            | Storage::SymlinkRefused
+            | Storage::SymlinkEscape
+            | Storage::SymlinkLoop
+            | Storage::DanglingSymlink
+            | Storage::WriteThroughSymlink => StatusCode::BAD_REQUEST,
+            Storage::NotFound => StatusCode::NOT_FOUND,
+            Storage::ReadOnly | Storage::PermissionDenied => StatusCode::FORBIDDEN,
+            Storage::AlreadyExists => StatusCode::CONFLICT,
+            Storage::VersionConflict => StatusCode::PRECONDITION_FAILED,
+            Storage::TooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            Storage::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            Storage::StorageFull => StatusCode::INSUFFICIENT_STORAGE,
+            Storage::Unsupported => StatusCode::NOT_IMPLEMENTED,
+            _ => StatusCode::INTERNAL_SERVER_ERROR,
+        },
+        _ => StatusCode::INTERNAL_SERVER_ERROR,
     }
 }
 

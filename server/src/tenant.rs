@@ -158,7 +158,7 @@ pub fn public_diagnostics(diagnostics: &[Diagnostic]) -> Vec<Diagnostic> {
         .iter()
         .map(|d| {
             let mut d = d.clone();
-            if let Some(message) = storage_message(&d.kind) {
+            if let Some(message) = storage_message(d.kind.as_str()) {
                 d.message = message.to_owned();
             }
             d

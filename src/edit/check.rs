@@ -57,20 +57,44 @@ impl ContentCheck for DefaultContentCheck {
     }
 }
 
-/// The executable format `data` starts with, if any.
+/// The executable format `data` starts with, if any: ELF, PE (an `MZ`
+/// header pointing at a `PE\0\0` signature), or Mach-O in any byte order,
+/// 32- or 64-bit, thin or fat. A Java class file shares the fat magic
+/// `0xcafebabe`; it is told apart by the field that follows (a fat header's
+/// architecture count is small, a class file's version is at least 45).
 pub fn executable_format(data: &[u8]) -> Option<&'static str> {
-    const MACH_O: [[u8; 4]; 5] = [
+    const MACH_O_THIN: [[u8; 4]; 4] = [
         [0xfe, 0xed, 0xfa, 0xce],
         [0xce, 0xfa, 0xed, 0xfe],
         [0xfe, 0xed, 0xfa, 0xcf],
         [0xcf, 0xfa, 0xed, 0xfe],
-        [0xca, 0xfe, 0xba, 0xbe],
     ];
+    // Fat (universal) headers, 32- and 64-bit, big-endian as written and
+    // byte-swapped.
+    const MACH_O_FAT: [[u8; 4]; 4] = [
+        [0xca, 0xfe, 0xba, 0xbe],
+        [0xca, 0xfe, 0xba, 0xbf],
+        [0xbe, 0xba, 0xfe, 0xca],
+        [0xbf, 0xba, 0xfe, 0xca],
+    ];
+    /// Class file versions start at 45 (JDK 1.0); no fat binary holds that
+    /// many architectures.
+    const FIRST_CLASS_VERSION: u32 = 45;
     if data.starts_with(b"\x7fELF") {
         return Some("ELF");
     }
-    if data.len() >= 4 && MACH_O.iter().any(|m| data[..4] == *m) {
+    let magic = data.get(..4)?;
+    if MACH_O_THIN.iter().any(|m| magic == m) {
         return Some("Mach-O");
+    }
+    if MACH_O_FAT.iter().any(|m| magic == m) {
+        let java_class = magic == [0xca, 0xfe, 0xba, 0xbe]
+            && data
+                .get(4..8)
+                .is_some_and(|next| u32::from_be_bytes([next[0], next[1], next[2], next[3]]) >= FIRST_CLASS_VERSION);
+        if !java_class {
+            return Some("Mach-O");
+        }
     }
     if is_portable_executable(data) {
         return Some("PE");
@@ -109,6 +133,12 @@ mod tests {
             ("assets/tool", b"\x7fELF\x02\x01\x01".to_vec()),
             ("references/x.md", vec![0xcf, 0xfa, 0xed, 0xfe, 0, 0]),
             ("assets/fat", vec![0xca, 0xfe, 0xba, 0xbe, 0, 0]),
+            ("assets/fat2", vec![0xca, 0xfe, 0xba, 0xbe, 0, 0, 0, 2, 0, 0]),
+            ("assets/fat64", vec![0xca, 0xfe, 0xba, 0xbf, 0, 0, 0, 2]),
+            ("assets/fat-swapped", vec![0xbe, 0xba, 0xfe, 0xca, 2, 0, 0, 0]),
+            ("assets/fat64-swapped", vec![0xbf, 0xba, 0xfe, 0xca, 2, 0, 0, 0]),
+            ("assets/thin32-swapped", vec![0xce, 0xfa, 0xed, 0xfe, 7, 0, 0, 1]),
+            ("assets/thin64-big", vec![0xfe, 0xed, 0xfa, 0xcf, 1, 0, 0, 7]),
             ("scripts/setup.exe", pe),
         ] {
             assert!(matches!(verdict(path, &data), Verdict::Block(_)), "{path}");
@@ -126,6 +156,11 @@ mod tests {
             Verdict::Allow
         );
         assert_eq!(verdict("assets/empty", b""), Verdict::Allow);
+        // A Java class file (major version 52) shares the fat magic.
+        assert_eq!(
+            verdict("assets/Tool.class", &[0xca, 0xfe, 0xba, 0xbe, 0, 0, 0, 52, 0, 10]),
+            Verdict::Allow
+        );
     }
 
     #[test]

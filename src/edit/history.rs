@@ -35,6 +35,8 @@ pub enum Action {
     RemoveFile,
     /// Files restored to an earlier entry.
     Rollback,
+    /// A skill installed from an archive.
+    Install,
 }
 
 impl Action {
@@ -48,6 +50,7 @@ impl Action {
             Action::WriteFile => "write_file",
             Action::RemoveFile => "remove_file",
             Action::Rollback => "rollback",
+            Action::Install => "install",
         }
     }
 }
@@ -161,7 +164,13 @@ pub async fn append(backend: &dyn SkillBackend, path: &VPath, mut record: Record
             backoff(attempt).await;
             continue;
         }
-        record.id = records.last().map_or(1, |r| r.id + 1);
+        record.id = match records.last() {
+            None => 1,
+            Some(last) => last
+                .id
+                .checked_add(1)
+                .ok_or_else(|| Error::History(format!("{path}: history ids are exhausted")))?,
+        };
         let line = serde_json::to_vec(&record).expect("records serialize");
         let mut text = Vec::with_capacity(existing.len() + line.len() + 2);
         text.extend_from_slice(&existing);
@@ -219,5 +228,43 @@ pub(crate) async fn backoff(attempt: u32) {
 
 /// The current time, RFC 3339 in UTC with milliseconds.
 pub(crate) fn now() -> String {
-    humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
+    let since = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    rfc3339_millis(since.as_secs(), since.subsec_millis())
+}
+
+/// `secs` after the Unix epoch (and `millis`), as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
+fn rfc3339_millis(secs: u64, millis: u32) -> String {
+    let days = secs / 86_400;
+    let rest = secs % 86_400;
+    // Civil date from a day count (proleptic Gregorian), by 400-year eras.
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z",
+        rest / 3_600,
+        rest % 3_600 / 60,
+        rest % 60
+    )
+}
+
+#[cfg(test)]
+mod time_tests {
+    use super::rfc3339_millis;
+
+    #[test]
+    fn formats_rfc3339_in_utc() {
+        assert_eq!(rfc3339_millis(0, 0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(rfc3339_millis(951_782_400, 7), "2000-02-29T00:00:00.007Z");
+        assert_eq!(rfc3339_millis(1_795_392_000 + 3_723, 999), "2026-11-23T01:02:03.999Z");
+        assert_eq!(rfc3339_millis(4_102_444_799, 0), "2099-12-31T23:59:59.000Z");
+    }
 }

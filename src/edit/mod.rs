@@ -10,15 +10,18 @@
 
 pub mod check;
 pub mod history;
+mod install;
 
 use std::sync::Arc;
 
 use bytes::Bytes;
-use skillstore_backends::{ErrorKind, PutMode, ReadOptions, SkillBackend, VPath, Version, is_valid_segment};
+use skillstore_backends::{
+    ErrorKind, PutMode, ReadOptions, SkillBackend, SkillBackendExt, VPath, Version, WalkLimits, is_valid_segment,
+};
 
-use crate::catalog::SKILL_FILE;
 use crate::error::{Error, Result};
 use crate::shared_catalog::SharedCatalog;
+use crate::skill::SKILL_FILE;
 use crate::skill::{Strictness, parse_skill_md};
 use crate::source::Source;
 use check::{ContentCheck, DefaultContentCheck, PendingFile, Verdict};
@@ -329,6 +332,20 @@ impl SkillEditor {
                 paths.push(&change.path);
             }
         }
+        // A rollback writes only where a change could: SKILL.md, a
+        // supporting file, or a file an install put beside SKILL.md. A
+        // history naming anything else is refused whole.
+        let installed: Vec<&str> = records
+            .iter()
+            .filter(|r| r.action == Action::Install)
+            .flat_map(|r| r.files.iter().map(|f| f.path.as_str()))
+            .collect();
+        for relative in &paths {
+            if *relative != SKILL_FILE && !installed.contains(relative) {
+                self.supporting_path(name, relative)?;
+            }
+            self.file_path(name, relative)?;
+        }
         let mut steps = Vec::new();
         for relative in paths {
             let touching = records
@@ -508,20 +525,24 @@ impl SkillEditor {
         }
     }
 
-    /// Every file under the skill's directory, relative to it.
+    /// Every file under the skill's directory, relative to it. The walk
+    /// never descends into a directory link and is bounded; links are left
+    /// out (the editor neither follows nor removes them).
     async fn files_of(&self, name: &str) -> Result<Vec<String>> {
         let root = self.skill_dir(name)?;
-        let mut files = Vec::new();
-        let mut pending = vec![(root, String::new())];
-        while let Some((dir, prefix)) = pending.pop() {
-            for entry in self.backend.list(&dir).await? {
-                let relative = format!("{prefix}{}", entry.name);
-                match entry.kind {
-                    skillstore_backends::EntryKind::Dir => pending.push((dir.join(&entry.name)?, relative + "/")),
-                    _ => files.push(relative),
-                }
-            }
+        let walked = self.backend.walk(&root, WalkLimits::default()).await?;
+        if walked.truncated {
+            return Err(Error::Usage(format!(
+                "`{name}` holds more files than a change may touch ({})",
+                WalkLimits::default().max_files
+            )));
         }
+        let mut files: Vec<String> = walked
+            .files
+            .into_iter()
+            .filter(|f| !f.entry.symlink)
+            .map(|f| f.relative)
+            .collect();
         files.sort();
         Ok(files)
     }

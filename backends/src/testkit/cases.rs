@@ -7,9 +7,10 @@ use futures::future::join_all;
 
 use super::Fixture;
 use super::hostile::{lookalike_corpus, refused_corpus};
-use crate::backend::{DEFAULT_READ_LIMIT, EntryKind, PutMode, ReadOptions, SkillBackend, Version};
+use crate::backend::{DEFAULT_READ_LIMIT, EntryKind, PutMode, ReadOptions, SkillBackend, SkillBackendExt, Version};
 use crate::error::{ErrorKind, Result};
 use crate::vpath::VPath;
+use crate::walk::{PassReason, Walk, WalkLimits};
 
 fn p(s: &str) -> VPath {
     VPath::new(s).expect("test paths are valid")
@@ -227,8 +228,8 @@ pub async fn size_guard_refuses_one_byte_over(f: Fixture) {
 pub async fn size_guard_applies_to_prefix_reads(f: Fixture) {
     put(&f, "/over", pattern(1001)).await;
     let options = ReadOptions {
-        limit: 1000,
         prefix: Some(10),
+        ..ReadOptions::with_limit(1000)
     };
     assert_kind(f.backend.read(&p("/over"), options).await, ErrorKind::TooLarge);
 }
@@ -575,8 +576,8 @@ pub async fn read_many_matches_read(f: Fixture) {
     for options in [
         ReadOptions::with_limit(1000),
         ReadOptions {
-            limit: 1000,
             prefix: Some(64),
+            ..ReadOptions::with_limit(1000)
         },
         ReadOptions::default(),
         ReadOptions::prefix(2048),
@@ -643,4 +644,280 @@ pub async fn read_many_refuses_special_files(f: Fixture) {
         assert_eq!(outcome(&batch[1]).err(), Some(ErrorKind::NotRegularFile));
         assert_eq!(outcome(&batch[2]).err(), Some(ErrorKind::SymlinkEscape));
     }
+}
+
+/// A confined read reads what an unconfined one does when no link is in
+/// the way; a confinement that is not a proper ancestor of the path is
+/// `invalid_path`, in a single read and in a batch.
+pub async fn confined_read_stays_in_its_directory(f: Fixture) {
+    put(&f, "/team/pdf/SKILL.md", "pdf").await;
+    put(&f, "/team/pdf/references/a.md", "a").await;
+    let confined = ReadOptions::default().confined(2);
+    for path in ["/team/pdf/SKILL.md", "/team/pdf/references/a.md"] {
+        let got = f.backend.read(&p(path), confined).await;
+        let plain = f.backend.read(&p(path), ReadOptions::default()).await;
+        assert_eq!(outcome(&got), outcome(&plain), "{path}");
+    }
+    assert_kind(
+        f.backend
+            .read(&p("/team/pdf/SKILL.md"), ReadOptions::default().confined(3))
+            .await,
+        ErrorKind::InvalidPath,
+    );
+    let root_confined = f
+        .backend
+        .read(&p("/team/pdf/SKILL.md"), ReadOptions::default().confined(0))
+        .await;
+    assert_eq!(
+        outcome(&root_confined).map(|(d, _, _)| d),
+        Ok(Bytes::from_static(b"pdf"))
+    );
+    let batch = f
+        .backend
+        .read_many(
+            &[p("/team/pdf/SKILL.md"), p("/team/pdf/references/a.md"), p("/team")],
+            confined,
+        )
+        .await;
+    assert_eq!(outcome(&batch[0]).map(|(d, _, _)| d), Ok(Bytes::from_static(b"pdf")));
+    assert_eq!(outcome(&batch[1]).map(|(d, _, _)| d), Ok(Bytes::from_static(b"a")));
+    assert_eq!(outcome(&batch[2]).err(), Some(ErrorKind::InvalidPath));
+}
+
+/// `team/evil/references -> ../../base/secret`: readable unconfined (the
+/// link stays inside the root), refused as a symlink kind when the read is
+/// confined to `team/evil`, in single and batched reads; a link that stays
+/// inside the skill still reads.
+pub async fn confined_read_through_a_link_out_of_the_skill_is_refused(f: Fixture) {
+    let Some(specials) = &f.specials else {
+        assert!(
+            !f.backend.capabilities().symlinks,
+            "a backend with symlinks needs a Specials maker"
+        );
+        return;
+    };
+    put(&f, "/base/secret/SKILL.md", "SECRET").await;
+    put(&f, "/team/evil/SKILL.md", "evil").await;
+    put(&f, "/team/evil/docs/guide.md", "guide").await;
+    specials.make_symlink(&p("/team/evil/references"), "../../base/secret");
+    specials.make_symlink(&p("/team/evil/alias"), "docs");
+    specials.make_symlink(&p("/team/evil/up-and-back"), "../evil/docs/guide.md");
+    let through = p("/team/evil/references/SKILL.md");
+    assert_eq!(read(&f, "/team/evil/references/SKILL.md").await.data, "SECRET");
+    let confined = ReadOptions::default().confined(2);
+    let err = f.backend.read(&through, confined).await.expect_err("confined");
+    assert!(
+        matches!(err.kind(), ErrorKind::SymlinkEscape | ErrorKind::SymlinkRefused),
+        "{err}"
+    );
+    assert_eq!(
+        f.backend
+            .read(&p("/team/evil/alias/guide.md"), confined)
+            .await
+            .unwrap()
+            .data,
+        "guide"
+    );
+    // Up out of the skill's directory and back in is a step outside it.
+    assert_kind(
+        f.backend.read(&p("/team/evil/up-and-back"), confined).await,
+        ErrorKind::SymlinkEscape,
+    );
+    let batch = f
+        .backend
+        .read_many(
+            &[
+                p("/team/evil/SKILL.md"),
+                through.clone(),
+                p("/team/evil/alias/guide.md"),
+            ],
+            confined,
+        )
+        .await;
+    assert_eq!(outcome(&batch[0]).map(|(d, _, _)| d), Ok(Bytes::from_static(b"evil")));
+    assert_eq!(outcome(&batch[1]).err(), Some(err.kind()));
+    assert_eq!(outcome(&batch[2]).map(|(d, _, _)| d), Ok(Bytes::from_static(b"guide")));
+    // Confined to the whole of /team, the link still leads out.
+    assert_kind(
+        f.backend.read(&through, ReadOptions::default().confined(1)).await,
+        err.kind(),
+    );
+}
+
+/// `team/evil/references -> ../../base/secret`: a write, delete or
+/// conditional delete through the link, or of a link itself, is
+/// `write_through_symlink` and changes nothing on the other side.
+pub async fn writes_never_follow_a_link(f: Fixture) {
+    let Some(specials) = &f.specials else {
+        assert!(
+            !f.backend.capabilities().symlinks,
+            "a backend with symlinks needs a Specials maker"
+        );
+        return;
+    };
+    let secret = put(&f, "/base/secret/SKILL.md", "SECRET").await;
+    put(&f, "/team/evil/SKILL.md", "evil").await;
+    specials.make_symlink(&p("/team/evil/references"), "../../base/secret");
+    specials.make_symlink(&p("/team/evil/linked.md"), "../../base/secret/SKILL.md");
+    for mode in [PutMode::Overwrite, PutMode::Create] {
+        assert_kind(
+            f.backend
+                .put(&p("/team/evil/references/x.md"), "planted".into(), mode.clone())
+                .await,
+            ErrorKind::WriteThroughSymlink,
+        );
+        assert_kind(
+            f.backend
+                .put(&p("/team/evil/references/deep/x.md"), "planted".into(), mode.clone())
+                .await,
+            ErrorKind::WriteThroughSymlink,
+        );
+    }
+    assert_kind(
+        f.backend
+            .put(
+                &p("/team/evil/references/SKILL.md"),
+                "replaced".into(),
+                PutMode::IfVersion(secret.clone()),
+            )
+            .await,
+        ErrorKind::WriteThroughSymlink,
+    );
+    assert_kind(
+        f.backend
+            .put(&p("/team/evil/linked.md"), "replaced".into(), PutMode::Overwrite)
+            .await,
+        ErrorKind::WriteThroughSymlink,
+    );
+    assert_kind(
+        f.backend.delete(&p("/team/evil/references/SKILL.md")).await,
+        ErrorKind::WriteThroughSymlink,
+    );
+    assert_kind(
+        f.backend
+            .delete_if_version(&p("/team/evil/references/SKILL.md"), &secret)
+            .await,
+        ErrorKind::WriteThroughSymlink,
+    );
+    assert_kind(
+        f.backend.delete(&p("/team/evil/linked.md")).await,
+        ErrorKind::WriteThroughSymlink,
+    );
+    assert_eq!(names(&f, "/base/secret").await, [("SKILL.md".into(), EntryKind::File)]);
+    assert_eq!(read(&f, "/base/secret/SKILL.md").await.data, "SECRET");
+    assert_eq!(read(&f, "/base/secret/SKILL.md").await.version, secret);
+    // The link itself is still there and still a link.
+    assert_eq!(read(&f, "/team/evil/linked.md").await.data, "SECRET");
+}
+
+fn walked(walk: &Walk) -> Vec<&str> {
+    walk.files.iter().map(|f| f.relative.as_str()).collect()
+}
+
+fn passed(walk: &Walk) -> Vec<(&str, PassReason)> {
+    walk.passed_over.iter().map(|p| (p.path.as_str(), p.reason)).collect()
+}
+
+/// A walk returns every file below a directory, depth first and sorted,
+/// with full and relative paths; it stops at the depth and count limits and
+/// says so.
+pub async fn walk_returns_every_file_within_its_limits(f: Fixture) {
+    for path in [
+        "/w/top.md",
+        "/w/a/one.md",
+        "/w/a/b/two.md",
+        "/w/a/b/c/three.md",
+        "/w/d/four.md",
+        "/other.md",
+    ] {
+        put(&f, path, "x").await;
+    }
+    let all = f.backend.walk(&p("/w"), WalkLimits::default()).await.unwrap();
+    assert_eq!(
+        walked(&all),
+        ["top.md", "a/one.md", "a/b/two.md", "a/b/c/three.md", "d/four.md"]
+    );
+    assert_eq!(all.files[2].path, p("/w/a/b/two.md"));
+    assert_eq!(all.files[2].entry.size, Some(1));
+    assert!(all.files.iter().all(|f| !f.entry.symlink));
+    assert!(all.passed_over.is_empty() && !all.truncated);
+    let shallow = f
+        .backend
+        .walk(
+            &p("/w"),
+            WalkLimits {
+                max_depth: 1,
+                ..WalkLimits::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(walked(&shallow), ["top.md", "a/one.md", "d/four.md"]);
+    assert_eq!(passed(&shallow), [("/w/a/b", PassReason::TooDeep)]);
+    let few = f
+        .backend
+        .walk(
+            &p("/w"),
+            WalkLimits {
+                max_files: 2,
+                ..WalkLimits::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(walked(&few), ["top.md", "a/one.md"]);
+    assert!(few.truncated);
+    let exact = f
+        .backend
+        .walk(
+            &p("/w"),
+            WalkLimits {
+                max_files: 5,
+                ..WalkLimits::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert!(!exact.truncated);
+    assert_kind(
+        f.backend.walk(&p("/missing"), WalkLimits::default()).await,
+        ErrorKind::NotFound,
+    );
+}
+
+/// `a/up -> ..` and `b -> .` make a tree without end for a walk that
+/// follows directory links; the walk lists each real directory once,
+/// returns links to files as files, and reports the links it passed over.
+pub async fn walk_never_descends_into_directory_links(f: Fixture) {
+    let Some(specials) = &f.specials else {
+        assert!(
+            !f.backend.capabilities().symlinks,
+            "a backend with symlinks needs a Specials maker"
+        );
+        return;
+    };
+    put(&f, "/t/SKILL.md", "skill").await;
+    put(&f, "/t/a/x.md", "x").await;
+    specials.make_symlink(&p("/t/a/up"), "..");
+    specials.make_symlink(&p("/t/b"), ".");
+    specials.make_symlink(&p("/t/file-link"), "SKILL.md");
+    specials.make_symlink(&p("/t/out"), "../../outside");
+    let listed = f.backend.list(&p("/t")).await.unwrap();
+    let b = listed.iter().find(|e| e.name == "b").expect("b listed");
+    assert!(b.symlink && b.kind == EntryKind::Dir, "{b:?}");
+    assert!(!listed.iter().find(|e| e.name == "a").unwrap().symlink);
+    let started = std::time::Instant::now();
+    let walk = f.backend.walk(&p("/t"), WalkLimits::default()).await.unwrap();
+    eprintln!("walk over a/up -> .. and b -> .: {:?}", started.elapsed());
+    assert_eq!(walked(&walk), ["SKILL.md", "file-link", "a/x.md"]);
+    assert!(walk.files[1].entry.symlink);
+    assert!(!walk.truncated);
+    assert_eq!(
+        passed(&walk),
+        [
+            ("/t/b", PassReason::DirectoryLink),
+            ("/t/out", PassReason::UnresolvedLink),
+            ("/t/a/up", PassReason::DirectoryLink),
+        ]
+    );
 }

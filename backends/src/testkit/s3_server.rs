@@ -70,6 +70,20 @@ impl S3TestServer {
         name
     }
 
+    /// An [`ObjectStoreBackend`] over `bucket` of this server under
+    /// `prefix`.
+    pub fn backend(&self, bucket: &str, prefix: &str) -> ObjectStoreBackend {
+        s3_backend(&self.endpoint, bucket, prefix)
+    }
+
+    /// Stores `data` at `key` by writing the server's file directly, for
+    /// keys no S3 client sends as they are (a control character, say).
+    pub fn put_raw(&self, bucket: &str, key: &str, data: &[u8]) {
+        let path = self.root.join(bucket).join(key);
+        std::fs::create_dir_all(path.parent().expect("a key has a parent")).expect("creating the key's directories");
+        std::fs::write(path, data).expect("writing the object's file");
+    }
+
     /// A client for `bucket` on this server.
     pub fn store(&self, bucket: &str) -> Arc<dyn ObjectStore> {
         client(&self.endpoint, bucket)
@@ -109,6 +123,15 @@ where
         })
         .expect("spawning a server thread");
     rx.recv().expect("the server reports its address")
+}
+
+/// An [`ObjectStoreBackend`] over `bucket` under `prefix`, listing past
+/// keys no path can hold as [`ObjectStoreBackend::from_s3_url`] does.
+pub fn s3_backend(endpoint: &str, bucket: &str, prefix: &str) -> ObjectStoreBackend {
+    let store = Arc::new(client_builder(endpoint, bucket).build().expect("an S3 client"));
+    ObjectStoreBackend::new(Arc::clone(&store) as Arc<dyn ObjectStore>, prefix)
+        .expect("a valid prefix")
+        .with_paginated_listing(store)
 }
 
 /// An S3 client for `bucket` at `endpoint` with the test keys, path-style.
@@ -257,8 +280,7 @@ faithful_impl! {
 pub fn s3_fixture() -> Fixture {
     let server = S3TestServer::shared();
     let bucket = server.create_bucket();
-    let backend = ObjectStoreBackend::new(server.store(&bucket), "skills").expect("a valid prefix");
-    Fixture::new(backend)
+    Fixture::new(server.backend(&bucket, "skills"))
 }
 
 /// The environment variable naming a second S3 server (moto) for the
@@ -276,6 +298,5 @@ pub fn moto_fixture() -> Fixture {
         .trim_end_matches('/')
         .rsplit_once('/')
         .expect("http://host:port/bucket");
-    let backend = ObjectStoreBackend::new(client(endpoint, bucket), &unique_name("suite")).expect("a valid prefix");
-    Fixture::new(backend)
+    Fixture::new(s3_backend(endpoint, bucket, &unique_name("suite")))
 }

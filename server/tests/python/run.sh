@@ -4,10 +4,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/../../.."
 
-venv=target/py-mcp
-if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import mcp' 2>/dev/null; then
+venv=target/venvs/mcp
+requirement='mcp==2.3.0'
+if [ ! -f "$venv/.stamp" ] || [ "$(cat "$venv/.stamp")" != "$requirement" ]; then
+  rm -rf "$venv"
   python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet 'mcp==2.3.0'
+  "$venv/bin/pip" install --quiet --disable-pip-version-check "$requirement"
+  echo "$requirement" >"$venv/.stamp"
 fi
 cargo build --quiet -p skillstore-cli --bin skillstore
 target_dir="${CARGO_TARGET_DIR:-target}"

@@ -1,26 +1,35 @@
-//! [`FsBackend`]: a local directory, confined by the kernel.
+//! [`FsBackend`]: a local directory, confined beneath its root handle.
 //!
-//! The root is canonicalized and opened once. Every later open is an
-//! `openat2(2)` relative to that handle, with resolve flags chosen by the
-//! [`SymlinkPolicy`], so the kernel itself refuses a path that would leave
-//! the root: there is no window between checking a path and opening it.
-//! Files are opened non-blocking (a FIFO is refused, never waited on), and
-//! type and size come from `fstat` on the opened handle.
+//! The root is canonicalized and opened once. Every later open resolves a
+//! path relative to that handle, by a [`PathResolver`]: on Linux one
+//! `openat2(2)` whose `RESOLVE_*` flags make the kernel refuse what the
+//! [`SymlinkPolicy`] refuses, elsewhere (or when asked) one `openat(2)` with
+//! `O_NOFOLLOW` per component, judging each link here. Either way there is
+//! no window between checking a path and opening it.
 //!
-//! Requires Linux 5.6 or later (`openat2`); on an older kernel every call
-//! fails with [`ErrorKind::Unsupported`].
+//! Reads follow links by the policy, and a confined read
+//! ([`ReadOptions::confinement`]) stays beneath the directory it names.
+//! Writes and deletes never follow a link at any component, whatever the
+//! policy ([`ErrorKind::WriteThroughSymlink`]). Files are opened
+//! non-blocking (a FIFO is refused, never waited on), and type and size
+//! come from `fstat` on the opened handle.
+
+#[cfg(target_os = "linux")]
+mod kernel;
+mod portable;
+mod resolve;
 
 use std::ffi::CStr;
 use std::fs::File;
 use std::io::{Read, Write};
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use async_trait::async_trait;
 use bytes::Bytes;
-use rustix::fs::{AtFlags, Dir, FileType, FlockOperation, Mode, OFlags, RenameFlags, ResolveFlags, Stat};
+use rustix::fs::{AtFlags, Dir, FileType, FlockOperation, Mode, OFlags, RenameFlags, Stat};
 use rustix::io::Errno;
 
 use crate::backend::{
@@ -28,6 +37,8 @@ use crate::backend::{
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::vpath::{MAX_PATH_BYTES, VPath, is_valid_segment};
+pub use resolve::PathResolver;
+use resolve::{LOOKUP, Links, open_beneath};
 
 /// How [`FsBackend`] treats symbolic links, on every path component.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -45,11 +56,21 @@ pub enum SymlinkPolicy {
 }
 
 impl SymlinkPolicy {
-    fn resolve_flags(self) -> ResolveFlags {
+    /// How a read resolves from the root.
+    fn links(self) -> Links {
         match self {
-            SymlinkPolicy::Deny => ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
-            SymlinkPolicy::WithinRoot => ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
-            SymlinkPolicy::Follow => ResolveFlags::empty(),
+            SymlinkPolicy::Deny => Links::Refuse,
+            SymlinkPolicy::WithinRoot => Links::Beneath,
+            SymlinkPolicy::Follow => Links::Follow,
+        }
+    }
+
+    /// How a confined read resolves beneath its directory: links stay
+    /// beneath it, even under [`SymlinkPolicy::Follow`].
+    fn confined_links(self) -> Links {
+        match self {
+            SymlinkPolicy::Deny => Links::Refuse,
+            SymlinkPolicy::WithinRoot | SymlinkPolicy::Follow => Links::Beneath,
         }
     }
 }
@@ -107,12 +128,14 @@ pub struct FsBackend {
 struct Inner {
     root: OwnedFd,
     policy: SymlinkPolicy,
+    resolver: PathResolver,
 }
 
 impl std::fmt::Debug for FsBackend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("FsBackend")
             .field("policy", &self.inner.policy)
+            .field("resolver", &self.inner.resolver)
             .field("writable", &self.writable)
             .finish_non_exhaustive()
     }
@@ -120,10 +143,6 @@ impl std::fmt::Debug for FsBackend {
 
 /// Batched reads whose cap is at most this go through one reused buffer.
 const SHARED_BUFFER_CAP: u64 = 64 * 1024;
-
-/// How many times an `openat2` that the kernel asks to retry (`EAGAIN`, a
-/// concurrent rename) is tried before giving up.
-const OPEN_RETRIES: usize = 16;
 
 impl FsBackend {
     /// Opens `root` (canonicalized once, here) with the default
@@ -134,16 +153,26 @@ impl FsBackend {
 
     /// Opens `root` with the given symlink policy, writable.
     pub fn with_policy(root: impl AsRef<Path>, policy: SymlinkPolicy) -> Result<Self> {
+        Self::with_resolver(root, policy, PathResolver::default())
+    }
+
+    /// Opens `root` with the given symlink policy and path resolver,
+    /// writable. [`PathResolver::Openat2`] is [`ErrorKind::Unsupported`]
+    /// off Linux.
+    pub fn with_resolver(root: impl AsRef<Path>, policy: SymlinkPolicy, resolver: PathResolver) -> Result<Self> {
+        if resolver == PathResolver::Openat2 && !cfg!(target_os = "linux") {
+            return Err(Error::new(ErrorKind::Unsupported).with_detail("openat2 is Linux only"));
+        }
         let root = root.as_ref();
         let canonical = std::fs::canonicalize(root).map_err(|e| root_error(e.kind()).with_source(e))?;
-        let fd = rustix::fs::open(
-            &canonical,
-            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-        .map_err(|e| root_error(std::io::Error::from(e).kind()).with_source(std::io::Error::from(e)))?;
+        let fd = rustix::fs::open(&canonical, LOOKUP | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())
+            .map_err(|e| root_error(std::io::Error::from(e).kind()).with_source(std::io::Error::from(e)))?;
         Ok(FsBackend {
-            inner: Arc::new(Inner { root: fd, policy }),
+            inner: Arc::new(Inner {
+                root: fd,
+                policy,
+                resolver,
+            }),
             writable: true,
         })
     }
@@ -159,13 +188,18 @@ impl FsBackend {
         self.inner.policy
     }
 
+    /// The path resolver in use.
+    pub fn resolver(&self) -> PathResolver {
+        self.inner.resolver
+    }
+
     /// A backend rooted at the directory `dir` of this one, with `policy`
     /// inside it. The way to `dir` is resolved under this backend's own
     /// policy, exactly as a read would be (nothing is canonicalized first),
     /// so a `dir` that is a link out of this root is refused. `policy` may
     /// only narrow this backend's (`follow` > `within_root` > `deny`): a
-    /// looser one is [`ErrorKind::InvalidPath`]. The new backend is
-    /// writable only if this one is.
+    /// looser one is [`ErrorKind::InvalidPath`]. The new backend uses the
+    /// same resolver, and is writable only if this one is.
     pub fn subdir(&self, dir: &VPath, policy: SymlinkPolicy) -> Result<FsBackend> {
         if policy.looseness() > self.inner.policy.looseness() {
             return Err(Error::at(ErrorKind::InvalidPath, dir).with_detail(format!(
@@ -173,9 +207,13 @@ impl FsBackend {
                 self.inner.policy
             )));
         }
-        let root = self.inner.open(dir, OFlags::PATH | OFlags::DIRECTORY)?;
+        let root = self.inner.open(dir, LOOKUP | OFlags::DIRECTORY)?;
         Ok(FsBackend {
-            inner: Arc::new(Inner { root, policy }),
+            inner: Arc::new(Inner {
+                root,
+                policy,
+                resolver: self.inner.resolver,
+            }),
             writable: self.writable,
         })
     }
@@ -213,33 +251,76 @@ fn relative(path: &VPath) -> &str {
     if path.is_root() { "." } else { path.relative_str() }
 }
 
+/// Why a path is being resolved, which decides what a refusal is called.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Purpose {
+    /// A read, stat or listing, under the policy.
+    Read,
+    /// A write or delete, which never follows a link.
+    Write,
+}
+
 impl Inner {
-    /// Opens `path` confined to the root under the policy.
-    fn open(&self, path: &VPath, flags: OFlags) -> Result<OwnedFd> {
-        self.open_raw(path, flags).map_err(|errno| self.open_error(errno, path))
+    /// Opens `relative` beneath `base` with `links`.
+    fn open_raw_at(
+        &self,
+        base: BorrowedFd<'_>,
+        path: &VPath,
+        flags: OFlags,
+        links: Links,
+    ) -> std::result::Result<OwnedFd, Errno> {
+        open_beneath(self.resolver, base, relative(path), flags, links)
     }
 
+    /// Opens `path` beneath the root under the policy.
     fn open_raw(&self, path: &VPath, flags: OFlags) -> std::result::Result<OwnedFd, Errno> {
-        // openat2 refuses O_PATH combined with anything but a few flags.
-        let flags = if flags.contains(OFlags::PATH) {
-            flags | OFlags::CLOEXEC
-        } else {
-            flags | OFlags::CLOEXEC | OFlags::NOCTTY
-        };
-        let resolve = self.policy.resolve_flags();
-        let mut attempts = 0;
-        loop {
-            match rustix::fs::openat2(&self.root, relative(path), flags, Mode::empty(), resolve) {
-                Err(Errno::AGAIN) if attempts < OPEN_RETRIES => attempts += 1,
-                other => return other,
-            }
-        }
+        self.open_raw_at(self.root.as_fd(), path, flags, self.policy.links())
     }
 
-    /// Turns an `openat2` failure into the error kind the contract names.
-    fn open_error(&self, errno: Errno, path: &VPath) -> Error {
+    /// Opens `path` beneath the root under the policy, for reading.
+    fn open(&self, path: &VPath, flags: OFlags) -> Result<OwnedFd> {
+        self.open_raw(path, flags)
+            .map_err(|errno| self.open_error(errno, path, Purpose::Read))
+    }
+
+    /// Opens `path` beneath the root following no link, for writing.
+    fn open_for_write(&self, path: &VPath, flags: OFlags) -> Result<OwnedFd> {
+        self.open_raw_at(self.root.as_fd(), path, flags, Links::Refuse)
+            .map_err(|errno| self.open_error(errno, path, Purpose::Write))
+    }
+
+    /// Opens `path` for a read with `options`: beneath the root under the
+    /// policy, or, when confined, beneath the confining directory (itself
+    /// reached under the policy), leaving which is
+    /// [`ErrorKind::SymlinkEscape`].
+    fn open_confined(&self, path: &VPath, flags: OFlags, options: ReadOptions) -> Result<OwnedFd> {
+        let Some(dir) = options.confining_dir(path)? else {
+            return self.open(path, flags);
+        };
+        let below = path.strip_prefix(&dir).expect("the confining directory is an ancestor");
+        let links = self.policy.confined_links();
+        if dir.is_root() {
+            return self
+                .open_raw_at(self.root.as_fd(), &below, flags, links)
+                .map_err(|errno| self.open_error(errno, path, Purpose::Read));
+        }
+        // A path with no link on it cannot leave the directory: one open
+        // settles the common case, and only a path holding a link pays for
+        // opening the directory first.
+        match self.open_raw_at(self.root.as_fd(), path, flags, Links::Refuse) {
+            Err(Errno::LOOP) => {}
+            other => return other.map_err(|errno| self.open_error(errno, path, Purpose::Read)),
+        }
+        let base = self.open(&dir, LOOKUP | OFlags::DIRECTORY)?;
+        self.open_raw_at(base.as_fd(), &below, flags, links)
+            .map_err(|errno| self.open_error(errno, path, Purpose::Read))
+    }
+
+    /// Turns a resolution failure into the error kind the contract names.
+    fn open_error(&self, errno: Errno, path: &VPath, purpose: Purpose) -> Error {
         let kind = match errno {
             Errno::NOENT => self.classify_missing(path),
+            Errno::LOOP | Errno::XDEV if purpose == Purpose::Write => ErrorKind::WriteThroughSymlink,
             Errno::LOOP if self.policy == SymlinkPolicy::Deny => ErrorKind::SymlinkRefused,
             Errno::LOOP => ErrorKind::SymlinkLoop,
             Errno::XDEV => ErrorKind::SymlinkEscape,
@@ -249,6 +330,7 @@ impl Inner {
             Errno::NAMETOOLONG => ErrorKind::InvalidPath,
             Errno::NXIO | Errno::OPNOTSUPP => ErrorKind::NotRegularFile,
             Errno::NOSYS => ErrorKind::Unsupported,
+            Errno::NOSPC | Errno::DQUOT => ErrorKind::StorageFull,
             Errno::AGAIN | Errno::MFILE | Errno::NFILE | Errno::NOMEM | Errno::INTR => ErrorKind::Unavailable,
             _ => ErrorKind::Other,
         };
@@ -261,7 +343,7 @@ impl Inner {
     fn classify_missing(&self, path: &VPath) -> ErrorKind {
         let mut candidate = path.clone();
         while let Some(parent) = candidate.parent() {
-            match self.open_raw(&parent, OFlags::PATH | OFlags::DIRECTORY) {
+            match self.open_raw(&parent, LOOKUP | OFlags::DIRECTORY) {
                 Ok(dir) => {
                     let name = candidate.file_name().unwrap_or(".");
                     return match rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW) {
@@ -281,7 +363,7 @@ impl Inner {
     /// Opens `path` for reading and applies the type and size guards to
     /// the opened handle.
     fn open_regular(&self, path: &VPath, options: ReadOptions) -> Result<(File, Stat)> {
-        let fd = self.open(path, OFlags::RDONLY | OFlags::NONBLOCK)?;
+        let fd = self.open_confined(path, OFlags::RDONLY | OFlags::NONBLOCK, options)?;
         let st = rustix::fs::fstat(&fd).map_err(|e| io_error(e, path))?;
         match FileType::from_raw_mode(st.st_mode) {
             FileType::RegularFile => {}
@@ -302,9 +384,7 @@ impl Inner {
         let size = st.st_size.max(0) as u64;
         let cap = read_cap(options);
         let mut data = Vec::with_capacity(options.wanted(size).min(cap) as usize);
-        file.take(cap)
-            .read_to_end(&mut data)
-            .map_err(|e| Error::at(ErrorKind::Other, path).with_source(e))?;
+        file.take(cap).read_to_end(&mut data).map_err(|e| file_error(e, path))?;
         let read = data.len() as u64;
         let size = checked_size(path, options, size, read)?;
         Ok(Blob {
@@ -348,7 +428,17 @@ impl Inner {
     }
 
     fn stat(&self, path: &VPath) -> Result<Metadata> {
-        let fd = self.open(path, OFlags::PATH)?;
+        let fd = match self.open(path, LOOKUP) {
+            // Without O_PATH, a socket or device may refuse to be opened.
+            Err(e) if e.kind() == ErrorKind::NotRegularFile => {
+                return Ok(Metadata {
+                    kind: EntryKind::Other,
+                    size: None,
+                    version: None,
+                });
+            }
+            other => other?,
+        };
         let st = rustix::fs::fstat(&fd).map_err(|e| io_error(e, path))?;
         Ok(metadata(&st))
     }
@@ -365,16 +455,21 @@ impl Inner {
             }
             let Some(name) = child_name(raw, dir) else { continue };
             let child = || dir.join(name).expect("checked by child_name");
-            let meta = match item.file_type() {
-                FileType::Directory => Metadata {
-                    kind: EntryKind::Dir,
-                    size: None,
-                    version: None,
-                },
-                FileType::Symlink => self.resolve_link(&child()),
+            let (meta, symlink) = match item.file_type() {
+                FileType::Directory => (
+                    Metadata {
+                        kind: EntryKind::Dir,
+                        size: None,
+                        version: None,
+                    },
+                    false,
+                ),
+                FileType::Symlink => (self.resolve_link(&child()), true),
                 _ => match rustix::fs::statat(&fd, raw, AtFlags::SYMLINK_NOFOLLOW) {
-                    Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::Symlink => self.resolve_link(&child()),
-                    Ok(st) => metadata(&st),
+                    Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::Symlink => {
+                        (self.resolve_link(&child()), true)
+                    }
+                    Ok(st) => (metadata(&st), false),
                     // Removed since the directory was read.
                     Err(Errno::NOENT) => continue,
                     Err(e) => return Err(io_error(e, &child())),
@@ -385,6 +480,7 @@ impl Inner {
                 kind: meta.kind,
                 size: meta.size,
                 version: meta.version,
+                symlink,
             });
         }
         Ok(entries)
@@ -404,9 +500,11 @@ impl Inner {
         }
     }
 
-    /// Opens the directory `dir`, creating it and its parents as needed.
+    /// Opens the directory `dir` for a write, creating it and its parents
+    /// as needed; a link at any component is refused.
     fn ensure_dir(&self, dir: &VPath) -> Result<OwnedFd> {
-        match self.open_raw(dir, OFlags::RDONLY | OFlags::DIRECTORY) {
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY;
+        match self.open_raw_at(self.root.as_fd(), dir, flags, Links::Refuse) {
             Ok(fd) => Ok(fd),
             Err(Errno::NOENT) if !dir.is_root() => {
                 let parent = dir.parent().expect("not the root");
@@ -414,11 +512,11 @@ impl Inner {
                 let name = dir.file_name().expect("not the root");
                 match rustix::fs::mkdirat(&parent_fd, name, Mode::from_raw_mode(0o755)) {
                     Ok(()) | Err(Errno::EXIST) => {}
-                    Err(e) => return Err(self.open_error(e, dir)),
+                    Err(e) => return Err(self.open_error(e, dir, Purpose::Write)),
                 }
-                self.open(dir, OFlags::RDONLY | OFlags::DIRECTORY)
+                self.open_for_write(dir, flags)
             }
-            Err(e) => Err(self.open_error(e, dir)),
+            Err(e) => Err(self.open_error(e, dir, Purpose::Write)),
         }
     }
 
@@ -435,7 +533,7 @@ impl Inner {
             Mode::from_raw_mode(0o644),
         )
         .map_err(|e| io_error(e, path))?;
-        let written = write_and_sync(file, data).map_err(|e| Error::at(ErrorKind::Other, path).with_source(e));
+        let written = write_and_sync(file, data).map_err(|e| file_error(e, path));
         let result = written.and_then(|st| {
             // Writers of one directory take turns: the condition check and
             // the rename are one step for every writer using this lock.
@@ -465,10 +563,12 @@ impl Inner {
             Err(Errno::NOENT) => None,
             Err(e) => return Err(io_error(e, path)),
         };
-        if let Some(st) = &current
-            && FileType::from_raw_mode(st.st_mode) == FileType::Directory
-        {
-            return Err(Error::at(ErrorKind::IsADirectory, path));
+        if let Some(st) = &current {
+            match FileType::from_raw_mode(st.st_mode) {
+                FileType::Directory => return Err(Error::at(ErrorKind::IsADirectory, path)),
+                FileType::Symlink => return Err(Error::at(ErrorKind::WriteThroughSymlink, path)),
+                _ => {}
+            }
         }
         match (mode, current) {
             (PutMode::Overwrite, _) | (PutMode::Create, None) => Ok(()),
@@ -492,7 +592,7 @@ impl Inner {
         let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
             return Err(Error::at(ErrorKind::IsADirectory, path));
         };
-        let dir = match self.open(&parent, OFlags::RDONLY | OFlags::DIRECTORY) {
+        let dir = match self.open_for_write(&parent, OFlags::RDONLY | OFlags::DIRECTORY) {
             Err(e) if e.kind() == ErrorKind::NotFound && expected.is_some() => {
                 return Err(Error::version_conflict(path, expected.expect("checked"), None));
             }
@@ -504,14 +604,17 @@ impl Inner {
                 (Ok(st), _) if FileType::from_raw_mode(st.st_mode) == FileType::Directory => {
                     return Err(Error::at(ErrorKind::IsADirectory, path));
                 }
+                (Ok(st), _) if FileType::from_raw_mode(st.st_mode) == FileType::Symlink => {
+                    return Err(Error::at(ErrorKind::WriteThroughSymlink, path));
+                }
                 (Ok(st), Some(expected)) if fingerprint(&st) != *expected => {
                     return Err(Error::version_conflict(path, expected, Some(&fingerprint(&st))));
                 }
                 (Ok(_), _) => {}
                 (Err(Errno::NOENT), Some(expected)) => return Err(Error::version_conflict(path, expected, None)),
-                (Err(e), _) => return Err(self.open_error(e, path)),
+                (Err(e), _) => return Err(self.open_error(e, path, Purpose::Write)),
             }
-            rustix::fs::unlinkat(&dir, name, AtFlags::empty()).map_err(|e| self.open_error(e, path))?;
+            rustix::fs::unlinkat(&dir, name, AtFlags::empty()).map_err(|e| self.open_error(e, path, Purpose::Write))?;
         }
         self.prune_empty_parents(parent);
         Ok(())
@@ -521,7 +624,8 @@ impl Inner {
     /// backends, a directory exists only while something is under it.
     fn prune_empty_parents(&self, mut dir: VPath) {
         while let (Some(parent), Some(name)) = (dir.parent(), dir.file_name()) {
-            let Ok(parent_fd) = self.open_raw(&parent, OFlags::PATH | OFlags::DIRECTORY) else {
+            let Ok(parent_fd) = self.open_raw_at(self.root.as_fd(), &parent, LOOKUP | OFlags::DIRECTORY, Links::Refuse)
+            else {
                 return;
             };
             if rustix::fs::unlinkat(&parent_fd, name, AtFlags::REMOVEDIR).is_err() {
@@ -618,8 +722,8 @@ fn metadata(st: &Stat) -> Metadata {
 fn fingerprint(st: &Stat) -> Version {
     let mut text = String::with_capacity(64);
     for (i, part) in [
-        st.st_dev,
-        st.st_ino,
+        st.st_dev as u64,
+        st.st_ino as u64,
         st.st_size as u64,
         st.st_mtime as u64,
         st.st_mtime_nsec as u64,
@@ -650,16 +754,29 @@ fn push_hex(text: &mut String, mut value: u64) {
 }
 
 fn io_error(errno: Errno, path: &VPath) -> Error {
-    let kind = match errno {
-        Errno::ACCESS | Errno::PERM => ErrorKind::PermissionDenied,
+    Error::at(errno_kind(errno), path).with_source(std::io::Error::from(errno))
+}
+
+/// The kind of a failed filesystem call other than a path resolution.
+fn errno_kind(errno: Errno) -> ErrorKind {
+    match errno {
+        Errno::ACCESS | Errno::PERM | Errno::ROFS => ErrorKind::PermissionDenied,
         Errno::NOENT => ErrorKind::NotFound,
         Errno::NOTDIR => ErrorKind::NotADirectory,
         Errno::ISDIR => ErrorKind::IsADirectory,
         Errno::AGAIN | Errno::INTR | Errno::MFILE | Errno::NFILE | Errno::NOMEM => ErrorKind::Unavailable,
-        Errno::NOSPC | Errno::ROFS | Errno::DQUOT => ErrorKind::PermissionDenied,
+        Errno::NOSPC | Errno::DQUOT => ErrorKind::StorageFull,
         _ => ErrorKind::Other,
-    };
-    Error::at(kind, path).with_source(std::io::Error::from(errno))
+    }
+}
+
+/// An `io::Error` from reading or writing an open file, by its errno where
+/// it has one.
+fn file_error(err: std::io::Error, path: &VPath) -> Error {
+    let kind = err
+        .raw_os_error()
+        .map_or(ErrorKind::Other, |code| errno_kind(Errno::from_raw_os_error(code)));
+    Error::at(kind, path).with_source(err)
 }
 
 #[async_trait]
@@ -745,5 +862,24 @@ impl SkillBackend for FsBackend {
         let path = path.clone();
         let expected = expected.clone();
         self.blocking(move |inner| inner.delete(&path, Some(&expected))).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_disk_or_quota_is_storage_full_not_permission_denied() {
+        let path = VPath::new("/team/x/SKILL.md").unwrap();
+        for errno in [Errno::NOSPC, Errno::DQUOT] {
+            assert_eq!(errno_kind(errno), ErrorKind::StorageFull, "{errno:?}");
+            assert_eq!(io_error(errno, &path).kind(), ErrorKind::StorageFull);
+            let io = std::io::Error::from_raw_os_error(errno.raw_os_error());
+            assert_eq!(file_error(io, &path).kind(), ErrorKind::StorageFull);
+        }
+        assert_eq!(ErrorKind::StorageFull.as_str(), "storage_full");
+        assert_eq!(errno_kind(Errno::ACCESS), ErrorKind::PermissionDenied);
+        assert_eq!(errno_kind(Errno::ROFS), ErrorKind::PermissionDenied);
     }
 }

@@ -1,13 +1,9 @@
-//! Finding the YAML frontmatter of a SKILL.md and checking it is safe to
-//! parse.
+//! Where the frontmatter is.
 //!
 //! A frontmatter is an optional UTF-8 byte order mark, a first line `---`,
 //! YAML, and a closing line `---`; lines end in LF or CRLF, and the closing
 //! fence may end the file without a newline. Trailing spaces after a fence
 //! are tolerated.
-
-/// The largest frontmatter accepted, in bytes (64 KiB).
-pub const MAX_FRONTMATTER_BYTES: usize = 64 * 1024;
 
 /// Where the frontmatter is, in bytes that may be only a prefix of the file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,17 +68,6 @@ pub(crate) fn decode(bytes: &[u8], complete: bool) -> Result<&str, std::str::Utf
     }
 }
 
-/// True when the YAML uses an anchor (`&a`) or an alias (`*a`). Only the
-/// YAML tokenizer can tell `*a` the alias from `*a*` inside a quoted
-/// string, so texts holding `&` or `*` are tokenized; others cannot hold
-/// either and are passed at once.
-pub(crate) fn uses_anchors(yaml: &str) -> bool {
-    if !yaml.bytes().any(|b| b == b'&' || b == b'*') {
-        return false;
-    }
-    crate::yaml_tokens::has_anchor_or_alias(yaml.as_bytes())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -131,14 +116,5 @@ mod tests {
         assert_eq!(decode(&text[..1], false).unwrap(), "");
         assert!(decode(&text[..1], true).is_err());
         assert!(decode(b"a\xffb", false).is_err());
-    }
-
-    #[test]
-    fn anchors_and_aliases_are_found_only_where_they_are() {
-        assert!(uses_anchors("a: &x 1\nb: *x\n"));
-        assert!(uses_anchors("base: &b {k: v}\n"));
-        assert!(!uses_anchors("description: \"use *bold* & more\"\n"));
-        assert!(!uses_anchors("description: Tom & Jerry\n"));
-        assert!(!uses_anchors("description: plain text\n"));
     }
 }

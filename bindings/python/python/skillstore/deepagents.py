@@ -1,0 +1,369 @@
+"""deepagents integration: a `BackendProtocol` over a skillstore namespace,
+and a drop-in `SkillsMiddleware` whose catalog comes from one Rust call.
+
+Needs the optional dependency ``deepagents`` (``pip install
+skillstore[deepagents]``); ``import skillstore`` never does.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from deepagents.backends.protocol import (
+    FILE_NOT_FOUND,
+    INVALID_PATH,
+    IS_DIRECTORY,
+    PERMISSION_DENIED,
+    BackendProtocol,
+    DeleteResult,
+    EditResult,
+    FileDownloadResponse,
+    FileInfo,
+    FileUploadResponse,
+    GlobResult,
+    GrepResult,
+    LsResult,
+    ReadResult,
+    WriteResult,
+)
+from deepagents.backends.utils import (
+    InvalidGlobPatternError,
+    _get_backend_read_file_type,
+    _glob_search_files,
+    check_empty_content,
+    grep_matches_from_files,
+    perform_string_replacement,
+    slice_read_response,
+)
+from deepagents.middleware.skills import SkillsMiddleware
+
+from ._native import (
+    Blob,
+    Namespace,
+    NotFoundError,
+    ReadOnlyError,
+    RefusedPathError,
+    SkillstoreError,
+    TooLargeError,
+)
+
+__all__ = ["FastSkillsMiddleware", "SkillstoreBackend"]
+
+_MISSING = ("not_found", "skill_not_found", "source_not_found")
+
+
+def _vpath(path: str | None) -> str:
+    """A protocol path as a virtual path: absolute, without a trailing `/`.
+    Nothing is normalized away: `..`, `.` and empty segments stay, so the
+    namespace refuses them."""
+    path = path or "/"
+    if not path.startswith("/"):
+        path = "/" + path
+    if len(path) > 1 and path.endswith("/"):
+        path = path[:-1]
+    return path
+
+
+def _permission_error(operation: str, path: str) -> str:
+    return f"Error: permission denied for {operation} on {path}"
+
+
+def _upload_error(error: SkillstoreError) -> str:
+    kind = getattr(error, "kind", "")
+    if isinstance(error, ReadOnlyError):
+        return PERMISSION_DENIED
+    if kind in _MISSING:
+        return FILE_NOT_FOUND
+    if kind == "is_a_directory":
+        return IS_DIRECTORY
+    if isinstance(error, RefusedPathError):
+        return INVALID_PATH
+    return str(error)
+
+
+class SkillstoreBackend(BackendProtocol):
+    """deepagents' `BackendProtocol` over a skillstore namespace.
+
+    `SkillstoreBackend("DIR")` or `SkillstoreBackend("s3://bucket/prefix")`
+    mounts that location at `/`; `SkillstoreBackend(mounts={"/base": ...,
+    "/team": ...})` mounts several (a location, or a dict `{path: content}`
+    held in memory); `SkillstoreBackend(namespace=load_config(...))` uses a
+    configured namespace. Every read goes through the namespace's guards
+    (no `..`, symlinks judged by the mount's policy, reads refused above
+    `max_file_bytes`), and failures come back as deepagents' results, never
+    as exceptions. Writes go only to writable mounts (`writable=True` for
+    every mount, or the mount points that may be written); elsewhere they
+    fail with deepagents' permission error.
+    """
+
+    def __init__(
+        self,
+        location: str | os.PathLike[str] | Mapping[str, str | bytes] | None = None,
+        *,
+        mounts: Mapping[str, Any] | None = None,
+        writable: bool | Sequence[str] = False,
+        namespace: Namespace | None = None,
+        max_file_bytes: int | None = None,
+        symlinks: str | None = None,
+    ) -> None:
+        if namespace is not None:
+            if location is not None or mounts is not None:
+                raise ValueError("pass either a namespace or locations, not both")
+            self.namespace = namespace
+            return
+        points: dict[str, Any] = {}
+        if location is not None:
+            points["/"] = location
+        points.update(mounts or {})
+        if not points:
+            raise ValueError("SkillstoreBackend needs a location, mounts or a namespace")
+        if writable is True:
+            wanted = set(points)
+        elif writable is False:
+            wanted = set()
+        else:
+            wanted = {_vpath(w) for w in writable}
+        # Each mount is a source of its own (read-only ones first, since the
+        # lowest-priority source of several cannot be writable).
+        order = sorted(points, key=lambda at: _vpath(at) in wanted)
+        specs = [f"mount{i}={at}" for i, at in enumerate(order)]
+        self.namespace = Namespace(
+            mounts={at: points[at] for at in order},
+            sources=specs,
+            writable=[_vpath(at) for at in order if _vpath(at) in wanted],
+            max_file_bytes=max_file_bytes,
+            symlinks=symlinks,
+        )
+
+    # -- listing -----------------------------------------------------------
+
+    def ls(self, path: str) -> LsResult:
+        """The entries directly in `path`: directories end in `/`."""
+        try:
+            entries = self.namespace.ls(_vpath(path))
+        except SkillstoreError as e:
+            if e.kind in _MISSING:
+                return LsResult(error=f"Path '{path}': path_not_found")
+            if e.kind == "not_a_directory":
+                return LsResult(error=f"Path '{path}': not_a_directory")
+            return LsResult(error=f"Cannot list '{path}': {e}")
+        infos: list[FileInfo] = []
+        for entry in entries:
+            if entry.kind == "dir":
+                infos.append({"path": entry.path + "/", "is_dir": True, "size": 0})
+            elif entry.kind == "file":
+                info: FileInfo = {"path": entry.path, "is_dir": False}
+                if entry.size is not None:
+                    info["size"] = entry.size
+                infos.append(info)
+        infos.sort(key=lambda x: x["path"])
+        return LsResult(entries=infos)
+
+    # -- reading -----------------------------------------------------------
+
+    def read(self, file_path: str, offset: int = 0, limit: int = 2000) -> ReadResult:
+        """A window of a text file's lines, or a binary file as base64."""
+        try:
+            data = self.namespace.read(_vpath(file_path)).data
+        except SkillstoreError as e:
+            if e.kind in _MISSING or e.kind in ("is_a_directory", "not_a_directory"):
+                return ReadResult(error=f"File '{file_path}' not found")
+            return ReadResult(error=f"Error reading file '{file_path}': {e}")
+        if _get_backend_read_file_type(file_path) != "text":
+            return ReadResult(file_data={"content": base64.standard_b64encode(data).decode("ascii"), "encoding": "base64"})
+        try:
+            content = data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            return ReadResult(error=f"Error reading file '{file_path}': {e}")
+        # Universal newlines, as a text-mode read gives.
+        content = content.replace("\r\n", "\n").replace("\r", "\n")
+        empty = check_empty_content(content)
+        if empty:
+            return ReadResult(file_data={"content": empty, "encoding": "utf-8"})
+        return slice_read_response({"content": content, "encoding": "utf-8"}, offset, limit)
+
+    def download_files(self, paths: list[str]) -> list[FileDownloadResponse]:
+        """Every path read concurrently in one call; failures per path."""
+        results = self.namespace.read_many([_vpath(p) for p in paths])
+        responses = []
+        for path, result in zip(paths, results, strict=True):
+            if isinstance(result, Blob):
+                responses.append(FileDownloadResponse(path=path, content=result.data))
+            else:
+                responses.append(FileDownloadResponse(path=path, error=_upload_error(result)))
+        return responses
+
+    # -- searching ---------------------------------------------------------
+
+    def _files_under(self, path: str | None) -> dict[str, Any]:
+        root = _vpath(path)
+        try:
+            entry = self.namespace.stat(root)
+        except SkillstoreError:
+            return {}
+        if entry.kind == "file":
+            return {entry.path: {"size": entry.size or 0}}
+        walked, _ = self.namespace.walk(root)
+        return {e.path: {"size": e.size or 0} for e in walked if e.kind == "file"}
+
+    def glob(self, pattern: str, path: str | None = None) -> GlobResult:
+        """Files below `path` matching `pattern` (deepagents' glob rules)."""
+        files = self._files_under(path)
+        try:
+            found = _glob_search_files(files, pattern, path)
+        except InvalidGlobPatternError as e:
+            return GlobResult(error=str(e))
+        if found == "No files found":
+            return GlobResult(matches=[])
+        matches: list[FileInfo] = [{"path": p, "is_dir": False, "size": files[p]["size"]} for p in found.split("\n")]
+        matches.sort(key=lambda x: x["path"])
+        return GlobResult(matches=matches)
+
+    def grep(
+        self,
+        pattern: str,
+        path: str | None = None,
+        glob: str | None = None,
+        *,
+        max_count: int | None = None,
+    ) -> GrepResult:
+        """Lines holding the literal `pattern` in text files below `path`.
+        Files over the read limit, unreadable or not UTF-8 are skipped."""
+        files = self._files_under(path)
+        if glob:
+            try:
+                matching = _glob_search_files(files, glob, path)
+            except InvalidGlobPatternError as e:
+                return GrepResult(error=str(e))
+            names = [] if matching == "No files found" else matching.split("\n")
+        else:
+            names = list(files)
+        names.sort()
+        texts: dict[str, Any] = {}
+        for name, result in zip(names, self.namespace.read_many(names), strict=True):
+            if not isinstance(result, Blob):
+                continue
+            try:
+                texts[name] = {"content": result.data.decode("utf-8"), "encoding": "utf-8"}
+            except UnicodeDecodeError:
+                continue
+        return grep_matches_from_files(texts, pattern, path if path is not None else "/", None, max_count=max_count)
+
+    # -- writing -----------------------------------------------------------
+
+    def write(self, file_path: str, content: str) -> WriteResult:
+        """Creates or replaces a file in a writable mount."""
+        try:
+            self.namespace.write(_vpath(file_path), content.encode("utf-8"))
+        except ReadOnlyError:
+            return WriteResult(error=_permission_error("write", file_path))
+        except SkillstoreError as e:
+            return WriteResult(error=f"Error writing file '{file_path}': {e}")
+        return WriteResult(path=file_path)
+
+    def edit(self, file_path: str, old_string: str, new_string: str, replace_all: bool = False) -> EditResult:  # noqa: FBT001, FBT002
+        """Replaces text in a file, conditional on the version read: a
+        write landing in between makes the edit fail rather than be lost."""
+        vpath = _vpath(file_path)
+        try:
+            blob = self.namespace.read(vpath)
+        except SkillstoreError as e:
+            if e.kind in _MISSING or e.kind in ("is_a_directory", "not_a_directory"):
+                return EditResult(error=f"Error: File '{file_path}' not found")
+            return EditResult(error=f"Error editing file '{file_path}': {e}")
+        try:
+            content = blob.data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+        except UnicodeDecodeError as e:
+            return EditResult(error=f"Error editing file '{file_path}': {e}")
+        old_string = old_string.replace("\r\n", "\n").replace("\r", "\n")
+        new_string = new_string.replace("\r\n", "\n").replace("\r", "\n")
+        result = perform_string_replacement(content, old_string, new_string, replace_all)
+        if isinstance(result, str):
+            return EditResult(error=result)
+        new_content, occurrences = result
+        try:
+            self.namespace.write(vpath, new_content.encode("utf-8"), expected=blob.version)
+        except ReadOnlyError:
+            return EditResult(error=_permission_error("write", file_path))
+        except SkillstoreError as e:
+            return EditResult(error=f"Error editing file '{file_path}': {e}")
+        return EditResult(path=file_path, occurrences=int(occurrences))
+
+    def delete(self, file_path: str) -> DeleteResult:
+        """Deletes a file, or a directory with everything below it."""
+        vpath = _vpath(file_path)
+        try:
+            entry = self.namespace.stat(vpath)
+            if entry.kind == "dir":
+                walked, _ = self.namespace.walk(vpath)
+                files = [e.path for e in walked if e.kind == "file"]
+                if not files:
+                    return DeleteResult(error=f"Error: '{file_path}' not found")
+                for path in sorted(files, key=lambda p: p.count("/"), reverse=True):
+                    self.namespace.delete(path)
+            else:
+                self.namespace.delete(vpath)
+        except ReadOnlyError:
+            return DeleteResult(error=_permission_error("write", file_path))
+        except SkillstoreError as e:
+            if e.kind in _MISSING:
+                return DeleteResult(error=f"Error: '{file_path}' not found")
+            return DeleteResult(error=f"Error deleting '{file_path}': {e}")
+        return DeleteResult(path=file_path)
+
+    def upload_files(self, files: list[tuple[str, bytes]]) -> list[FileUploadResponse]:
+        """Writes each file; failures per path."""
+        responses = []
+        for path, content in files:
+            try:
+                self.namespace.write(_vpath(path), bytes(content))
+                responses.append(FileUploadResponse(path=path))
+            except SkillstoreError as e:
+                responses.append(FileUploadResponse(path=path, error=_upload_error(e)))
+        return responses
+
+
+class FastSkillsMiddleware(SkillsMiddleware):
+    """deepagents' `SkillsMiddleware` with its catalog loaded by one Rust
+    call: the same `skills_metadata` and `skills_load_errors` in the state,
+    and deepagents' own rendering of the system prompt section.
+
+    `SkillsMiddleware(backend=SkillstoreBackend(...), sources=[...])` reads
+    each SKILL.md through the backend and parses it in Python; this class
+    takes a `SkillstoreBackend` (or a namespace) and the same sources, and
+    loads them as one skillstore catalog.
+    """
+
+    def __init__(self, *, backend: SkillstoreBackend | Namespace, sources: Sequence[Any], **kwargs: Any) -> None:
+        if isinstance(backend, Namespace):
+            backend = SkillstoreBackend(namespace=backend)
+        super().__init__(backend=backend, sources=sources, **kwargs)
+        self._namespace = backend.namespace
+        self._specs = [f"source{i}={path}" for i, path in enumerate(self.sources)]
+
+    def _load(self, catalog: Any) -> dict[str, Any]:
+        errors = []
+        for d in catalog.diagnostics:
+            if d.kind == "source_not_found" and d.source is not None:
+                source = self.sources[int(d.source.removeprefix("source"))]
+                errors.append(f"Cannot load skills from '{source}': Path '{source}': path_not_found")
+            elif d.kind in ("source_unavailable", "source_stale") and d.source is not None:
+                source = self.sources[int(d.source.removeprefix("source"))]
+                errors.append(f"Cannot load skills from '{source}': {d.message}")
+        return {"skills_metadata": catalog.deepagents_metadata(), "skills_load_errors": errors}
+
+    def before_agent(self, state: Any, runtime: Any, config: Any) -> Any:  # noqa: ARG002
+        """Loads the catalog unless the state already holds one."""
+        if state.get("skills_metadata") is not None:
+            return None
+        return self._load(self._namespace.load_sources(self._specs))
+
+    async def abefore_agent(self, state: Any, runtime: Any, config: Any) -> Any:  # noqa: ARG002
+        """Loads the catalog on the event loop's executor."""
+        if state.get("skills_metadata") is not None:
+            return None
+        return self._load(await self._namespace.aload_sources(self._specs))
+

@@ -1,0 +1,357 @@
+//! `Namespace`: a configuration opened into mounts and sources, the one
+//! door to catalogs, editors and the namespace's files.
+
+use std::path::{Path, PathBuf};
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyString};
+use skillstore::config::SourceConfig;
+use skillstore::source::parse_dir;
+use skillstore::{Catalog, Config, Source, SourceList};
+
+use crate::catalog::PyCatalog;
+use crate::editor::PyEditor;
+use crate::errors::{CoreResult, raise};
+use crate::files;
+use crate::runtime::block_on;
+
+/// A namespace: mounts (directories, `s3://bucket/prefix`, `memory:`
+/// files or in-memory dicts), the ordered sources in it, and the load and
+/// prompt options. Built by `Namespace(...)`, `Namespace.from_yaml(...)`
+/// or `load_config(path)`; every one of them assembles through the
+/// library's configuration, with its guards and rules.
+#[pyclass(name = "Namespace", module = "skillstore", frozen)]
+pub struct PyNamespace {
+    pub(crate) inner: skillstore::Namespace,
+}
+
+/// One source of a namespace.
+#[pyclass(name = "Source", module = "skillstore", frozen, get_all)]
+#[derive(Clone)]
+pub struct PySource {
+    /// The name used in provenance and by editors.
+    pub name: String,
+    /// The label shown in prompts.
+    pub label: String,
+    /// The virtual directory holding its skill directories.
+    pub path: String,
+    /// Whether skills may be written to it.
+    pub writable: bool,
+}
+
+#[pymethods]
+impl PySource {
+    fn __repr__(&self) -> String {
+        format!(
+            "Source(name={:?}, path={:?}, writable={})",
+            self.name,
+            self.path,
+            if self.writable { "True" } else { "False" }
+        )
+    }
+}
+
+/// `os.fspath(value)` as a string.
+pub(crate) fn fspath(value: &Bound<'_, PyAny>) -> PyResult<String> {
+    if let Ok(s) = value.cast::<PyString>() {
+        return Ok(s.to_str()?.to_owned());
+    }
+    let os = value.py().import("os")?;
+    os.call_method1("fspath", (value,))?.extract()
+}
+
+fn cwd(py: Python<'_>) -> PyResult<PathBuf> {
+    std::env::current_dir().map_err(|e| raise(py, "usage", format!("cannot read the working directory: {e}"), None))
+}
+
+/// A mount's location: a location string, or a dict of `{path: content}`
+/// held in memory (written to a temporary `memory:` file the configuration
+/// loads when opened).
+enum MountValue {
+    Location(String),
+    Memory(tempfile::NamedTempFile),
+}
+
+fn mount_value(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<MountValue> {
+    let Ok(files) = value.cast::<PyDict>() else {
+        return Ok(MountValue::Location(fspath(value)?));
+    };
+    let mut map = serde_json::Map::new();
+    for (k, v) in files.iter() {
+        let key: String = k.extract()?;
+        let text = if let Ok(b) = v.cast::<PyBytes>() {
+            String::from_utf8(b.as_bytes().to_vec())
+                .map_err(|_| raise(py, "usage", format!("the content of {key:?} is not UTF-8 text"), None))?
+        } else {
+            v.extract::<String>()?
+        };
+        map.insert(key, serde_json::Value::String(text));
+    }
+    let mut file = tempfile::Builder::new()
+        .prefix("skillstore-memory-")
+        .suffix(".json")
+        .tempfile()
+        .map_err(|e| raise(py, "other", format!("cannot make a temporary file: {e}"), None))?;
+    serde_json::to_writer(&mut file, &map)
+        .map_err(|e| raise(py, "other", format!("cannot write a temporary file: {e}"), None))?;
+    Ok(MountValue::Memory(file))
+}
+
+fn sources_of(ns: &skillstore::Namespace) -> Vec<PySource> {
+    ns.sources()
+        .iter()
+        .map(|s| PySource {
+            name: s.name().to_owned(),
+            label: s.label().to_owned(),
+            path: s.path().as_str().to_owned(),
+            writable: s.is_writable(),
+        })
+        .collect()
+}
+
+#[pymethods]
+impl PyNamespace {
+    /// Builds a namespace. `location` is mounted at `/`; `mounts` maps
+    /// virtual directories to locations (a directory, `s3://bucket/prefix`,
+    /// `memory:FILE.json`, or a dict `{"/path": "content"}` held in memory).
+    /// `sources` are `[LABEL=]VPATH` specs, lowest priority first (default:
+    /// the mount points, in order). `writable` names sources (by name or
+    /// path) that may be written to.
+    #[new]
+    #[pyo3(signature = (location=None, *, mounts=None, sources=None, writable=Vec::new(), symlinks=None, max_file_bytes=None, concurrency=None, prompt_style=None, max_chars=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        location: Option<Bound<'_, PyAny>>,
+        mounts: Option<Bound<'_, PyDict>>,
+        sources: Option<Vec<String>>,
+        writable: Vec<String>,
+        symlinks: Option<String>,
+        max_file_bytes: Option<u64>,
+        concurrency: Option<usize>,
+        prompt_style: Option<String>,
+        max_chars: Option<usize>,
+    ) -> PyResult<Self> {
+        let base = cwd(py)?;
+        let mut config = Config::default();
+        config.base_dir = Some(base.clone());
+        let mut pairs: Vec<(String, MountValue)> = Vec::new();
+        if let Some(location) = &location {
+            pairs.push(("/".to_owned(), mount_value(py, location)?));
+        }
+        if let Some(mounts) = &mounts {
+            for (at, value) in mounts.iter() {
+                pairs.push((at.extract()?, mount_value(py, &value)?));
+            }
+        }
+        if pairs.is_empty() {
+            return Err(raise(
+                py,
+                "usage",
+                "a namespace needs a location or mounts".into(),
+                None,
+            ));
+        }
+        for (at, value) in &pairs {
+            let text = match value {
+                MountValue::Location(text) => text.clone(),
+                MountValue::Memory(file) => format!("memory:{}", file.path().display()),
+            };
+            config.set_mount(at, &text, &base).py(py)?;
+        }
+        if let Some(policy) = symlinks {
+            for mount in &mut config.mounts {
+                let local = skillstore::Location::parse(&mount.location).is_ok_and(|l| l.is_local_dir());
+                if local {
+                    mount.symlinks = Some(policy.clone());
+                }
+            }
+        }
+        let specs: Vec<String> = match sources {
+            Some(specs) => specs,
+            None => pairs.iter().map(|(at, _)| at.clone()).collect(),
+        };
+        config.set_sources(specs.iter().map(String::as_str)).py(py)?;
+        mark_writable(py, &mut config, &writable)?;
+        config.limits.max_file_bytes = max_file_bytes;
+        config.limits.concurrency = concurrency;
+        config.prompt.style = prompt_style;
+        config.prompt.max_chars = max_chars;
+        // A dict held in memory has no file of the caller's to name.
+        let inner = config.open().map_err(|e| {
+            let mut message = e.to_string();
+            for (at, value) in &pairs {
+                if let MountValue::Memory(file) = value {
+                    message = message.replace(
+                        &file.path().display().to_string(),
+                        &format!("(the dict mounted at {at})"),
+                    );
+                }
+            }
+            raise(py, e.kind().as_str(), message, None)
+        })?;
+        drop(pairs);
+        Ok(PyNamespace { inner })
+    }
+
+    /// A namespace from `skillstore.yaml` text; relative locations resolve
+    /// against `base_dir` (default: the working directory).
+    #[staticmethod]
+    #[pyo3(signature = (text, base_dir=None))]
+    fn from_yaml(py: Python<'_>, text: &str, base_dir: Option<Bound<'_, PyAny>>) -> PyResult<Self> {
+        let mut config = Config::parse(text).py(py)?;
+        config.base_dir = Some(match base_dir {
+            Some(dir) => PathBuf::from(fspath(&dir)?),
+            None => cwd(py)?,
+        });
+        Ok(PyNamespace {
+            inner: config.open().py(py)?,
+        })
+    }
+
+    /// The sources, lowest priority first.
+    #[getter]
+    fn sources(&self) -> Vec<PySource> {
+        sources_of(&self.inner)
+    }
+
+    /// Loads the catalog (GIL released).
+    fn load(&self, py: Python<'_>) -> PyResult<PyCatalog> {
+        let options = self.inner.prompt_options().py(py)?;
+        let catalog = block_on(py, self.inner.load());
+        Ok(PyCatalog::new(catalog, options))
+    }
+
+    /// Loads a catalog of other sources (`[LABEL=]VPATH` specs, lowest
+    /// priority first) over this namespace's mounts and guards, with its
+    /// load options (GIL released).
+    fn load_sources(&self, py: Python<'_>, specs: Vec<String>) -> PyResult<PyCatalog> {
+        let mut list = SourceList::new();
+        for spec in &specs {
+            list.push(Source::parse(spec).py(py)?).py(py)?;
+        }
+        let options = self.inner.prompt_options().py(py)?;
+        let load = self.inner.load_options().clone();
+        let catalog = block_on(py, Catalog::load(self.inner.backend(), list, load));
+        Ok(PyCatalog::new(catalog, options))
+    }
+
+    /// An editor of the source named `source` (default: the highest-priority
+    /// writable one), recording `author` in the history.
+    #[pyo3(signature = (source=None, *, author=None))]
+    fn editor(&self, py: Python<'_>, source: Option<&str>, author: Option<String>) -> PyResult<PyEditor> {
+        let mut editor = self.inner.editor(source).py(py)?;
+        if let Some(author) = author {
+            editor = editor.with_author(author);
+        }
+        Ok(PyEditor { inner: editor })
+    }
+
+    /// The entries of the directory `path`, sorted by name.
+    fn ls(&self, py: Python<'_>, path: &str) -> PyResult<Vec<files::PyEntry>> {
+        files::ls(py, &self.inner.backend(), path)
+    }
+
+    /// What the path holds, without reading it.
+    fn stat(&self, py: Python<'_>, path: &str) -> PyResult<files::PyEntry> {
+        files::stat(py, &self.inner.backend(), path)
+    }
+
+    /// Reads a file under the read limit (or `limit`), whole or its first
+    /// `prefix` bytes.
+    #[pyo3(signature = (path, *, limit=None, prefix=None))]
+    fn read(&self, py: Python<'_>, path: &str, limit: Option<u64>, prefix: Option<u64>) -> PyResult<files::PyBlob> {
+        let limit = limit.unwrap_or(self.inner.load_options().read_limit);
+        files::read(py, &self.inner.backend(), path, limit, prefix)
+    }
+
+    /// Reads many files concurrently: one `Blob` or exception object per
+    /// path, in order.
+    #[pyo3(signature = (paths, *, limit=None))]
+    fn read_many(&self, py: Python<'_>, paths: Vec<String>, limit: Option<u64>) -> PyResult<Vec<Py<PyAny>>> {
+        let limit = limit.unwrap_or(self.inner.load_options().read_limit);
+        files::read_many(py, &self.inner.backend(), paths, limit)
+    }
+
+    /// Writes a file: only where nothing exists (`create`), only over
+    /// version `expected`, or over anything. Returns the new version.
+    #[pyo3(signature = (path, data, *, create=false, expected=None))]
+    fn write(
+        &self,
+        py: Python<'_>,
+        path: &str,
+        data: Vec<u8>,
+        create: bool,
+        expected: Option<String>,
+    ) -> PyResult<String> {
+        files::write(py, &self.inner.backend(), path, data, create, expected)
+    }
+
+    /// Deletes a file, only at version `expected` when given.
+    #[pyo3(signature = (path, *, expected=None))]
+    fn delete(&self, py: Python<'_>, path: &str, expected: Option<String>) -> PyResult<()> {
+        files::delete(py, &self.inner.backend(), path, expected)
+    }
+
+    /// Every file and directory below `path`, breadth first, sorted within
+    /// each directory; at most `max_entries` (the second value is then
+    /// True). Directories that cannot be listed are skipped.
+    #[pyo3(signature = (path, *, max_entries=None))]
+    fn walk(&self, py: Python<'_>, path: &str, max_entries: Option<usize>) -> PyResult<(Vec<files::PyEntry>, bool)> {
+        files::walk(py, &self.inner.backend(), path, max_entries.unwrap_or(usize::MAX))
+    }
+
+    /// The read limit in bytes.
+    #[getter]
+    fn max_file_bytes(&self) -> u64 {
+        self.inner.load_options().read_limit
+    }
+
+    fn __repr__(&self) -> String {
+        let names: Vec<String> = self.inner.sources().iter().map(|s| s.name().to_owned()).collect();
+        format!("Namespace(sources={names:?})")
+    }
+}
+
+fn mark_writable(py: Python<'_>, config: &mut Config, writable: &[String]) -> PyResult<()> {
+    for w in writable {
+        if w.starts_with('/') {
+            let wanted = parse_dir(w).py(py)?;
+            let found: Option<&mut SourceConfig> = config
+                .sources
+                .iter_mut()
+                .find(|s| parse_dir(&s.path).is_ok_and(|p| p == wanted));
+            match found {
+                Some(source) => source.writable = true,
+                None => return Err(raise(py, "source_not_found", format!("no source at `{w}`"), Some(w))),
+            }
+        } else {
+            config.make_writable(w);
+        }
+    }
+    Ok(())
+}
+
+/// Opens `skillstore.yaml` at `path` (relative locations resolve against
+/// its directory), with optional sources marked writable.
+#[pyfunction]
+#[pyo3(signature = (path="skillstore.yaml".into(), *, writable=Vec::new()))]
+pub fn load_config(py: Python<'_>, path: PathBuf, writable: Vec<String>) -> PyResult<PyNamespace> {
+    let mut config = Config::load(Path::new(&path)).py(py)?;
+    mark_writable(py, &mut config, &writable)?;
+    Ok(PyNamespace {
+        inner: config.open().py(py)?,
+    })
+}
+
+crate::async_variants!(PyNamespace {
+    aload => "load",
+    aload_sources => "load_sources",
+    als => "ls",
+    astat => "stat",
+    aread => "read",
+    aread_many => "read_many",
+    awrite => "write",
+    adelete => "delete",
+    awalk => "walk",
+});

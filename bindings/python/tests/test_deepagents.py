@@ -1,0 +1,267 @@
+"""deepagents' own code over `SkillstoreBackend`: the skills middleware
+loads exactly what it loads over deepagents' `FilesystemBackend`, and the
+file tools of its `FilesystemMiddleware` behave the same for ordinary
+paths and refuse the rest with deepagents' error strings."""
+
+from __future__ import annotations
+
+import shutil
+import types
+
+import pytest
+from deepagents.backends.filesystem import FilesystemBackend
+from deepagents.middleware.filesystem import FilesystemMiddleware
+from deepagents.middleware.skills import SkillsMiddleware
+from langchain.agents.middleware.types import ModelRequest
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+
+import fixture_tree
+from conftest import EXAMPLES, upload
+from skillstore.deepagents import FastSkillsMiddleware, SkillstoreBackend
+
+SOURCES = ["/base/", "/user/", "/project/", "/team/"]
+
+
+def load(middleware) -> dict:
+    return middleware.before_agent({}, None, None)
+
+
+def render(middleware, update: dict) -> str:
+    request = ModelRequest(
+        model=GenericFakeChatModel(messages=iter(())),
+        messages=[],
+        system_message=None,
+        state={"messages": [], **update},
+        runtime=None,
+    )
+    return middleware.modify_request(request).system_message.text
+
+
+def same_skills(root, backend, sources=SOURCES):
+    """The update and prompt of deepagents' middleware over its own
+    backend, over `backend`, and of the fast middleware over `backend`."""
+    reference = SkillsMiddleware(backend=FilesystemBackend(root_dir=root, virtual_mode=True), sources=sources)
+    ours = SkillsMiddleware(backend=backend, sources=sources)
+    fast = FastSkillsMiddleware(backend=backend, sources=sources)
+    expected = load(reference)
+    prompt = render(reference, expected)
+    for middleware in (ours, fast):
+        got = load(middleware)
+        assert got["skills_load_errors"] == expected["skills_load_errors"]
+        assert got["skills_metadata"] == expected["skills_metadata"]
+        assert render(middleware, got) == prompt
+    return expected
+
+
+@pytest.mark.parametrize("tree", ["tree25", "tree250"])
+def test_skills_metadata_equals_deepagents_on_the_fixture_trees(request, tree):
+    root, files = request.getfixturevalue(tree)
+    update = same_skills(root, SkillstoreBackend(str(root)))
+    expected = fixture_tree.expected_result(files)["skills"]
+    assert [(s["name"], s["path"]) for s in update["skills_metadata"]] == [(s["name"], s["path"]) for s in expected]
+
+
+def test_skills_metadata_equals_deepagents_on_the_examples():
+    update = same_skills(EXAMPLES, SkillstoreBackend(str(EXAMPLES)))
+    assert len(update["skills_metadata"]) >= 5
+
+
+def test_skills_metadata_equals_deepagents_over_s3(s3_server, tree25):
+    root, files = tree25
+    location = upload(s3_server, files)
+    same_skills(root, SkillstoreBackend(location))
+
+
+def test_skills_metadata_equals_deepagents_over_mounts(tree25):
+    root, _ = tree25
+    backend = SkillstoreBackend(mounts={f"/{layer}": str(root / layer) for layer in ("base", "user", "project", "team")})
+    same_skills(root, backend)
+
+
+def test_missing_source_is_rendered_as_deepagents_renders_it(tree25):
+    root, _ = tree25
+    same_skills(root, SkillstoreBackend(str(root)), sources=["/base/", "/nowhere/", "/team/"])
+
+
+def test_async_loading_gives_the_same_update(tree25):
+    import asyncio
+
+    root, _ = tree25
+    backend = SkillstoreBackend(str(root))
+    expected = load(SkillsMiddleware(backend=FilesystemBackend(root_dir=root, virtual_mode=True), sources=SOURCES))
+
+    async def main():
+        return await asyncio.gather(
+            SkillsMiddleware(backend=backend, sources=SOURCES).abefore_agent({}, None, None),
+            FastSkillsMiddleware(backend=backend, sources=SOURCES).abefore_agent({}, None, None),
+        )
+
+    for got in asyncio.run(main()):
+        assert got == expected
+
+
+# -- file tools -------------------------------------------------------------
+
+TREE = {
+    "/base/pdf/SKILL.md": "---\nname: pdf\ndescription: Read PDFs.\n---\n# PDF\nUse pdftotext.\nSee forms.\n",
+    "/base/pdf/references/forms.md": "Forms\nfill the form\nsubmit the form\n",
+    "/base/csv/SKILL.md": "---\nname: csv\ndescription: CSV.\n---\nRows and columns.\n",
+    "/team/notes.txt": "one\ntwo\nthree\n",
+    "/team/empty.md": "",
+}
+
+
+class Tools:
+    """deepagents' file tools over a backend, called as an agent calls them."""
+
+    def __init__(self, backend):
+        self.tools = {t.name: t for t in FilesystemMiddleware(backend=backend).tools}
+        self.runtime = types.SimpleNamespace(tool_call_id="call-1", state={"messages": []}, config={}, context=None, store=None)
+
+    def __call__(self, name, **args):
+        result = self.tools[name].func(runtime=self.runtime, **args)
+        return getattr(result, "content", result)
+
+
+@pytest.fixture
+def pair(tmp_path):
+    a, b = tmp_path / "reference", tmp_path / "ours"
+    fixture_tree.write_tree(a, TREE)
+    fixture_tree.write_tree(b, TREE)
+    reference = Tools(FilesystemBackend(root_dir=a, virtual_mode=True))
+    ours = Tools(SkillstoreBackend(str(b), writable=True))
+    return reference, ours, tmp_path
+
+
+CALLS = [
+    ("ls", {"path": "/"}),
+    ("ls", {"path": "/base"}),
+    ("ls", {"path": "/base/pdf/"}),
+    ("ls", {"path": "/nowhere"}),
+    ("ls", {"path": "/team/notes.txt"}),
+    ("read_file", {"file_path": "/base/pdf/SKILL.md"}),
+    ("read_file", {"file_path": "/team/notes.txt", "offset": 1, "limit": 1}),
+    ("read_file", {"file_path": "/team/empty.md"}),
+    ("read_file", {"file_path": "/base/none.md"}),
+    ("read_file", {"file_path": "/base/pdf"}),
+    ("glob", {"pattern": "*.md"}),
+    ("glob", {"pattern": "**/*.md", "path": "/base"}),
+    ("glob", {"pattern": "*.txt", "path": "/team"}),
+    ("glob", {"pattern": "*.zzz"}),
+    ("grep", {"pattern": "form"}),
+    ("grep", {"pattern": "form", "glob": "*.md", "output_mode": "content"}),
+    ("grep", {"pattern": "two", "path": "/team", "output_mode": "count"}),
+    ("grep", {"pattern": "absent"}),
+    ("write_file", {"file_path": "/team/new.md", "content": "fresh\n"}),
+    ("read_file", {"file_path": "/team/new.md"}),
+    ("write_file", {"file_path": "/team/notes.txt", "content": "replaced\n"}),
+    ("read_file", {"file_path": "/team/notes.txt"}),
+    ("edit_file", {"file_path": "/base/pdf/references/forms.md", "old_string": "fill", "new_string": "complete"}),
+    ("edit_file", {"file_path": "/base/pdf/references/forms.md", "old_string": "the form", "new_string": "it"}),
+    ("edit_file", {"file_path": "/base/pdf/references/forms.md", "old_string": "the form", "new_string": "it", "replace_all": True}),
+    ("edit_file", {"file_path": "/base/pdf/references/forms.md", "old_string": "absent", "new_string": "x"}),
+    ("edit_file", {"file_path": "/base/missing.md", "old_string": "a", "new_string": "b"}),
+    ("read_file", {"file_path": "/base/pdf/references/forms.md"}),
+    ("ls", {"path": "/team"}),
+    ("read_file", {"file_path": "/base/../team/notes.txt"}),
+    ("ls", {"path": "/../"}),
+    ("write_file", {"file_path": "/team/../../escape.md", "content": "x"}),
+    ("edit_file", {"file_path": "../x", "old_string": "a", "new_string": "b"}),
+    ("glob", {"pattern": "../*"}),
+    ("grep", {"pattern": "x", "path": "/../"}),
+]
+
+
+def strip_times(text):
+    import re
+
+    return re.sub(r"'modified_at': '[^']*', ?", "", str(text))
+
+
+@pytest.mark.parametrize(("name", "args"), CALLS, ids=[f"{i}-{c[0]}" for i, c in enumerate(CALLS)])
+def test_file_tools_behave_as_on_deepagents_own_backend(pair, name, args):
+    reference, ours, tmp_path = pair
+    # Each call runs after every earlier one, on both sides.
+    index = CALLS.index((name, args))
+    for earlier_name, earlier_args in CALLS[:index]:
+        reference(earlier_name, **earlier_args)
+        ours(earlier_name, **earlier_args)
+    expected = strip_times(reference(name, **args))
+    got = strip_times(ours(name, **args))
+    assert got == expected
+    assert str(tmp_path) not in got
+
+
+def test_links_out_are_refused_without_crashing(tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text("the secret\n")
+    root = tmp_path / "root"
+    fixture_tree.write_tree(root, TREE)
+    (root / "base" / "leak.md").symlink_to(outside / "secret.md")
+    (root / "base" / "leakdir").symlink_to(outside)
+    tools = Tools(SkillstoreBackend(str(root), writable=True))
+    for name, args in [
+        ("read_file", {"file_path": "/base/leak.md"}),
+        ("read_file", {"file_path": "/base/leakdir/secret.md"}),
+        ("ls", {"path": "/base/leakdir"}),
+        ("edit_file", {"file_path": "/base/leak.md", "old_string": "secret", "new_string": "x"}),
+        ("write_file", {"file_path": "/base/leakdir/new.md", "content": "x"}),
+        ("grep", {"pattern": "secret"}),
+        ("glob", {"pattern": "**/secret.md"}),
+    ]:
+        out = str(tools(name, **args))
+        assert "the secret" not in out, (name, out)
+        assert str(tmp_path) not in out, (name, out)
+        if name in ("read_file", "edit_file", "write_file", "ls"):
+            assert out.startswith("Error"), (name, out)
+    assert (outside / "secret.md").read_text() == "the secret\n"
+    assert not (outside / "new.md").exists()
+    listing = str(tools("ls", path="/base"))
+    assert "leak" not in listing
+
+
+def test_oversized_files_are_refused_with_an_error_string(tmp_path):
+    fixture_tree.write_tree(tmp_path, {**TREE, "/base/big.md": "x" * 5000})
+    tools = Tools(SkillstoreBackend(str(tmp_path), max_file_bytes=4096, writable=True))
+    out = tools("read_file", file_path="/base/big.md")
+    assert out.startswith("Error: Error reading file '/base/big.md': ") and "too large" in out
+    out = tools("edit_file", file_path="/base/big.md", old_string="x", new_string="y", replace_all=True)
+    assert out.startswith("Error editing file '/base/big.md': ") and "too large" in out
+    assert tools("read_file", file_path="/base/pdf/SKILL.md").count("PDF") >= 1
+
+
+def test_writes_outside_writable_mounts_get_the_permission_error(tmp_path):
+    fixture_tree.write_tree(tmp_path, TREE)
+    backend = SkillstoreBackend(mounts={"/base": str(tmp_path / "base"), "/team": str(tmp_path / "team")}, writable=["/team"])
+    tools = Tools(backend)
+    assert tools("write_file", file_path="/base/x.md", content="x") == "Error: permission denied for write on /base/x.md"
+    assert (
+        tools("edit_file", file_path="/base/csv/SKILL.md", old_string="CSV.", new_string="x")
+        == "Error: permission denied for write on /base/csv/SKILL.md"
+    )
+    assert backend.delete("/base/csv/SKILL.md").error == "Error: permission denied for write on /base/csv/SKILL.md"
+    assert [r.error for r in backend.upload_files([("/base/y.md", b"y"), ("/team/y.md", b"y")])] == ["permission_denied", None]
+    assert tools("write_file", file_path="/team/ok.md", content="ok") == "Updated file /team/ok.md"
+    assert (tmp_path / "team" / "ok.md").read_text() == "ok"
+    assert not (tmp_path / "base" / "x.md").exists()
+
+
+def test_download_and_delete_as_the_protocol_says(tmp_path):
+    fixture_tree.write_tree(tmp_path, TREE)
+    backend = SkillstoreBackend(str(tmp_path), writable=True)
+    got = backend.download_files(["/base/csv/SKILL.md", "/base/none", "/base/pdf", "/../etc/passwd"])
+    assert got[0].content == TREE["/base/csv/SKILL.md"].encode() and got[0].error is None
+    assert [r.error for r in got[1:]] == ["file_not_found", "is_directory", "invalid_path"]
+    assert backend.delete("/base/pdf").path == "/base/pdf"
+    assert not (tmp_path / "base" / "pdf" / "SKILL.md").exists()
+    assert backend.delete("/base/pdf/SKILL.md").error == "Error: '/base/pdf/SKILL.md' not found"
+
+
+def test_a_skill_copied_in_from_the_file_tools_appears(tmp_path):
+    shutil.copytree(EXAMPLES, tmp_path / "skills")
+    backend = SkillstoreBackend(mounts={"/skills": str(tmp_path / "skills")}, writable=True)
+    tools = Tools(backend)
+    tools("write_file", file_path="/skills/team/new-one/SKILL.md", content="---\nname: new-one\ndescription: New.\n---\n")
+    update = load(FastSkillsMiddleware(backend=backend, sources=["/skills/base/", "/skills/team/"]))
+    assert "new-one" in [s["name"] for s in update["skills_metadata"]]

@@ -1,0 +1,479 @@
+//! The FUSE operations: names resolved against the current catalog,
+//! directories listed through the backend, files read whole on open.
+
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::SystemTime;
+
+use bytes::Bytes;
+use fuser::{
+    Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, LockOwner, OpenFlags,
+    ReplyAttr, ReplyData, ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, Request,
+};
+use skillstore::SharedCatalog;
+use skillstore::backends::{EntryKind, ErrorKind, ReadOptions, VPath, Version, is_valid_segment};
+
+use crate::MountOptions;
+use crate::cache::BlobCache;
+
+/// The longest name shown, in bytes.
+const MAX_NAME_BYTES: usize = 255;
+
+/// What the filesystem shares with its mount handle.
+pub(crate) struct Inner {
+    catalog: SharedCatalog,
+    pub(crate) options: MountOptions,
+    runtime: tokio::runtime::Handle,
+    state: Mutex<State>,
+    cache: Mutex<BlobCache>,
+    uid: u32,
+    gid: u32,
+    mounted_at: SystemTime,
+}
+
+#[derive(Default)]
+struct State {
+    /// Inode numbers by path below the mount point ("" is the root, 1).
+    inodes: HashMap<String, u64>,
+    /// Paths by inode number minus one.
+    paths: Vec<String>,
+    /// What each directory showed since the last refresh, by virtual
+    /// path.
+    listings: HashMap<VPath, Arc<Vec<Child>>>,
+    /// Open files' bytes by handle.
+    handles: HashMap<u64, Bytes>,
+    next_handle: u64,
+}
+
+/// A child of a directory of the tree.
+#[derive(Debug, Clone)]
+struct Child {
+    name: String,
+    dir: bool,
+    size: Option<u64>,
+    version: Option<Version>,
+}
+
+/// Where a path of the tree leads in the namespace.
+struct Resolved {
+    /// The skill's directory.
+    skill_dir: VPath,
+    /// The path itself.
+    path: VPath,
+    /// How many levels below the skill's directory.
+    depth: usize,
+}
+
+impl Inner {
+    pub(crate) fn new(catalog: SharedCatalog, options: MountOptions, runtime: tokio::runtime::Handle) -> Self {
+        let cache = BlobCache::new(options.cache_bytes);
+        let mut state = State {
+            next_handle: 1,
+            ..State::default()
+        };
+        state.inodes.insert(String::new(), 1);
+        state.paths.push(String::new());
+        Inner {
+            catalog,
+            options,
+            runtime,
+            state: Mutex::new(state),
+            cache: Mutex::new(cache),
+            uid: rustix::process::getuid().as_raw(),
+            gid: rustix::process::getgid().as_raw(),
+            mounted_at: SystemTime::now(),
+        }
+    }
+
+    /// Refreshes the catalog and forgets the listings made before.
+    pub(crate) async fn refresh(&self) {
+        self.catalog.refresh().await;
+        self.state().listings.clear();
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn path_of(&self, ino: INodeNo) -> Option<String> {
+        let index = u64::from(ino).checked_sub(1)? as usize;
+        self.state().paths.get(index).cloned()
+    }
+
+    fn inode_of(&self, path: &str) -> INodeNo {
+        let mut state = self.state();
+        if let Some(&ino) = state.inodes.get(path) {
+            return INodeNo(ino);
+        }
+        state.paths.push(path.to_owned());
+        let ino = state.paths.len() as u64;
+        state.inodes.insert(path.to_owned(), ino);
+        INodeNo(ino)
+    }
+
+    /// The namespace path of `local` (`NAME/REL`), through the current
+    /// winner of `NAME`.
+    fn resolve(&self, local: &str) -> Result<Resolved, Errno> {
+        let (name, rest) = local.split_once('/').unwrap_or((local, ""));
+        let catalog = self.catalog.snapshot();
+        let skill = catalog
+            .get(name)
+            .filter(|s| self.options.all_skills || s.enabled)
+            .ok_or(Errno::ENOENT)?;
+        let skill_dir = skill.dir();
+        if rest.is_empty() {
+            return Ok(Resolved {
+                path: skill_dir.clone(),
+                skill_dir,
+                depth: 0,
+            });
+        }
+        let path = skill_dir.join(rest).map_err(|_| Errno::ENOENT)?;
+        Ok(Resolved {
+            skill_dir,
+            path,
+            depth: rest.split('/').count(),
+        })
+    }
+
+    /// The children of the directory `local`.
+    fn children(&self, local: &str) -> Result<Vec<Child>, Errno> {
+        if local.is_empty() {
+            let catalog = self.catalog.snapshot();
+            return Ok(catalog
+                .skills()
+                .iter()
+                .filter(|s| self.options.all_skills || s.enabled)
+                .filter(|s| shown(s.name()))
+                .take(self.options.max_entries)
+                .map(|s| Child {
+                    name: s.name().to_owned(),
+                    dir: true,
+                    size: None,
+                    version: None,
+                })
+                .collect());
+        }
+        let resolved = self.resolve(local)?;
+        if resolved.depth > self.options.max_depth {
+            return Err(Errno::ENOENT);
+        }
+        if let Some(children) = self.state().listings.get(&resolved.path) {
+            return Ok(children.as_ref().clone());
+        }
+        let catalog = self.catalog.snapshot();
+        let backend = Arc::clone(catalog.backend());
+        let confined = ReadOptions {
+            prefix: Some(0),
+            ..ReadOptions::with_limit(self.options.read_limit).confined(resolved.skill_dir.segments().count())
+        };
+        let children = self.runtime.block_on(async {
+            let mut entries = backend.list(&resolved.path).await.map_err(|e| errno(&e))?;
+            entries.sort_by(|a, b| a.name.cmp(&b.name));
+            let mut children = Vec::new();
+            for e in entries.into_iter().filter(|e| shown(&e.name)) {
+                if children.len() == self.options.max_entries {
+                    break;
+                }
+                let dir = match (e.kind, e.symlink) {
+                    (EntryKind::File, _) if e.size.is_some_and(|size| size > self.options.read_limit) => continue,
+                    // A link to a file is shown only when a read through it
+                    // stays inside the skill.
+                    (EntryKind::File, true) => {
+                        let Ok(path) = resolved.path.join(&e.name) else {
+                            continue;
+                        };
+                        if backend.read(&path, confined).await.is_err() {
+                            continue;
+                        }
+                        false
+                    }
+                    (EntryKind::File, false) => false,
+                    (EntryKind::Dir, false) if resolved.depth < self.options.max_depth => true,
+                    // Directory links, special files and links the policy
+                    // does not resolve are not shown.
+                    _ => continue,
+                };
+                children.push(Child {
+                    name: e.name,
+                    dir,
+                    size: e.size,
+                    version: e.version,
+                });
+            }
+            Ok::<_, Errno>(children)
+        })?;
+        self.state()
+            .listings
+            .insert(resolved.path.clone(), Arc::new(children.clone()));
+        Ok(children)
+    }
+
+    /// `local` as its parent's listing shows it.
+    fn child(&self, local: &str) -> Result<Child, Errno> {
+        let (parent, name) = local.rsplit_once('/').unwrap_or(("", local));
+        self.children(parent)?
+            .into_iter()
+            .find(|c| c.name == name)
+            .ok_or(Errno::ENOENT)
+    }
+
+    fn attr(&self, ino: INodeNo, child: &Child) -> FileAttr {
+        let size = child.size.unwrap_or(0);
+        FileAttr {
+            ino,
+            size,
+            blocks: size.div_ceil(512),
+            atime: self.mounted_at,
+            mtime: self.mounted_at,
+            ctime: self.mounted_at,
+            crtime: self.mounted_at,
+            kind: if child.dir {
+                FileType::Directory
+            } else {
+                FileType::RegularFile
+            },
+            perm: if child.dir { 0o555 } else { 0o444 },
+            nlink: if child.dir { 2 } else { 1 },
+            uid: self.uid,
+            gid: self.gid,
+            rdev: 0,
+            blksize: 4096,
+            flags: 0,
+        }
+    }
+
+    /// The attributes of `local`, its size taken from a stat when the
+    /// listing gave none.
+    fn attr_of(&self, ino: INodeNo, local: &str) -> Result<FileAttr, Errno> {
+        if local.is_empty() {
+            let root = Child {
+                name: String::new(),
+                dir: true,
+                size: None,
+                version: None,
+            };
+            return Ok(self.attr(ino, &root));
+        }
+        let mut child = self.child(local)?;
+        if !child.dir && child.size.is_none() {
+            let resolved = self.resolve(local)?;
+            let backend = Arc::clone(self.catalog.snapshot().backend());
+            let meta = self
+                .runtime
+                .block_on(backend.stat(&resolved.path))
+                .map_err(|e| errno(&e))?;
+            child.size = meta.size;
+        }
+        Ok(self.attr(ino, &child))
+    }
+
+    /// The whole file `local`, from the cache when its listed version is
+    /// kept, otherwise read through the backend, confined to its skill.
+    fn contents(&self, local: &str) -> Result<(Bytes, Option<u64>), Errno> {
+        let child = self.child(local)?;
+        if child.dir {
+            return Err(Errno::EISDIR);
+        }
+        let resolved = self.resolve(local)?;
+        if let Some(version) = &child.version
+            && let Some(data) = self.cache().get(&resolved.path, version)
+        {
+            return Ok((data, child.size));
+        }
+        let backend = Arc::clone(self.catalog.snapshot().backend());
+        let options = ReadOptions::with_limit(self.options.read_limit).confined(resolved.skill_dir.segments().count());
+        let blob = self
+            .runtime
+            .block_on(backend.read(&resolved.path, options))
+            .map_err(|e| errno(&e))?;
+        self.cache()
+            .insert(resolved.path.clone(), blob.version.clone(), blob.data.clone());
+        Ok((blob.data, child.size))
+    }
+
+    fn cache(&self) -> MutexGuard<'_, BlobCache> {
+        self.cache.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// True for a name the tree shows.
+fn shown(name: &str) -> bool {
+    is_valid_segment(name) && name.len() <= MAX_NAME_BYTES
+}
+
+/// The `errno` a reader sees for a backend error; logged with its virtual
+/// path.
+fn errno(e: &skillstore::backends::Error) -> Errno {
+    tracing::debug!(error = %e, "a read through the skills mount failed");
+    match e.kind() {
+        ErrorKind::NotFound | ErrorKind::DanglingSymlink => Errno::ENOENT,
+        ErrorKind::NotADirectory => Errno::ENOTDIR,
+        ErrorKind::IsADirectory => Errno::EISDIR,
+        ErrorKind::TooLarge => Errno::EFBIG,
+        ErrorKind::InvalidPath => Errno::ENAMETOOLONG,
+        ErrorKind::SymlinkLoop => Errno::ELOOP,
+        ErrorKind::PermissionDenied
+        | ErrorKind::NotRegularFile
+        | ErrorKind::SymlinkRefused
+        | ErrorKind::SymlinkEscape => Errno::EACCES,
+        ErrorKind::Unavailable => Errno::EAGAIN,
+        _ => Errno::EIO,
+    }
+}
+
+/// The filesystem handed to `fuser`.
+pub(crate) struct SkillsFs {
+    inner: Arc<Inner>,
+}
+
+impl SkillsFs {
+    pub(crate) fn new(inner: Arc<Inner>) -> Self {
+        SkillsFs { inner }
+    }
+}
+
+impl Filesystem for SkillsFs {
+    fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        let inner = &self.inner;
+        let result = (|| {
+            let parent = inner.path_of(parent).ok_or(Errno::ENOENT)?;
+            let name = name.to_str().filter(|n| shown(n)).ok_or(Errno::ENOENT)?;
+            let local = if parent.is_empty() {
+                name.to_owned()
+            } else {
+                format!("{parent}/{name}")
+            };
+            // Only a name that exists is given an inode, so probing names
+            // does not grow the table.
+            let mut attr = inner.attr_of(INodeNo(0), &local)?;
+            attr.ino = inner.inode_of(&local);
+            Ok(attr)
+        })();
+        match result {
+            Ok(attr) => reply.entry(&inner.options.attr_ttl, &attr, Generation(0)),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+        let inner = &self.inner;
+        match inner
+            .path_of(ino)
+            .ok_or(Errno::ENOENT)
+            .and_then(|local| inner.attr_of(ino, &local))
+        {
+            Ok(attr) => reply.attr(&inner.options.attr_ttl, &attr),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        if flags.acc_mode() != fuser::OpenAccMode::O_RDONLY {
+            reply.error(Errno::EROFS);
+            return;
+        }
+        let inner = &self.inner;
+        let result = inner
+            .path_of(ino)
+            .ok_or(Errno::ENOENT)
+            .and_then(|local| inner.contents(&local));
+        match result {
+            Ok((data, listed_size)) => {
+                // When the bytes differ in length from what the listing
+                // said, the kernel must not trust the size it was given.
+                let flags = if listed_size == Some(data.len() as u64) {
+                    FopenFlags::empty()
+                } else {
+                    FopenFlags::FOPEN_DIRECT_IO
+                };
+                let mut state = inner.state();
+                let handle = state.next_handle;
+                state.next_handle += 1;
+                state.handles.insert(handle, data);
+                reply.opened(FileHandle(handle), flags);
+            }
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn read(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        size: u32,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyData,
+    ) {
+        let data = self.inner.state().handles.get(&u64::from(fh)).cloned();
+        match data {
+            Some(data) => {
+                let start = (offset as usize).min(data.len());
+                let end = start.saturating_add(size as usize).min(data.len());
+                reply.data(&data[start..end]);
+            }
+            None => reply.error(Errno::EBADF),
+        }
+    }
+
+    fn release(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        _flush: bool,
+        reply: ReplyEmpty,
+    ) {
+        self.inner.state().handles.remove(&u64::from(fh));
+        reply.ok();
+    }
+
+    fn readdir(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {
+        let inner = &self.inner;
+        let result = inner.path_of(ino).ok_or(Errno::ENOENT).and_then(|local| {
+            let children = inner.children(&local)?;
+            Ok((local, children))
+        });
+        let (local, children) = match result {
+            Ok(found) => found,
+            Err(e) => {
+                reply.error(e);
+                return;
+            }
+        };
+        let parent = match local.rsplit_once('/') {
+            Some((parent, _)) => inner.inode_of(parent),
+            None if local.is_empty() => ino,
+            None => INodeNo(1),
+        };
+        let mut entries = vec![
+            (ino, FileType::Directory, ".".to_owned()),
+            (parent, FileType::Directory, "..".to_owned()),
+        ];
+        for child in children {
+            let path = if local.is_empty() {
+                child.name.clone()
+            } else {
+                format!("{local}/{}", child.name)
+            };
+            let kind = if child.dir {
+                FileType::Directory
+            } else {
+                FileType::RegularFile
+            };
+            entries.push((inner.inode_of(&path), kind, child.name));
+        }
+        for (i, (ino, kind, name)) in entries.into_iter().enumerate().skip(offset as usize) {
+            if reply.add(ino, (i + 1) as u64, kind, name) {
+                break;
+            }
+        }
+        reply.ok();
+    }
+}

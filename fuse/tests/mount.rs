@@ -1,0 +1,260 @@
+//! A real FUSE mount of a namespace with a filesystem and an S3 layer:
+//! `ls`, `cat`, `find` and `grep -r` through it equal a synced tree of the
+//! same catalog; a change in S3 shows after a refresh; the read guards
+//! hold; the tree is read-only and unmounts on shutdown. These tests mount
+//! for real: on a machine that cannot, they fail and say why.
+
+use std::os::unix::fs::symlink;
+use std::path::Path;
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Duration;
+
+use skillstore::backends::testkit::s3_server::S3TestServer;
+use skillstore::backends::{FsBackend, MountTable, ObjectStoreBackend, PutMode, SkillBackend, VPath};
+use skillstore::sync::{SyncOptions, sync};
+use skillstore::{Catalog, LoadOptions, SharedCatalog, Source, SourceList};
+use skillstore_fuse::{MountOptions, Mounted, serve};
+
+fn skill_md(name: &str, description: &str) -> String {
+    format!("---\nname: {name}\ndescription: {description}\n---\n\n# {name}\n\nBody.\n")
+}
+
+fn write(root: &Path, relative: &str, data: &[u8]) {
+    let path = root.join(relative);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, data).unwrap();
+}
+
+async fn put(backend: &dyn SkillBackend, path: &str, data: impl Into<bytes::Bytes>) {
+    backend
+        .put(&VPath::new(path).unwrap(), data.into(), PutMode::Overwrite)
+        .await
+        .unwrap();
+}
+
+struct Fixture {
+    _sources: tempfile::TempDir,
+    team: Arc<ObjectStoreBackend>,
+    catalog: SharedCatalog,
+}
+
+/// A base layer on disk and a team layer in S3, with a link out of a
+/// skill, a directory link, and a file over the read limit.
+async fn fixture() -> Fixture {
+    let sources = tempfile::tempdir().unwrap();
+    let base = sources.path().join("base");
+    write(&base, "pdf/SKILL.md", skill_md("pdf", "Base PDFs.").as_bytes());
+    write(&base, "pdf/references/base-only.md", b"shadowed\n");
+    write(&base, "csv/SKILL.md", skill_md("csv", "CSV files.").as_bytes());
+    write(
+        &base,
+        "csv/scripts/split.py",
+        b"#!/usr/bin/env python3\nprint('split')\n",
+    );
+    write(&base, "csv/assets/deep/er/table.bin", &(0..=255u8).collect::<Vec<u8>>());
+    write(&base, "csv/big.bin", &vec![b'x'; 4096]);
+    symlink("../pdf/SKILL.md", base.join("csv/leak.md")).unwrap();
+    symlink("..", base.join("csv/up")).unwrap();
+
+    let server = S3TestServer::shared();
+    let bucket = server.create_bucket();
+    let team = Arc::new(ObjectStoreBackend::new(server.store(&bucket), "").unwrap());
+    put(&*team, "/pdf/SKILL.md", skill_md("pdf", "Team PDFs.")).await;
+    put(&*team, "/pdf/references/forms.md", "# Forms\n\nFill them in.\n").await;
+    put(&*team, "/pdf/scripts/fill.sh", "#!/bin/sh\necho fill\n").await;
+    put(&*team, "/slides/SKILL.md", skill_md("slides", "Slides.")).await;
+    put(&*team, "/slides/assets/logo.svg", vec![0u8, 1, 2, 0xff, b'\n']).await;
+
+    let namespace = MountTable::new()
+        .with(VPath::new("/base").unwrap(), Arc::new(FsBackend::new(&base).unwrap()))
+        .unwrap()
+        .with(VPath::new("/team").unwrap(), team.clone())
+        .unwrap();
+    let list = SourceList::from_sources([Source::parse("/base/").unwrap(), Source::parse("/team/").unwrap()]).unwrap();
+    let options = LoadOptions {
+        read_limit: 1024,
+        ..LoadOptions::default()
+    };
+    let catalog = Catalog::load(Arc::new(namespace), list, options).await;
+    assert_eq!(catalog.skills().len(), 3, "{:?}", catalog.diagnostics());
+    Fixture {
+        _sources: sources,
+        team,
+        catalog: SharedCatalog::new(catalog),
+    }
+}
+
+fn mount_options() -> MountOptions {
+    MountOptions {
+        attr_ttl: Duration::ZERO,
+        read_limit: 1024,
+        refresh_interval: Duration::from_secs(3600),
+        ..MountOptions::default()
+    }
+}
+
+fn sync_options() -> SyncOptions {
+    SyncOptions {
+        read_limit: 1024,
+        ..SyncOptions::default()
+    }
+}
+
+/// Mounts, or fails the test saying why this machine cannot.
+fn mount(catalog: &SharedCatalog, at: &Path) -> Mounted {
+    std::fs::create_dir_all(at).unwrap();
+    Mounted::mount(catalog.clone(), at, mount_options())
+        .unwrap_or_else(|e| panic!("this test needs a real FUSE mount and got none: {e}"))
+}
+
+/// Runs a command in `dir` and returns its standard output, failing on a
+/// non-zero exit.
+fn run(dir: &Path, program: &str, args: &[&str]) -> Vec<u8> {
+    let output = Command::new(program).args(args).current_dir(dir).output().unwrap();
+    assert!(
+        output.status.success(),
+        "{program} {args:?} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output.stdout
+}
+
+fn sorted_lines(bytes: Vec<u8>) -> Vec<String> {
+    let mut lines: Vec<String> = String::from_utf8_lossy(&bytes).lines().map(str::to_owned).collect();
+    lines.sort();
+    lines
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ls_cat_find_and_grep_through_the_mount_equal_the_synced_tree() {
+    let f = fixture().await;
+    let out = tempfile::tempdir().unwrap();
+    let synced = out.path().join("synced");
+    let report = sync(&f.catalog.snapshot(), &synced, &sync_options()).await.unwrap();
+    assert!(!report.refused.is_empty(), "the fixture's guards were not met");
+    let mounted_at = out.path().join("mnt");
+    let mounted = mount(&f.catalog, &mounted_at);
+
+    let both = |program: &str, args: &[&str]| {
+        let a = tokio::task::block_in_place(|| run(&mounted_at, program, args));
+        let b = tokio::task::block_in_place(|| run(&synced, program, args));
+        (a, b)
+    };
+    let (m, s) = both("ls", &["-1", "-R"]);
+    assert_eq!(String::from_utf8_lossy(&m), String::from_utf8_lossy(&s));
+    let (m, s) = both("find", &[".", "-type", "f", "-printf", "%s %p\\n"]);
+    assert_eq!(sorted_lines(m), sorted_lines(s));
+    let (m, s) = both("find", &[".", "-type", "d"]);
+    assert_eq!(sorted_lines(m), sorted_lines(s));
+    let (m, s) = both("grep", &["-r", "-n", "-a", "."]);
+    assert_eq!(sorted_lines(m), sorted_lines(s));
+
+    let files = sorted_lines(tokio::task::block_in_place(|| {
+        run(&synced, "find", &[".", "-type", "f"])
+    }));
+    assert_eq!(files.len(), 8, "{files:?}");
+    for file in &files {
+        let (m, s) = both("cat", &[file]);
+        assert_eq!(m, s, "{file} differs");
+        assert_eq!(m, std::fs::read(synced.join(file)).unwrap());
+    }
+    mounted.unmount().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_in_s3_shows_in_the_mount_after_a_refresh() {
+    let f = fixture().await;
+    let out = tempfile::tempdir().unwrap();
+    let mounted_at = out.path().join("mnt");
+    let mounted = mount(&f.catalog, &mounted_at);
+    let cat = |p: &str| tokio::task::block_in_place(|| run(&mounted_at, "cat", &[p]));
+    assert_eq!(cat("pdf/references/forms.md"), b"# Forms\n\nFill them in.\n");
+
+    put(&*f.team, "/pdf/references/forms.md", "# Forms, second edition\n").await;
+    put(&*f.team, "/notes/SKILL.md", skill_md("notes", "Notes.")).await;
+    mounted.refresh().await;
+    assert_eq!(cat("pdf/references/forms.md"), b"# Forms, second edition\n");
+    let listed = tokio::task::block_in_place(|| run(&mounted_at, "ls", &["-1"]));
+    assert_eq!(String::from_utf8(listed).unwrap(), "csv\nnotes\npdf\nslides\n");
+    assert_eq!(cat("notes/SKILL.md"), skill_md("notes", "Notes.").as_bytes());
+    mounted.unmount().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mount_applies_every_read_guard_and_is_read_only() {
+    let f = fixture().await;
+    let out = tempfile::tempdir().unwrap();
+    let mounted_at = out.path().join("mnt");
+    let mounted = mount(&f.catalog, &mounted_at);
+    let at = mounted_at.clone();
+    tokio::task::block_in_place(move || {
+        // A link out of the skill, and a file over the read limit: not
+        // shown, and not readable by name.
+        for name in ["csv/leak.md", "csv/big.bin"] {
+            let err = std::fs::read(at.join(name)).unwrap_err();
+            assert_eq!(err.kind(), std::io::ErrorKind::NotFound, "{name}: {err}");
+        }
+        let listed = std::fs::read_dir(at.join("csv"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect::<Vec<_>>();
+        assert_eq!(listed.len(), 3, "{listed:?}");
+        assert_eq!(
+            std::fs::read(at.join("csv/scripts/split.py")).unwrap(),
+            b"#!/usr/bin/env python3\nprint('split')\n"
+        );
+        // A directory link is never shown, so nothing loops.
+        assert!(!at.join("csv/up").exists());
+        // A shadowed skill's file is not in the winner's directory.
+        assert!(!at.join("pdf/references/base-only.md").exists());
+        // Read-only.
+        let err = std::fs::write(at.join("pdf/new.md"), b"x").unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(30), "{err}");
+        let err = std::fs::OpenOptions::new()
+            .write(true)
+            .open(at.join("pdf/SKILL.md"))
+            .unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(30), "{err}");
+    });
+    mounted.unmount().unwrap();
+}
+
+fn is_mounted(at: &Path) -> bool {
+    let at = at.canonicalize().unwrap();
+    std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .any(|line| line.split(' ').nth(4) == Some(at.to_str().unwrap()))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_unmounts_when_shut_down() {
+    let f = fixture().await;
+    let out = tempfile::tempdir().unwrap();
+    let mounted_at = out.path().join("mnt");
+    std::fs::create_dir_all(&mounted_at).unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let (ready_tx, ready_rx) = tokio::sync::oneshot::channel::<()>();
+    let at = mounted_at.clone();
+    let server = tokio::spawn(async move {
+        serve(f.catalog, &at, mount_options(), async move {
+            ready_tx.send(()).unwrap();
+            stopped.await.unwrap();
+        })
+        .await
+    });
+    if ready_rx.await.is_err() {
+        let err = server.await.unwrap().unwrap_err();
+        panic!("this test needs a real FUSE mount and got none: {err}");
+    }
+    assert!(is_mounted(&mounted_at));
+    let listed = tokio::task::block_in_place(|| run(&mounted_at, "ls", &["-1"]));
+    assert_eq!(String::from_utf8(listed).unwrap(), "csv\npdf\nslides\n");
+    stop.send(()).unwrap();
+    server
+        .await
+        .unwrap()
+        .unwrap_or_else(|e| panic!("this test needs a real FUSE mount and got none: {e}"));
+    assert!(!is_mounted(&mounted_at));
+}

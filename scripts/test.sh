@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Every test of the workspace, on a fresh machine: makes the Python
+# environments the tests drive (moto, a second S3 server; skills-ref, the
+# specification's reference validator) under target/, starts moto on a free
+# loopback port, and runs `cargo test` with the tests that need them
+# included, then the server through the official Python MCP SDK
+# (server/tests/python/run.sh) and the Python package's tests
+# (scripts/test-python.sh).
+# Re-runs reuse the environments.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+venvs=target/venvs
+mkdir -p "$venvs"
+
+# venv NAME REQUIREMENT...: a virtual environment with these packages,
+# made once and reused while the requirements are unchanged.
+venv() {
+  local name=$1
+  shift
+  local dir=$venvs/$name stamp="$*"
+  if [ ! -f "$dir/.stamp" ] || [ "$(cat "$dir/.stamp")" != "$stamp" ]; then
+    rm -rf "$dir"
+    python3 -m venv "$dir"
+    "$dir/bin/pip" install --quiet --disable-pip-version-check "$@"
+    echo "$stamp" >"$dir/.stamp"
+  fi
+}
+
+echo "== python environments"
+venv moto 'moto[server]==5.2.5'
+venv skills-ref 'skills-ref==0.1.1'
+
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+log=$(mktemp)
+"$venvs/moto/bin/moto_server" -H 127.0.0.1 -p "$port" >"$log" 2>&1 &
+moto_pid=$!
+trap 'kill "$moto_pid" 2>/dev/null || true; rm -f "$log"' EXIT
+for _ in $(seq 1 150); do
+  if curl -fsS -o /dev/null "http://127.0.0.1:$port/moto-api/"; then break; fi
+  sleep 0.2
+done
+bucket=skillstore-ci
+curl -fsS -X PUT "http://127.0.0.1:$port/$bucket" -o /dev/null
+export SKILLSTORE_MOTO_ENDPOINT="http://127.0.0.1:$port/$bucket"
+export SKILLSTORE_AGENTSKILLS="$PWD/$venvs/skills-ref/bin/agentskills"
+
+echo "== cargo test (every crate, the tests needing moto and skills-ref included)"
+cargo test --workspace --all-features -- --include-ignored
+
+echo "== the server through the official Python MCP SDK (server/tests/python/run.sh)"
+bash server/tests/python/run.sh
+
+echo "== python package (scripts/test-python.sh)"
+bash scripts/test-python.sh

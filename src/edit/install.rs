@@ -1,0 +1,79 @@
+//! Installing a skill archive through the editor, as one recorded change.
+
+use skillstore_backends::ErrorKind;
+
+use super::{SkillEditor, Step};
+use crate::archive::{InstallOptions, SkillArchive};
+use crate::catalog::SKILL_FILE;
+use crate::edit::Change;
+use crate::edit::history::Action;
+use crate::error::{Error, Result};
+
+impl SkillEditor {
+    /// Installs the skill of `archive` into the source, as one
+    /// [`Action::Install`] history entry.
+    ///
+    /// Every file of the archive is written at its own path inside the
+    /// skill's directory, wherever it lies (SKILL.md, `references/`, and also
+    /// a `LICENSE.txt` or any directory beside SKILL.md): the archive was
+    /// checked as a whole when it was read. SKILL.md is validated strictly
+    /// and each file goes through the content check before anything is
+    /// written; SKILL.md is written last, so the skill appears only once
+    /// complete. Each write is conditional on the version found, so a
+    /// concurrent writer makes the install fail with `version_conflict` or
+    /// `already_exists` rather than be overwritten.
+    ///
+    /// When the source already has the skill, the install fails with
+    /// `already_exists` unless [`InstallOptions::replace`] is set; then the
+    /// skill's files become exactly the archive's: files the archive lacks
+    /// are removed (their content kept in the history), files with the same
+    /// bytes are left alone.
+    pub async fn install(&self, archive: &SkillArchive, options: InstallOptions) -> Result<Change> {
+        let name = archive.name();
+        let skill_md = self.file_path(name, SKILL_FILE)?;
+        let exists = match self.backend.stat(&skill_md).await {
+            Ok(_) => true,
+            Err(e) if e.kind() == ErrorKind::NotFound => false,
+            Err(e) => return Err(e.into()),
+        };
+        if exists && !options.replace {
+            return Err(skillstore_backends::Error::at(ErrorKind::AlreadyExists, &skill_md)
+                .with_detail("the source already has this skill; install with replace to overwrite it")
+                .into());
+        }
+        let present = match self.files_of(name).await {
+            Ok(files) => files,
+            Err(Error::Backend(e)) if e.kind() == ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(e),
+        };
+
+        let mut steps = Vec::new();
+        for file in archive.files() {
+            let current = self.current(&self.file_path(name, &file.path)?).await?;
+            if current.as_ref().is_some_and(|(bytes, _)| *bytes == file.data) {
+                continue;
+            }
+            let (previous, base) = current.map_or((None, None), |(b, v)| (Some(b), Some(v)));
+            steps.push(Step {
+                path: file.path.clone(),
+                new: Some(file.data.clone()),
+                base,
+                previous,
+            });
+        }
+        for relative in present {
+            if archive.file(&relative).is_some() {
+                continue;
+            }
+            if let Some((bytes, version)) = self.current(&self.file_path(name, &relative)?).await? {
+                steps.push(Step {
+                    path: relative,
+                    new: None,
+                    base: Some(version),
+                    previous: Some(bytes),
+                });
+            }
+        }
+        self.apply(name, Action::Install, steps, None).await
+    }
+}
