@@ -508,3 +508,71 @@ async fn an_open_server_is_loopback_only() {
     assert_eq!(r.status(), 200);
     server.stop().await;
 }
+
+/// `POST /v1/archives` installs a packed skill through the editor: 201 and
+/// the catalog shows it; 409 when it exists and `replace` is not asked;
+/// 400 with the refusal's kind for bytes that are no archive; 403 for a
+/// read token. Nothing is written on a refusal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn archives_install_through_the_editor() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = served(dir.path()).await;
+    let client = reqwest::Client::new();
+    let source = tempfile::tempdir().unwrap();
+    write(source.path(), "gamma/SKILL.md", &skill_md("gamma", "Gamma, packed."));
+    write(source.path(), "gamma/references/notes.md", "# Notes\n");
+    let (name, archive) = skillstore::pack_dir(&source.path().join("gamma"), &skillstore::ArchiveLimits::default())
+        .await
+        .unwrap();
+    assert_eq!(name, "gamma");
+    let post = |token: &'static str, query: &'static str, body: Vec<u8>| {
+        client
+            .post(server.url(&format!("/v1/archives{query}")))
+            .bearer_auth(token)
+            .body(body)
+            .send()
+    };
+
+    let denied = post(READER, "", archive.to_vec()).await.unwrap();
+    assert_eq!(error_kind(denied).await.0, StatusCode::FORBIDDEN);
+    let garbage = post(WRITER, "", b"PK\x03\x04 not really a zip".to_vec()).await.unwrap();
+    assert_eq!(
+        error_kind(garbage).await,
+        (StatusCode::BAD_REQUEST, "not_an_archive".to_owned())
+    );
+    assert!(
+        !dir.path().join("team/gamma").exists(),
+        "a refused install wrote something"
+    );
+
+    let installed = post(WRITER, "", archive.to_vec()).await.unwrap();
+    assert_eq!(installed.status(), StatusCode::CREATED);
+    let shown: Value = client
+        .get(server.url("/v1/skills/gamma"))
+        .bearer_auth(READER)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(shown["description"], "Gamma, packed.", "{shown}");
+    let notes = client
+        .get(server.url("/v1/skills/gamma/files/references/notes.md"))
+        .bearer_auth(READER)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(notes.text().await.unwrap(), "# Notes\n");
+
+    let again = post(WRITER, "", archive.to_vec()).await.unwrap();
+    assert_eq!(
+        error_kind(again).await,
+        (StatusCode::CONFLICT, "already_exists".to_owned())
+    );
+    let replaced = post(WRITER, "?replace=true", archive.to_vec()).await.unwrap();
+    assert_eq!(replaced.status(), StatusCode::CREATED);
+    let unknown = post(WRITER, "?overwrite=yes", archive.to_vec()).await.unwrap();
+    assert_eq!(error_kind(unknown).await.0, StatusCode::BAD_REQUEST);
+    server.stop().await;
+}

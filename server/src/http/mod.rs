@@ -53,6 +53,7 @@ pub fn router(service: Arc<Service>, mcp: Option<Router>) -> Router {
             "/v1/skills/{name}/files/{*path}",
             get(read::file).put(write::put_file).delete(write::delete_file),
         )
+        .route("/v1/archives", post(write::install))
         .route("/v1/prompt", get(read::prompt))
         .route("/v1/refresh", post(read::refresh))
         .route("/healthz", get(read::healthz))

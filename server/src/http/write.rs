@@ -229,3 +229,42 @@ pub async fn delete_file(
     let change = editor.remove_file(&name, &path, version.as_ref()).await?;
     Ok(changed(&caller, StatusCode::OK, &name, &change))
 }
+
+/// The query of `POST /v1/archives`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InstallQuery {
+    /// Replace a skill of the same name (its files become the archive's).
+    #[serde(default)]
+    replace: bool,
+}
+
+/// `POST /v1/archives[?replace=true]`: installs a `.skill` or `.zip`
+/// archive (the request body) through the editor. The archive is read whole
+/// under every archive guard before anything is written; a refusal is a
+/// 400 naming its kind (`parent_segment`, `compression_ratio`, ...); a skill
+/// that exists without `replace` is a 409. Answers 201 with the change.
+pub async fn install(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    query: Result<axum::extract::Query<InstallQuery>, axum::extract::rejection::QueryRejection>,
+    data: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let axum::extract::Query(query) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    let data = body(data)?;
+    let (caller, editor) = writer(&state, &headers)?;
+    let mut limits = skillstore::ArchiveLimits::default();
+    limits.max_file_bytes = caller.tenant.namespace().load_options().read_limit;
+    let archive = skillstore::SkillArchive::read(&data, &limits).map_err(|e| match e {
+        skillstore::ArchiveError::Skill(e) => ApiError::from(e),
+        refused => ApiError::new(StatusCode::BAD_REQUEST, refused.kind(), refused.to_string()),
+    })?;
+    let options = if query.replace {
+        skillstore::InstallOptions::replacing()
+    } else {
+        skillstore::InstallOptions::default()
+    };
+    let change = editor.install(&archive, options).await?;
+    let name = archive.name().to_owned();
+    Ok(changed(&caller, StatusCode::CREATED, &name, &change))
+}

@@ -2,6 +2,8 @@
 
 #![allow(dead_code)]
 
+pub mod mcp_client;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
