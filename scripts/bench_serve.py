@@ -2,7 +2,10 @@
 """Benchmark `skillstore serve` with wrk, side by side with nginx serving
 the same SKILL.md files as static files, on loopback.
 
-Usage: python3 scripts/bench_serve.py [--per-layer 250] [--duration 10]
+Usage: python3 scripts/bench_serve.py [--tree ROOT | --per-layer 250] [--duration 10]
+
+ROOT is a layered tree from the peer harness's gen_fixture.py
+(ROOT/{base,user,project,team}); without it a tree is generated.
 
 Needs `wrk` and `nginx` (Debian packages) and builds the release binary.
 Measures, one after the other in one run:
@@ -10,7 +13,7 @@ Measures, one after the other in one run:
   serving each skill's SKILL.md: requests/s and p99;
 - GET /v1/skills with If-None-Match (nothing changed: 304) against nginx's
   static rate;
-- MCP tools/call read_skill_file over streamable HTTP (stateless
+- MCP tools/call read_skill_file (each SKILL.md in turn) over streamable HTTP (stateless
   2026-07-28 requests) on 16 connections: requests/s and p99;
 - resident memory of one server holding 10 tenants x 1,000 skills.
 """
@@ -100,7 +103,7 @@ def rotate_script(path: Path, prefix: str, names: list[str], suffix: str) -> Pat
 def nginx(root: Path, work: Path, port: int) -> subprocess.Popen:
     conf = work / "nginx.conf"
     conf.write_text(
-        f"worker_processes 1;\npid {work}/nginx.pid;\nerror_log {work}/nginx-error.log;\n"
+        f"worker_processes auto;\npid {work}/nginx.pid;\nerror_log {work}/nginx-error.log;\n"
         "events { worker_connections 1024; }\n"
         "http {\n  access_log off;\n  sendfile on;\n  etag on;\n"
         f"  client_body_temp_path {work}/body; proxy_temp_path {work}/proxy; fastcgi_temp_path {work}/fcgi;\n"
@@ -121,18 +124,25 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--per-layer", type=int, default=250)
     ap.add_argument("--duration", type=int, default=10)
+    ap.add_argument("--tree", type=Path, help="a layered tree (ROOT/{base,user,project,team})")
     args = ap.parse_args()
     subprocess.run(["cargo", "build", "--release", "--quiet", "-p", "skillstore-cli", "--bin", "skillstore"],
                    cwd=REPO, check=True)
     binary = REPO / "target" / "release" / "skillstore"
     work = Path(tempfile.mkdtemp(prefix="bench-serve-"))
+    # nginx's workers run as an unprivileged user: they must be able to read the tree.
+    work.chmod(0o755)
     try:
-        tree = work / "tree"
-        names = generate(tree, args.per_layer)
-        winners_dir = {}
-        for layer in LAYERS:
-            for skill in (tree / layer).iterdir():
-                winners_dir[skill.name] = layer
+        if args.tree:
+            tree = work / "tree"
+            for layer in LAYERS:
+                shutil.copytree(args.tree / layer, tree / layer, symlinks=True)
+            (tree / "skillstore.yaml").write_text(
+                "sources:\n" + "".join(f"  - path: /{layer}\n" for layer in LAYERS)
+            )
+        else:
+            tree = work / "tree"
+            generate(tree, args.per_layer)
         port, nginx_port = free_port(), free_port()
         base, static = f"http://127.0.0.1:{port}", f"http://127.0.0.1:{nginx_port}"
         server = subprocess.Popen([str(binary), "serve", "--listen", f"127.0.0.1:{port}"], cwd=tree,
@@ -141,12 +151,17 @@ def main() -> None:
         try:
             wait_ready(base)
             time.sleep(0.2)
-            print(f"tree: {args.per_layer} per layer x {len(LAYERS)} layers, {len(names)} skills; "
+            import json
+            with urllib.request.urlopen(f"{base}/v1/skills") as r:
+                skills = json.load(r)["skills"]
+            names = [s["name"] for s in skills]
+            # nginx serves each winner's own SKILL.md, by its virtual path.
+            static_paths = [s["path"].lstrip("/") for s in skills]
+            print(f"tree: {args.tree or f'{args.per_layer} per layer'}, {len(LAYERS)} layers, {len(names)} skills; "
                   f"wrk -t2, {args.duration}s each, loopback, server and client on the same cores")
 
             show = rotate_script(work / "show.lua", "/v1/skills/", names, "")
-            static_paths = [f"{winners_dir[n]}/{n}" for n in names]
-            files = rotate_script(work / "static.lua", "/", static_paths, "/SKILL.md")
+            files = rotate_script(work / "static.lua", "/", static_paths, "")
             wrk(f"{base}/", 64, 2, show)  # warm up
             s_rps, s_p99 = wrk(f"{base}/", 64, args.duration, show)
             n_rps, n_p99 = wrk(f"{static}/", 64, args.duration, files)
@@ -171,11 +186,28 @@ def main() -> None:
                 'wrk.headers["Mcp-Name"] = "read_skill_file"\n'
                 "request = function()\n  i = i % #names + 1\n"
                 '  local body = \'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_skill_file",'
-                '"arguments":{"name":"\' .. names[i] .. \'","path":"references/guide.md"},'
+                '"arguments":{"name":"\' .. names[i] .. \'","path":"SKILL.md"},'
                 '"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",'
                 '"io.modelcontextprotocol/clientCapabilities":{}}}}\'\n'
                 '  return wrk.format(nil, "/mcp", nil, body)\nend\n'
             )
+            # One request by hand first: the tool must answer with the file, not an error.
+            probe = urllib.request.Request(
+                f"{base}/mcp",
+                data=(
+                    '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_skill_file",'
+                    f'"arguments":{{"name":"{names[0]}","path":"SKILL.md"}},'
+                    '"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",'
+                    '"io.modelcontextprotocol/clientCapabilities":{}}}}'
+                ).encode(),
+                headers={"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+                         "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call",
+                         "Mcp-Name": "read_skill_file"},
+            )
+            with urllib.request.urlopen(probe) as r:
+                answer = r.read().decode()
+            if '"isError":true' in answer.replace(" ", "") or f"name: {names[0]}" not in answer:
+                raise SystemExit(f"read_skill_file did not answer with the file: {answer[:500]}")
             m_rps, m_p99 = wrk(f"{base}/mcp", 16, args.duration, mcp)
             print(f"MCP tools/call read_skill_file, 16 connections: {m_rps:,.0f} req/s (p99 {m_p99})")
             print(f"server RSS after the runs: {rss_mb(server.pid):.0f} MB")

@@ -140,6 +140,13 @@ pub async fn serve(
         let token = token.clone();
         async move { token.cancelled().await }
     };
+    // Streamed MCP answers go out in several writes; without TCP_NODELAY a
+    // write waiting on the peer's delayed ACK adds about 40 ms to an answer.
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(error = %e, "cannot set TCP_NODELAY");
+        }
+    });
     let server = axum::serve(listener, router).with_graceful_shutdown(graceful);
     let deadline = async {
         token.cancelled().await;
