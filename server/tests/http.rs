@@ -576,3 +576,53 @@ async fn archives_install_through_the_editor() {
     assert_eq!(error_kind(unknown).await.0, StatusCode::BAD_REQUEST);
     server.stop().await;
 }
+
+/// `/openapi.json` describes every route the server has: each path and
+/// method it declares is answered by a route (never "no such route"), and
+/// each error it promises has the documented shape.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_openapi_document_matches_the_routes() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = served(dir.path()).await;
+    let client = reqwest::Client::new();
+    let document: Value = client
+        .get(server.url("/openapi.json"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(document["openapi"], "3.1.0");
+    let paths = document["paths"].as_object().unwrap();
+    let mut listed: Vec<&str> = paths.keys().map(String::as_str).collect();
+    listed.sort_unstable();
+    let mut routes = skillstore_server::http::openapi::ROUTES.to_vec();
+    routes.sort_unstable();
+    assert_eq!(listed, routes);
+    for (path, item) in paths {
+        let url = path.replace("{name}", "alpha").replace("{path}", "references/guide.md");
+        for method in ["get", "put", "patch", "delete", "post"] {
+            if item.get(method).is_none() {
+                continue;
+            }
+            let response = client
+                .request(method.to_uppercase().parse().unwrap(), server.url(&url))
+                .bearer_auth(READER)
+                .send()
+                .await
+                .unwrap();
+            let status = response.status();
+            let body = response.text().await.unwrap();
+            assert!(
+                !body.contains("no such route") && status != StatusCode::METHOD_NOT_ALLOWED,
+                "{method} {path}: {status} {body}"
+            );
+            assert!(
+                item[method]["responses"].get(status.as_str()).is_some(),
+                "{method} {path} answered {status}, which the document does not list"
+            );
+        }
+    }
+    server.stop().await;
+}

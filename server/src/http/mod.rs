@@ -3,6 +3,7 @@
 //! graceful shutdown.
 
 mod conditional;
+pub mod openapi;
 mod read;
 mod write;
 
@@ -59,6 +60,7 @@ pub fn router(service: Arc<Service>, mcp: Option<Router>) -> Router {
         .route("/healthz", get(read::healthz))
         .route("/readyz", get(read::readyz))
         .route("/metrics", get(read::metrics))
+        .route("/openapi.json", get(openapi::serve))
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(state.clone(), guard))
         .layer(axum::extract::DefaultBodyLimit::max(body_limit))

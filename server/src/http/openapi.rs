@@ -1,0 +1,165 @@
+//! `GET /openapi.json`: the HTTP API described as OpenAPI 3.1, so clients
+//! can be generated and requests checked against it.
+
+use axum::Json;
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+/// The routes of the API, as the router declares them (a test holds the
+/// two equal).
+pub const ROUTES: [&str; 8] = [
+    "/v1/skills",
+    "/v1/skills/{name}",
+    "/v1/skills/{name}/files/{path}",
+    "/v1/archives",
+    "/v1/prompt",
+    "/v1/refresh",
+    "/healthz",
+    "/readyz",
+];
+
+fn error(description: &str) -> Value {
+    json!({"description": description, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}})
+}
+
+fn errors(codes: &[(&str, &str)]) -> serde_json::Map<String, Value> {
+    codes
+        .iter()
+        .map(|(code, what)| ((*code).to_owned(), error(what)))
+        .collect()
+}
+
+fn with(mut responses: serde_json::Map<String, Value>, code: &str, answer: Value) -> Value {
+    responses.insert(code.to_owned(), answer);
+    Value::Object(responses)
+}
+
+/// The document.
+pub fn document() -> Value {
+    let name = json!({"name": "name", "in": "path", "required": true, "schema": {"type": "string"}});
+    let path = json!({"name": "path", "in": "path", "required": true,
+        "description": "a path inside the skill's directory, e.g. references/forms.md",
+        "schema": {"type": "string"}});
+    let if_none_match =
+        json!({"name": "If-None-Match", "in": "header", "required": false, "schema": {"type": "string"}});
+    let if_match = json!({"name": "If-Match", "in": "header", "required": false,
+        "description": "the ETag of the bytes being replaced; 412 when it is not the current one",
+        "schema": {"type": "string"}});
+    let read_errors = [
+        ("304", "not modified (If-None-Match)"),
+        ("400", "a bad name or path"),
+        ("401", "no or unknown token"),
+        ("404", "no such skill or file"),
+        ("413", "the file is over the read limit"),
+        ("503", "a source cannot be reached"),
+    ];
+    let write_errors = [
+        ("400", "a bad name, path or body, an invalid skill, blocked content"),
+        ("401", "no or unknown token"),
+        ("403", "a read token, or a read-only source"),
+        (
+            "409",
+            "the skill exists, or a patch found its text the wrong number of times",
+        ),
+        ("412", "If-Match is not the current version"),
+        ("413", "the body is over the limit"),
+        ("503", "a source cannot be reached"),
+    ];
+    let change = json!({"description": "the change, with the new tags",
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Change"}}}});
+    let text = |description: &str| json!({"description": description, "content": {"text/plain": {"schema": {"type": "string"}}}});
+    let object = |description: &str| json!({"description": description, "content": {"application/json": {"schema": {"type": "object"}}}});
+    json!({
+        "openapi": "3.1.0",
+        "info": {
+            "title": "skillstore",
+            "version": env!("CARGO_PKG_VERSION"),
+            "description": "Agent Skills from layered sources, per tenant. A bearer token names the tenant and its scope (read, or read and write)."
+        },
+        "security": [{"bearer": []}],
+        "paths": {
+            "/v1/skills": {"get": {
+                "summary": "The merged catalog (the `list --json` object)",
+                "parameters": [if_none_match],
+                "responses": with(errors(&read_errors), "200", object("skills and diagnostics"))
+            }},
+            "/v1/skills/{name}": {
+                "parameters": [name],
+                "get": {"summary": "One skill with its provenance (the `show --json` object)",
+                    "parameters": [if_none_match],
+                    "responses": with(errors(&read_errors), "200", object("the skill"))},
+                "put": {"summary": "Create the skill (201) or replace its SKILL.md (200)",
+                    "parameters": [if_match, {"name": "If-None-Match", "in": "header", "required": false,
+                        "description": "`*`: create only", "schema": {"type": "string"}}],
+                    "requestBody": {"required": true, "content": {"text/markdown": {"schema": {"type": "string"}}}},
+                    "responses": with(errors(&write_errors), "200", change.clone())},
+                "patch": {"summary": "Find and replace in SKILL.md or a supporting file",
+                    "parameters": [if_match],
+                    "requestBody": {"required": true, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Patch"}}}},
+                    "responses": with(errors(&write_errors), "200", change.clone())},
+                "delete": {"summary": "Delete the skill",
+                    "parameters": [if_match],
+                    "responses": with(errors(&write_errors), "200", change.clone())}
+            },
+            "/v1/skills/{name}/files/{path}": {
+                "parameters": [name, path],
+                "get": {"summary": "A file of the winning skill, confined to its directory",
+                    "parameters": [if_none_match],
+                    "responses": with(errors(&read_errors), "200", json!({"description": "the file's bytes",
+                        "content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}}))},
+                "put": {"summary": "Write a supporting file (under references/, scripts/, assets/, templates/)",
+                    "parameters": [if_match],
+                    "requestBody": {"required": true, "content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}},
+                    "responses": with(errors(&write_errors), "200", change.clone())},
+                "delete": {"summary": "Remove a supporting file",
+                    "parameters": [if_match],
+                    "responses": with(errors(&write_errors), "200", change.clone())}
+            },
+            "/v1/archives": {"post": {
+                "summary": "Install a .skill or .zip archive through every archive guard and the editor",
+                "parameters": [{"name": "replace", "in": "query", "required": false, "schema": {"type": "boolean"}}],
+                "requestBody": {"required": true, "content": {"application/zip": {"schema": {"type": "string", "format": "binary"}}}},
+                "responses": with(errors(&write_errors), "201", change)
+            }},
+            "/v1/prompt": {"get": {
+                "summary": "The catalog rendered for a system prompt",
+                "parameters": [
+                    {"name": "style", "in": "query", "required": false, "schema": {"enum": ["markdown", "xml"]}},
+                    {"name": "max_chars", "in": "query", "required": false, "schema": {"type": "integer", "minimum": 0}},
+                    if_none_match
+                ],
+                "responses": with(errors(&read_errors), "200", text("the rendered section"))
+            }},
+            "/v1/refresh": {"post": {
+                "summary": "Refresh the caller's tenant now",
+                "responses": with(errors(&[("401", "no or unknown token")]), "200", object("the refreshed catalog's size"))
+            }},
+            "/healthz": {"get": {"summary": "Liveness", "security": [], "responses": {"200": object("ok")}}},
+            "/readyz": {"get": {"summary": "Every tenant's first load is done", "security": [],
+                "responses": {"200": object("ready"), "503": object("still loading")}}}
+        },
+        "components": {
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+            "schemas": {
+                "Error": {"type": "object", "required": ["error"], "properties": {"error": {
+                    "type": "object", "required": ["kind", "message"],
+                    "properties": {"kind": {"type": "string", "description": "a stable snake_case kind"},
+                                   "message": {"type": "string"}}}}},
+                "Patch": {"type": "object", "required": ["find", "replace"], "additionalProperties": false, "properties": {
+                    "file": {"type": "string", "description": "a supporting file instead of SKILL.md"},
+                    "find": {"type": "string"}, "replace": {"type": "string"},
+                    "count": {"type": "integer", "minimum": 1, "description": "how many times `find` must occur (default 1)"}}},
+                "Change": {"type": "object", "properties": {
+                    "action": {"type": "string"}, "skill": {"type": "string"}, "history_id": {"type": "string"},
+                    "files": {"type": "array", "items": {"type": "object", "properties": {
+                        "path": {"type": "string"}, "etag": {"type": ["string", "null"]}}}},
+                    "warnings": {"type": "array", "items": {"type": "object"}}}}
+            }
+        }
+    })
+}
+
+/// `GET /openapi.json`.
+pub async fn serve() -> Response {
+    Json(document()).into_response()
+}
