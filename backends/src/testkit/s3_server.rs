@@ -132,6 +132,7 @@ pub fn s3_backend(endpoint: &str, bucket: &str, prefix: &str) -> ObjectStoreBack
     ObjectStoreBackend::new(Arc::clone(&store) as Arc<dyn ObjectStore>, prefix)
         .expect("a valid prefix")
         .with_paginated_listing(store)
+        .with_identity(format!("s3|{endpoint}|{bucket}"))
 }
 
 /// An S3 client for `bucket` at `endpoint` with the test keys, path-style.
@@ -189,7 +190,10 @@ async fn serve(root: PathBuf, ready: std::sync::mpsc::Sender<std::net::SocketAdd
     }
 }
 
-/// s3s-fs with three behaviours of real S3 that it lacks: a key naming a
+/// s3s-fs with four behaviours of real S3 that it lacks: a listing gives
+/// each object's ETag (s3s-fs leaves it out; it is the one a HEAD gives,
+/// taken under the same lock as the listing, so it is that of the listed
+/// bytes); a key naming a
 /// "directory" is `NoSuchKey` (s3s-fs answers 500); a conditional write
 /// (`If-None-Match`, `If-Match`) is atomic with respect to every other write
 /// (s3s-fs checks, then writes); and a GET or HEAD gives the ETag of the
@@ -238,6 +242,43 @@ macro_rules! faithful_impl {
                 self.inner.get_object(req).await
             }
 
+            async fn list_objects_v2(
+                &self,
+                req: S3Request<ListObjectsV2Input>,
+            ) -> S3Result<S3Response<ListObjectsV2Output>> {
+                let bucket = req.input.bucket.clone();
+                let (method, uri, credentials, region, service) = (
+                    req.method.clone(),
+                    req.uri.clone(),
+                    req.credentials.clone(),
+                    req.region.clone(),
+                    req.service.clone(),
+                );
+                let _shared = self.writes.read().await;
+                let mut response = self.inner.list_objects_v2(req).await?;
+                for object in response.output.contents.iter_mut().flatten() {
+                    let Some(key) = object.key.clone() else { continue };
+                    let Ok(input) = HeadObjectInput::builder().bucket(bucket.clone()).key(key).build() else {
+                        continue;
+                    };
+                    let head = S3Request {
+                        input,
+                        method: method.clone(),
+                        uri: uri.clone(),
+                        headers: Default::default(),
+                        extensions: Default::default(),
+                        credentials: credentials.clone(),
+                        region: region.clone(),
+                        service: service.clone(),
+                        trailing_headers: None,
+                    };
+                    if let Ok(found) = self.inner.head_object(head).await {
+                        object.e_tag = found.output.e_tag;
+                    }
+                }
+                Ok(response)
+            }
+
             $(
                 async fn $method(&self, req: S3Request<$input>) -> S3Result<S3Response<$output>> {
                     self.inner.$method(req).await
@@ -257,7 +298,6 @@ macro_rules! faithful_impl {
 faithful_impl! {
     direct {
         list_objects: ListObjectsInput => ListObjectsOutput;
-        list_objects_v2: ListObjectsV2Input => ListObjectsV2Output;
         list_buckets: ListBucketsInput => ListBucketsOutput;
         head_bucket: HeadBucketInput => HeadBucketOutput;
         get_bucket_location: GetBucketLocationInput => GetBucketLocationOutput;
