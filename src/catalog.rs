@@ -13,6 +13,7 @@ use std::hash::BuildHasher;
 use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
+use futures::StreamExt;
 use serde::Serialize;
 use skillstore_backends::{
     DEFAULT_READ_LIMIT, DeepLimits, EntryKind, ErrorKind, MAX_PATH_BYTES, ReadOptions, SkillBackend, VPath, Version,
@@ -487,20 +488,26 @@ impl Catalog {
         while jobs.peek().is_some() {
             batches.push(jobs.by_ref().take(batch).collect::<Vec<Job>>());
         }
-        let tasks = batches.into_iter().map(|batch| {
-            let backend = Arc::clone(&self.backend);
-            let sources = Arc::clone(&self.sources);
-            let options = Arc::clone(&self.options);
-            let permits = Arc::clone(permits);
-            tokio::spawn(async move {
-                let _permit = permits.acquire_owned().await.expect("the semaphore is never closed");
-                run_batch(&*backend, &sources, &options, batch).await
+        // At most `parallel` batches of this source spawned at once; the
+        // permits bound those running across sources.
+        let parallel = self.options.concurrency.div_ceil(batch).max(8);
+        futures::stream::iter(batches)
+            .map(|batch| {
+                let backend = Arc::clone(&self.backend);
+                let sources = Arc::clone(&self.sources);
+                let options = Arc::clone(&self.options);
+                let permits = Arc::clone(permits);
+                tokio::spawn(async move {
+                    let _permit = permits.acquire_owned().await.expect("the semaphore is never closed");
+                    run_batch(&*backend, &sources, &options, batch).await
+                })
             })
-        });
-        futures::future::join_all(tasks)
+            .buffer_unordered(parallel)
+            .map(|joined| joined.unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic())))
+            .collect::<Vec<Vec<Done>>>()
             .await
             .into_iter()
-            .flat_map(|joined| joined.unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic())))
+            .flatten()
             .collect()
     }
 
