@@ -7,9 +7,12 @@
 //! The bench starts an in-process s3s-fs server, uploads the tree, and puts
 //! a proxy in front of it that delays every chunk by 10 ms in each direction
 //! and counts requests and response bytes (headers and listings included).
-//! It then times the `skillstore` binary listing the tree through the proxy,
-//! and checks, in process, what a refresh of an unchanged catalog and of a
-//! catalog with one changed skill ask of the server.
+//! The same tree is also written by `skillstore publish` (with its index).
+//! It then times the `skillstore` binary listing each through the proxy,
+//! with an empty local cache (a fresh `XDG_CACHE_HOME` per run) and with
+//! the cache of an earlier run, and checks, in process, what a refresh of
+//! an unchanged catalog and of a catalog with one changed skill ask of the
+//! server.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -169,6 +172,17 @@ async fn upload(backend: &ObjectStoreBackend, tree: &Path) -> usize {
 
 use futures::StreamExt;
 
+/// The `AWS_*` variables that point a process at `endpoint`.
+fn env(endpoint: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("AWS_ENDPOINT_URL", endpoint.to_owned()),
+        ("AWS_ALLOW_HTTP", "true".into()),
+        ("AWS_REGION", REGION.into()),
+        ("AWS_ACCESS_KEY_ID", ACCESS_KEY.into()),
+        ("AWS_SECRET_ACCESS_KEY", SECRET_KEY.into()),
+    ]
+}
+
 fn median(mut samples: Vec<f64>) -> f64 {
     samples.sort_by(|a, b| a.total_cmp(b));
     samples[samples.len() / 2]
@@ -207,39 +221,98 @@ async fn main() {
     let endpoint = format!("http://{proxy}");
     println!("uploaded {uploaded} files ({skill_files} SKILL.md) to s3s-fs; proxy adds {DELAY:?} each way");
 
-    let mut times = Vec::new();
-    let mut last = [0; 5];
-    for _ in 0..runs {
-        counters.reset();
-        let started = Instant::now();
-        let output = std::process::Command::new(binary)
-            .env("AWS_ENDPOINT_URL", &endpoint)
-            .env("AWS_ALLOW_HTTP", "true")
-            .env("AWS_REGION", REGION)
-            .env("AWS_ACCESS_KEY_ID", ACCESS_KEY)
-            .env("AWS_SECRET_ACCESS_KEY", SECRET_KEY)
+    // The same tree as `skillstore publish` writes it (with its index),
+    // sent straight to the server, in a bucket of its own: s3s-fs walks a
+    // whole bucket to answer a listing without a delimiter.
+    let published_bucket = server.create_bucket();
+    let published = std::process::Command::new(binary)
+        .envs(env(server.endpoint()))
+        .args(["publish", "--no-check"])
+        .arg(&tree)
+        .arg(format!("s3://{published_bucket}/catalog"))
+        .output()
+        .expect("running skillstore publish");
+    assert!(
+        published.status.success(),
+        "{}",
+        String::from_utf8_lossy(&published.stderr)
+    );
+
+    let caches = tempfile::tempdir().expect("a directory for caches");
+    let started = Instant::now();
+    let base = direct
+        .list_deep(&VPath::new("/base").expect("a path"), Default::default())
+        .await
+        .expect("a deep listing");
+    println!(
+        "deep listing of one source ({} keys) straight from s3s-fs, no proxy: {:.3} s",
+        base.files.len(),
+        started.elapsed().as_secs_f64()
+    );
+    let list = |bucket: &str, cache: &Path| {
+        let mut command = std::process::Command::new(binary);
+        command
+            .envs(env(&endpoint))
+            .env("XDG_CACHE_HOME", cache)
             .args(["--mount", &format!("/=s3://{bucket}/catalog")])
             .args(LAYERS.iter().flat_map(|l| ["--source".to_owned(), format!("/{l}/")]))
-            .args(["list", "--json"])
-            .output()
-            .expect("running skillstore");
-        times.push(started.elapsed().as_secs_f64());
-        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-        let listed: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
-        assert!(
-            listed["diagnostics"].as_array().is_some_and(|d| d.is_empty()),
-            "{}",
-            listed["diagnostics"]
+            .args(["list", "--json"]);
+        command
+    };
+    let run_case = |label: &str, bucket: &str, warm: bool| {
+        let mut times = Vec::new();
+        let mut last = [0; 5];
+        let mut skills = 0;
+        let warm_dir = caches.path().join(format!("{bucket}-warm"));
+        if warm {
+            assert!(
+                list(bucket, &warm_dir)
+                    .output()
+                    .expect("running skillstore")
+                    .status
+                    .success()
+            );
+        }
+        for run in 0..runs {
+            let cache = if warm {
+                warm_dir.clone()
+            } else {
+                caches.path().join(format!("{bucket}-{run}"))
+            };
+            counters.reset();
+            let started = Instant::now();
+            let output = list(bucket, &cache).output().expect("running skillstore");
+            times.push(started.elapsed().as_secs_f64());
+            assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+            let listed: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+            assert!(
+                listed["diagnostics"].as_array().is_some_and(|d| d.is_empty()),
+                "{}",
+                listed["diagnostics"]
+            );
+            skills = listed["skills"].as_array().map_or(0, Vec::len);
+            last = counters.snapshot();
+        }
+        let [lists, gets, heads, _, bytes] = last;
+        let mut sorted = times.clone();
+        sorted.sort_by(|a, b| a.total_cmp(b));
+        println!(
+            "{label}: median {:.3} s (min {:.3}, max {:.3}) over {runs} runs; {skills} skills; {lists} listings, \
+             {gets} GETs, {heads} HEADs; {bytes} response bytes = {:.0} bytes per SKILL.md",
+            median(times),
+            sorted[0],
+            sorted[sorted.len() - 1],
+            bytes as f64 / skill_files as f64
         );
-        last = counters.snapshot();
-    }
-    let [lists, gets, heads, _, bytes] = last;
-    println!(
-        "list --json: median {:.3} s over {runs} runs; {lists} listings, {gets} GETs, {heads} HEADs; \
-         {bytes} response bytes = {:.0} bytes per SKILL.md",
-        median(times),
-        bytes as f64 / skill_files as f64
+    };
+    run_case("1. published tree, cold, empty cache", &published_bucket, false);
+    run_case(
+        "2. published tree, cold, cache from an earlier run",
+        &published_bucket,
+        true,
     );
+    run_case("3. plain-put tree (no index), cold, empty cache", &bucket, false);
+    run_case("   plain-put tree, cold, cache from an earlier run", &bucket, true);
 
     // Refresh: in process, through the proxy.
     let client = skillstore::backends::testkit::s3_server::client(&endpoint, &bucket);
@@ -250,7 +323,7 @@ async fn main() {
     let same = catalog.refresh().await;
     let [lists, gets, heads, _, _] = counters.snapshot();
     println!(
-        "refresh, nothing changed: {:.3} s; {lists} listings, {gets} GETs, {heads} HEADs; {} skills",
+        "4. refresh, nothing changed: {:.3} s; {lists} listings, {gets} GETs, {heads} HEADs; {} skills",
         started.elapsed().as_secs_f64(),
         same.skills().len()
     );
@@ -272,7 +345,7 @@ async fn main() {
         "changed for the refresh check"
     );
     println!(
-        "refresh, one skill changed: {:.3} s; {lists} listings, {gets} GETs, {heads} HEADs",
+        "4. refresh, one skill changed: {:.3} s; {lists} listings, {gets} GETs, {heads} HEADs",
         started.elapsed().as_secs_f64()
     );
 }

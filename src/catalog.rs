@@ -8,17 +8,20 @@
 //! taken in ascending order of `"<name>/"`. That is the order LangChain
 //! deepagents produces, so on a spec-valid tree both give the same list.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::hash::BuildHasher;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 use futures::StreamExt;
 use serde::Serialize;
 use skillstore_backends::{
-    DEFAULT_READ_LIMIT, EntryKind, ErrorKind, MAX_PATH_BYTES, ReadOptions, SkillBackend, VPath, Version,
+    DEFAULT_READ_LIMIT, DeepLimits, EntryKind, ErrorKind, MAX_PATH_BYTES, ReadOptions, SkillBackend, VPath, Version,
     is_valid_segment,
 };
+
+use crate::cache::{CacheSettings, LocalCache};
+use crate::index::{Entries, HeadEntry, INDEX_DIR, INDEX_FILE, MAX_INDEX_BYTES, Refused};
 
 use crate::diagnostic::{Diagnostic, DiagnosticKind};
 use crate::error::{Error, Result};
@@ -46,6 +49,11 @@ pub struct LoadOptions {
     pub read_limit: u64,
     /// Which skills are enabled.
     pub filter: SkillFilter,
+    /// The local cache of frontmatters by version, for sources whose
+    /// backend names their location ([`SkillBackend::location_id`]);
+    /// `None` (the default here; [`crate::Config::open`] turns it on unless
+    /// configured off) reads and writes no cache.
+    pub cache: Option<CacheSettings>,
 }
 
 impl Default for LoadOptions {
@@ -55,6 +63,7 @@ impl Default for LoadOptions {
             prefix_bytes: 2048,
             read_limit: DEFAULT_READ_LIMIT,
             filter: SkillFilter::default(),
+            cache: None,
         }
     }
 }
@@ -132,6 +141,8 @@ pub struct Catalog {
     skills: Vec<Skill>,
     index: NameIndex,
     diagnostics: Vec<Diagnostic>,
+    /// The local cache, opened at the first load that can use it.
+    cache: Arc<OnceLock<Option<LocalCache>>>,
 }
 
 impl std::fmt::Debug for Catalog {
@@ -164,7 +175,30 @@ struct Candidate {
     skill_md: VPath,
     /// The SKILL.md's version when last read, if it was read.
     version: Option<Version>,
+    /// Its size then, where known.
+    size: Option<u64>,
+    /// Its frontmatter's YAML, kept where a local cache applies.
+    yaml: Option<Arc<str>>,
     outcome: Outcome,
+}
+
+impl Candidate {
+    fn new(dir_name: String, skill_md: VPath) -> Self {
+        Candidate {
+            dir_name,
+            skill_md,
+            version: None,
+            size: None,
+            yaml: None,
+            outcome: Outcome::NotASkill,
+        }
+    }
+
+    /// The path of its file relative to the source (`pdf/SKILL.md`).
+    fn key(&self) -> String {
+        let file = self.skill_md.as_str().rsplit('/').next().unwrap_or(SKILL_FILE);
+        format!("{}/{file}", self.dir_name)
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -188,6 +222,8 @@ struct Job {
     skill_md: VPath,
     /// The outcome of the last load, reused if the SKILL.md is unchanged.
     previous: Option<Candidate>,
+    /// Whether to keep the frontmatter's YAML (for the local cache).
+    keep_yaml: bool,
 }
 
 impl Job {
@@ -201,10 +237,34 @@ impl Job {
     }
 }
 
-/// What a job found: the source and candidate, the version and path of the
-/// file read (`SKILL.md`, or `skill.md` when only that is there), and the
-/// outcome.
-type Done = (usize, usize, Option<Version>, VPath, Outcome);
+/// What a job found.
+struct Done {
+    candidate: usize,
+    /// The version and size of the file read, if it was read.
+    version: Option<Version>,
+    size: Option<u64>,
+    /// The file read: `SKILL.md`, or `skill.md` when only that is there.
+    path: VPath,
+    outcome: Outcome,
+    /// The frontmatter's YAML, when the job was asked to keep it.
+    yaml: Option<Arc<str>>,
+}
+
+/// A skill directory found by a deep listing: its name, its file's name
+/// and the listed version and size.
+type DeepSkill = (String, &'static str, Option<(Version, u64)>);
+
+/// A source's skill directories as a deep listing gives them.
+struct DeepSource {
+    /// Directory name, file name and the listed version and size (`None`
+    /// when the file must be read to know what it is), in ascending order
+    /// of `"<name>/"`.
+    skills: Vec<DeepSkill>,
+    /// Names no path can hold (escaped).
+    odd: Vec<String>,
+    /// The index's listed version and size.
+    index: Option<(Version, u64)>,
+}
 
 impl Catalog {
     /// Loads every source of `sources` from `backend`. Never fails as a
@@ -219,6 +279,7 @@ impl Catalog {
             skills: Vec::new(),
             index: NameIndex::default(),
             diagnostics: Vec::new(),
+            cache: Arc::new(OnceLock::new()),
         };
         empty.reload(None).await
     }
@@ -233,121 +294,221 @@ impl Catalog {
 
     async fn reload(&self, previous: Option<&[SourceState]>) -> Catalog {
         let started = std::time::Instant::now();
-        let listings = futures::future::join_all(self.sources.iter().map(|s| list_source(&*self.backend, s))).await;
-        let listed = started.elapsed();
-        let mut states = Vec::with_capacity(listings.len());
-        let mut work = Vec::new();
-        for (i, (source, listing)) in self.sources.iter().zip(listings).enumerate() {
-            let before = previous.and_then(|p| p.get(i));
-            match listing {
-                Ok((dirs, odd)) => {
-                    let known: HashMap<&str, &Candidate> = before
-                        .map(|s| s.candidates.iter().map(|c| (c.dir_name.as_str(), c)).collect())
-                        .unwrap_or_default();
-                    let mut candidates = Vec::with_capacity(dirs.len());
-                    for dir_name in dirs {
-                        let skill_md = skill_file(source, &dir_name).expect("checked when listed");
-                        let previous = known.get(dir_name.as_str()).map(|old| (*old).clone());
-                        work.push(Job {
-                            source: i,
-                            candidate: candidates.len(),
-                            // A skill read from `skill.md` is checked there.
-                            skill_md: previous
-                                .as_ref()
-                                .map_or_else(|| skill_md.clone(), |old| old.skill_md.clone()),
-                            previous,
-                        });
-                        candidates.push(Candidate {
-                            dir_name,
-                            skill_md,
-                            version: None,
-                            outcome: Outcome::NotASkill,
-                        });
-                    }
-                    let notes = odd
-                        .into_iter()
-                        .map(|name| {
-                            Diagnostic::new(
-                                Severity::Warning,
-                                DiagnosticKind::InvalidKey,
-                                Some(source.name()),
-                                Some(source.path()),
-                                format!("`{name}` cannot be a skill: no virtual path can hold its name"),
-                            )
-                        })
-                        .collect();
-                    states.push(SourceState {
-                        listing: Listing::Loaded(notes),
-                        candidates,
-                    });
-                }
-                Err(err) => states.push(match before {
-                    Some(old) if matches!(old.listing, Listing::Loaded(_)) || !old.candidates.is_empty() => {
-                        SourceState {
-                            listing: Listing::Failed(Diagnostic::new(
-                                Severity::Warning,
-                                DiagnosticKind::SourceStale,
-                                Some(source.name()),
-                                Some(source.path()),
-                                format!(
-                                    "cannot list the source now ({}); keeping the skills it had at the last load",
-                                    err.kind().describe()
-                                ),
-                            )),
-                            candidates: old.candidates.clone(),
-                        }
-                    }
-                    _ => SourceState {
-                        listing: Listing::Failed(source_failure(source, &err)),
-                        candidates: Vec::new(),
-                    },
-                }),
-            }
-        }
-
         // Candidates go to the backend in batches of the size it prefers,
-        // with about `concurrency` candidates in flight (and at least eight
-        // batches, so every core has parsing to do). Batches run as tasks of
-        // their own, so parsing spreads over every core while other batches
-        // wait on storage.
+        // with about `concurrency` candidates in flight across all sources
+        // (and at least eight batches, so every core has parsing to do).
+        // Each source is listed and read on its own, so a slow source holds
+        // up no other.
         let batch = self.backend.preferred_batch().max(1);
         let parallel = self.options.concurrency.div_ceil(batch).max(8);
-        let mut batches = Vec::with_capacity(work.len().div_ceil(batch));
-        let mut work = work.into_iter().peekable();
-        while work.peek().is_some() {
-            batches.push(work.by_ref().take(batch).collect::<Vec<Job>>());
-        }
-        let done: Vec<Vec<Done>> = futures::stream::iter(batches)
-            .map(|batch| {
-                let backend = Arc::clone(&self.backend);
-                let sources = Arc::clone(&self.sources);
-                let options = Arc::clone(&self.options);
-                tokio::spawn(async move { run_batch(&*backend, &sources, &options, batch).await })
-            })
-            .buffer_unordered(parallel)
-            .map(|joined| joined.unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic())))
-            .collect()
-            .await;
-        let done = done.into_iter().flatten();
-        let read = started.elapsed();
-        for (s, c, version, path, outcome) in done {
-            let candidate = &mut states[s].candidates[c];
-            candidate.version = version;
-            candidate.skill_md = path;
-            candidate.outcome = outcome;
-        }
-
+        let permits = Arc::new(tokio::sync::Semaphore::new(parallel));
+        let loads = self
+            .sources
+            .iter()
+            .enumerate()
+            .map(|(i, source)| self.load_source(i, source, previous.and_then(|p| p.get(i)), batch, &permits));
+        let states = futures::future::join_all(loads).await;
         let catalog = self.with_states(states);
         tracing::debug!(
             sources = self.sources.len(),
             skills = catalog.skills.len(),
             diagnostics = catalog.diagnostics.len(),
-            listed_ms = listed.as_secs_f64() * 1e3,
-            read_ms = read.as_secs_f64() * 1e3,
-            merged_ms = started.elapsed().as_secs_f64() * 1e3,
+            loaded_ms = started.elapsed().as_secs_f64() * 1e3,
             "catalog loaded"
         );
         catalog
+    }
+
+    /// The local cache, when the options ask for one and it can be opened.
+    fn local_cache(&self) -> Option<&LocalCache> {
+        self.cache
+            .get_or_init(|| self.options.cache.as_ref().and_then(LocalCache::open))
+            .as_ref()
+    }
+
+    /// Lists one source and reads what changed since `before`: by a deep
+    /// listing where the backend has one (unchanged files are known by
+    /// their listed versions; others come from the local cache or the
+    /// source's index when their versions match, or are read), otherwise
+    /// directory by directory.
+    async fn load_source(
+        &self,
+        i: usize,
+        source: &Source,
+        before: Option<&SourceState>,
+        batch: usize,
+        permits: &Arc<tokio::sync::Semaphore>,
+    ) -> SourceState {
+        let backend = &*self.backend;
+        let deep = if backend.capabilities_at(source.path()).deep_list {
+            list_deep_source(backend, source).await
+        } else {
+            None
+        };
+        let location = match (&deep, &self.options.cache) {
+            (Some(_), Some(_)) => backend.location_id(source.path()),
+            _ => None,
+        };
+        let mut notes = Vec::new();
+        let mut candidates = Vec::new();
+        let mut work = Vec::new();
+        let mut cache_dirty = false;
+        let deep_listed = deep.is_some();
+        match deep {
+            Some(deep) => {
+                notes.extend(deep.odd.iter().map(|name| invalid_key(source, name)));
+                let known: HashMap<&str, &Candidate> = before
+                    .map(|s| s.candidates.iter().map(|c| (c.dir_name.as_str(), c)).collect())
+                    .unwrap_or_default();
+                // Candidates whose listed version may be found in the cache
+                // or the index: (position, listed version and size).
+                let mut pending: Vec<(usize, Version, u64)> = Vec::new();
+                for (dir_name, file, listed) in deep.skills {
+                    let skill_md = skill_file(source, &dir_name)
+                        .map(|p| with_file(&p, file))
+                        .expect("checked when listed");
+                    if let (Some((version, _)), Some(old)) = (&listed, known.get(dir_name.as_str()))
+                        && old.version.as_ref() == Some(version)
+                        && old.skill_md == skill_md
+                    {
+                        candidates.push((*old).clone());
+                        continue;
+                    }
+                    let at = candidates.len();
+                    candidates.push(Candidate::new(dir_name, skill_md));
+                    match listed {
+                        Some((version, size)) if size <= self.options.read_limit => pending.push((at, version, size)),
+                        _ => work.push(at),
+                    }
+                }
+                if !pending.is_empty()
+                    && let Some(location) = &location
+                    && let Some(cache) = self.local_cache()
+                {
+                    let cached = cache.load(location);
+                    pending.retain(|(at, version, size)| {
+                        let candidate = &mut candidates[*at];
+                        match cached.get(&candidate.key()) {
+                            Some(entry) if entry.version == *version && entry.size == *size => {
+                                take_entry(source, candidate, entry, true);
+                                false
+                            }
+                            _ => true,
+                        }
+                    });
+                }
+                if !pending.is_empty()
+                    && let Some(listed_index) = &deep.index
+                {
+                    let used = apply_index(backend, source, listed_index, &mut candidates, &mut pending).await;
+                    cache_dirty |= used.0 > 0;
+                    notes.extend(used.1);
+                }
+                work.extend(pending.into_iter().map(|(at, _, _)| at));
+                work.sort_unstable();
+            }
+            None => match list_source(backend, source).await {
+                Ok((dirs, odd)) => {
+                    let known: HashMap<&str, &Candidate> = before
+                        .map(|s| s.candidates.iter().map(|c| (c.dir_name.as_str(), c)).collect())
+                        .unwrap_or_default();
+                    for dir_name in dirs {
+                        let skill_md = skill_file(source, &dir_name).expect("checked when listed");
+                        let mut candidate = Candidate::new(dir_name, skill_md);
+                        // A skill read from `skill.md` is checked there.
+                        if let Some(old) = known.get(candidate.dir_name.as_str()) {
+                            candidate.skill_md = old.skill_md.clone();
+                        }
+                        work.push(candidates.len());
+                        candidates.push(candidate);
+                    }
+                    notes.extend(odd.iter().map(|name| invalid_key(source, name)));
+                }
+                Err(err) => return failed_state(source, before, &err),
+            },
+        }
+
+        let known: HashMap<&str, &Candidate> = before
+            .filter(|_| !deep_listed)
+            .map(|s| s.candidates.iter().map(|c| (c.dir_name.as_str(), c)).collect())
+            .unwrap_or_default();
+        let jobs: Vec<Job> = work
+            .iter()
+            .map(|&at| {
+                let candidate = &candidates[at];
+                Job {
+                    source: i,
+                    candidate: at,
+                    skill_md: candidate.skill_md.clone(),
+                    // Only a listing without versions needs a stat to tell
+                    // an unchanged file.
+                    previous: known.get(candidate.dir_name.as_str()).map(|old| (*old).clone()),
+                    keep_yaml: location.is_some(),
+                }
+            })
+            .collect();
+        let read_any = !jobs.is_empty();
+        for done in self.run_jobs(jobs, batch, permits).await {
+            let candidate = &mut candidates[done.candidate];
+            candidate.version = done.version;
+            candidate.size = done.size;
+            candidate.skill_md = done.path;
+            candidate.outcome = done.outcome;
+            candidate.yaml = done.yaml;
+        }
+        if let Some(location) = &location
+            && (read_any || cache_dirty)
+            && let Some(cache) = self.local_cache()
+        {
+            let entries: Entries = candidates
+                .iter()
+                .filter_map(|c| {
+                    let entry = HeadEntry {
+                        version: c.version.clone()?,
+                        size: c.size?,
+                        yaml: c.yaml.as_deref()?.to_owned(),
+                    };
+                    Some((c.key(), entry))
+                })
+                .collect();
+            cache.store(location, &entries);
+        }
+        SourceState {
+            listing: Listing::Loaded(notes),
+            candidates,
+        }
+    }
+
+    /// Runs the jobs in batches, each batch a task of its own once a permit
+    /// is free, so parsing spreads over every core while other batches
+    /// wait on storage.
+    async fn run_jobs(&self, jobs: Vec<Job>, batch: usize, permits: &Arc<tokio::sync::Semaphore>) -> Vec<Done> {
+        let mut batches = Vec::with_capacity(jobs.len().div_ceil(batch));
+        let mut jobs = jobs.into_iter().peekable();
+        while jobs.peek().is_some() {
+            batches.push(jobs.by_ref().take(batch).collect::<Vec<Job>>());
+        }
+        // At most `parallel` batches of this source spawned at once; the
+        // permits bound those running across sources.
+        let parallel = self.options.concurrency.div_ceil(batch).max(8);
+        futures::stream::iter(batches)
+            .map(|batch| {
+                let backend = Arc::clone(&self.backend);
+                let sources = Arc::clone(&self.sources);
+                let options = Arc::clone(&self.options);
+                let permits = Arc::clone(permits);
+                tokio::spawn(async move {
+                    let _permit = permits.acquire_owned().await.expect("the semaphore is never closed");
+                    run_batch(&*backend, &sources, &options, batch).await
+                })
+            })
+            .buffer_unordered(parallel)
+            .map(|joined| joined.unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic())))
+            .collect::<Vec<Vec<Done>>>()
+            .await
+            .into_iter()
+            .flatten()
+            .collect()
     }
 
     /// A catalog over the same backend, sources and options with these
@@ -362,6 +523,7 @@ impl Catalog {
             skills,
             index,
             diagnostics,
+            cache: Arc::clone(&self.cache),
         }
     }
 
@@ -381,8 +543,16 @@ impl Catalog {
             candidate: 0,
             skill_md: skill_md.clone(),
             previous: None,
+            keep_yaml: true,
         };
-        let (_, _, version, skill_md, outcome) = run_batch(&*self.backend, &self.sources, &self.options, vec![job])
+        let Done {
+            version,
+            size,
+            path: skill_md,
+            outcome,
+            yaml,
+            ..
+        } = run_batch(&*self.backend, &self.sources, &self.options, vec![job])
             .await
             .pop()
             .expect("one job gives one result");
@@ -396,16 +566,20 @@ impl Catalog {
                 }
                 (Ok(i), _) => {
                     candidates[i].version = version;
+                    candidates[i].size = size;
                     candidates[i].skill_md = skill_md;
                     candidates[i].outcome = outcome;
+                    candidates[i].yaml = yaml;
                 }
                 (Err(_), Outcome::NotASkill) => {}
-                (Err(i), _) if source.admits(dir_name) => candidates.insert(
+                (Err(i), _) if source.admits(dir_name) && dir_name != INDEX_DIR => candidates.insert(
                     i,
                     Candidate {
                         dir_name: dir_name.to_owned(),
                         skill_md,
                         version,
+                        size,
+                        yaml,
                         outcome,
                     },
                 ),
@@ -586,7 +760,7 @@ async fn list_source(
         // hold; it cannot be a skill.
         if !is_valid_segment(&entry.name) || entry.name.len() > room {
             odd.push(entry.name.escape_debug().to_string());
-        } else if source.admits(&entry.name) {
+        } else if source.admits(&entry.name) && entry.name != INDEX_DIR {
             names.push(entry.name);
         }
     }
@@ -652,7 +826,14 @@ async fn run_batch(
             let old = job.previous.take().expect("partitioned on previous");
             match stat {
                 Ok(meta) if meta.version.is_some() && meta.version == old.version => {
-                    done.push((job.source, job.candidate, old.version, job.skill_md, old.outcome));
+                    done.push(Done {
+                        candidate: job.candidate,
+                        version: old.version,
+                        size: old.size,
+                        path: job.skill_md,
+                        outcome: old.outcome,
+                        yaml: old.yaml,
+                    });
                 }
                 Err(err) if matches!(err.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => {
                     // Gone, or renamed between `SKILL.md` and `skill.md`:
@@ -694,8 +875,7 @@ async fn run_batch(
     let blobs = blobs.into_iter().map(|b| b.expect("every read was made"));
     for (job, blob) in reads.into_iter().zip(blobs) {
         let source = sources.iter().nth(job.source).expect("index from the same list");
-        let (version, path, outcome) = finish(backend, source, &job, blob, options).await;
-        done.push((job.source, job.candidate, version, path, outcome));
+        done.push(finish(backend, source, &job, blob, options).await);
     }
     done
 }
@@ -718,7 +898,15 @@ async fn finish(
     job: &Job,
     first: skillstore_backends::Result<skillstore_backends::Blob>,
     options: &LoadOptions,
-) -> (Option<Version>, VPath, Outcome) {
+) -> Done {
+    let failed = |path: &VPath, outcome: Outcome| Done {
+        candidate: job.candidate,
+        version: None,
+        size: None,
+        path: path.clone(),
+        outcome,
+        yaml: None,
+    };
     let mut skill_md = job.skill_md.clone();
     let first = match first {
         Ok(blob) => blob,
@@ -732,20 +920,22 @@ async fn finish(
             .confined(skill_md.segments().count() - 1);
             match backend.read(&skill_md, head).await {
                 Ok(blob) => blob,
-                Err(err) => {
-                    return (None, job.skill_md.clone(), outcome_of_error(source, &skill_md, &err));
-                }
+                Err(err) => return failed(&job.skill_md, outcome_of_error(source, &skill_md, &err)),
             }
         }
-        Err(err) => return (None, skill_md.clone(), outcome_of_error(source, &skill_md, &err)),
+        Err(err) => return failed(&skill_md, outcome_of_error(source, &skill_md, &err)),
     };
+    let keep = |yaml: &str| job.keep_yaml.then(|| Arc::from(yaml));
     let parsed = match scan(&first.data, first.is_complete()) {
-        Scan::Yaml(yaml) => Some(parse_frontmatter(yaml, Some(job.dir_name()), Strictness::Lenient)),
-        Scan::Failed(parsed) => Some(parsed),
+        Scan::Yaml(yaml) => Some((
+            parse_frontmatter(yaml, Some(job.dir_name()), Strictness::Lenient),
+            keep(yaml),
+        )),
+        Scan::Failed(parsed) => Some((parsed, None)),
         Scan::NeedMore => None,
     };
-    let (parsed, version) = match parsed {
-        Some(parsed) => (parsed, first.version),
+    let ((parsed, yaml), blob) = match parsed {
+        Some(parsed) => (parsed, first),
         None => {
             let longer = ReadOptions {
                 limit: options.read_limit,
@@ -755,17 +945,31 @@ async fn finish(
             .confined(skill_md.segments().count() - 1);
             let second = match backend.read(&skill_md, longer).await {
                 Ok(blob) => blob,
-                Err(err) => return (None, skill_md.clone(), outcome_of_error(source, &skill_md, &err)),
+                Err(err) => return failed(&skill_md, outcome_of_error(source, &skill_md, &err)),
             };
             let parsed = match scan(&second.data, second.is_complete()) {
-                Scan::Yaml(yaml) => parse_frontmatter(yaml, Some(job.dir_name()), Strictness::Lenient),
-                Scan::Failed(parsed) => parsed,
+                Scan::Yaml(yaml) => (
+                    parse_frontmatter(yaml, Some(job.dir_name()), Strictness::Lenient),
+                    keep(yaml),
+                ),
+                Scan::Failed(parsed) => (parsed, None),
                 Scan::NeedMore => unreachable!("a prefix past the frontmatter limit never needs more"),
             };
-            (parsed, second.version)
+            (parsed, second)
         }
     };
-    let mut parsed = parsed;
+    Done {
+        candidate: job.candidate,
+        version: Some(blob.version),
+        size: Some(blob.size),
+        outcome: outcome_of_parse(source, &skill_md, with_name_warning(parsed, &skill_md)),
+        path: skill_md,
+        yaml,
+    }
+}
+
+/// The parse with a warning first when the file is `skill.md`.
+fn with_name_warning(mut parsed: Parsed, skill_md: &VPath) -> Parsed {
     if !skill_md.as_str().ends_with(SKILL_FILE) {
         parsed.problems.insert(
             0,
@@ -778,8 +982,221 @@ async fn finish(
             },
         );
     }
-    let outcome = outcome_of_parse(source, &skill_md, parsed);
-    (Some(version), skill_md, outcome)
+    parsed
+}
+
+/// Gives `candidate` the outcome of a frontmatter taken from the local
+/// cache or the index, exactly as a read of the file would give it. With
+/// `any_name` false (the index), only an entry describing a valid skill
+/// named after its directory is taken; `false` is returned otherwise.
+fn take_entry(source: &Source, candidate: &mut Candidate, entry: &HeadEntry, any_name: bool) -> bool {
+    let parsed = parse_frontmatter(&entry.yaml, Some(&candidate.dir_name), Strictness::Lenient);
+    let named_after_dir = parsed
+        .skill
+        .as_ref()
+        .is_some_and(|skill| skill.name == candidate.dir_name);
+    if !(any_name || named_after_dir) {
+        return false;
+    }
+    candidate.version = Some(entry.version.clone());
+    candidate.size = Some(entry.size);
+    candidate.yaml = Some(Arc::from(entry.yaml.as_str()));
+    candidate.outcome = outcome_of_parse(
+        source,
+        &candidate.skill_md,
+        with_name_warning(parsed, &candidate.skill_md),
+    );
+    true
+}
+
+/// Reads the source's index and takes from it every pending candidate
+/// whose entry matches the listed version and size; the candidates left in
+/// `pending` are to be read. Returns how many were taken and a diagnostic
+/// for what was not trusted.
+async fn apply_index(
+    backend: &dyn SkillBackend,
+    source: &Source,
+    (_, listed_size): &(Version, u64),
+    candidates: &mut [Candidate],
+    pending: &mut Vec<(usize, Version, u64)>,
+) -> (usize, Option<Diagnostic>) {
+    let path = source.path().join(INDEX_FILE).expect("the index's path fits");
+    let note = |refused: Refused| {
+        Some(Diagnostic::new(
+            Severity::Warning,
+            DiagnosticKind::IndexIgnored,
+            Some(source.name()),
+            Some(&path),
+            refused.to_string(),
+        ))
+    };
+    if *listed_size > MAX_INDEX_BYTES {
+        return (
+            0,
+            note(Refused::Whole(format!(
+                "{listed_size} bytes, over the limit of {MAX_INDEX_BYTES}"
+            ))),
+        );
+    }
+    let blob = match backend.read(&path, ReadOptions::with_limit(MAX_INDEX_BYTES)).await {
+        Ok(blob) => blob,
+        Err(err) if err.kind() == ErrorKind::NotFound => return (0, None),
+        Err(err) => {
+            tracing::debug!(source = source.name(), error = %err, "cannot read the index");
+            return (0, note(Refused::Whole(err.kind().describe().to_owned())));
+        }
+    };
+    let (entries, malformed) = match crate::index::parse(&blob.data) {
+        Ok(parsed) => parsed,
+        Err(refused) => return (0, note(refused)),
+    };
+    let mut counts: BTreeMap<&'static str, usize> = BTreeMap::new();
+    if malformed > 0 {
+        counts.insert("malformed or outside the source", malformed);
+    }
+    let mut taken = 0;
+    pending.retain(|(at, version, size)| {
+        let candidate = &mut candidates[*at];
+        let Some(entry) = entries.get(&candidate.key()) else {
+            return true;
+        };
+        if entry.version != *version || entry.size != *size {
+            *counts.entry("stale").or_default() += 1;
+            return true;
+        }
+        if take_entry(source, candidate, entry, false) {
+            taken += 1;
+            false
+        } else {
+            *counts
+                .entry("not describing a valid skill named after its directory")
+                .or_default() += 1;
+            true
+        }
+    });
+    let diagnostic = (!counts.is_empty()).then(|| note(Refused::Entries(counts))).flatten();
+    (taken, diagnostic)
+}
+
+/// The deep listing of a source, or `None` when the source is to be listed
+/// by directory: the backend cannot list it deep, the listing failed,
+/// found nothing (so the usual listing reports why), or was cut short by
+/// [`DeepLimits`] (a source of far more files than skills).
+async fn list_deep_source(backend: &dyn SkillBackend, source: &Source) -> Option<DeepSource> {
+    let listing = match backend.list_deep(source.path(), DeepLimits::default()).await {
+        Ok(listing) if !listing.truncated && !listing.files.is_empty() => listing,
+        Ok(listing) => {
+            tracing::debug!(
+                source = source.name(),
+                truncated = listing.truncated,
+                "listing the source by directory"
+            );
+            return None;
+        }
+        Err(err) => {
+            tracing::debug!(source = source.name(), error = %err, "no deep listing; listing by directory");
+            return None;
+        }
+    };
+    #[derive(Default)]
+    struct Found {
+        upper: Option<(Option<Version>, Option<u64>)>,
+        lower: Option<(Option<Version>, Option<u64>)>,
+        upper_is_dir: bool,
+        lower_is_dir: bool,
+    }
+    let room = MAX_PATH_BYTES.saturating_sub(source.path().as_str().len() + 2 + SKILL_FILE.len());
+    let mut dirs: HashMap<String, Found> = HashMap::new();
+    let mut odd = Vec::new();
+    let mut index = None;
+    for file in listing.files {
+        if file.relative == INDEX_FILE {
+            index = file.version.zip(file.size);
+            continue;
+        }
+        let Some((top, rest)) = file.relative.split_once('/') else {
+            continue;
+        };
+        if top == INDEX_DIR || !source.admits(top) && top.len() <= room {
+            continue;
+        }
+        if top.len() > room {
+            odd.push(top.escape_debug().to_string());
+            continue;
+        }
+        let found = match dirs.get_mut(top) {
+            Some(found) => found,
+            None => dirs.entry(top.to_owned()).or_default(),
+        };
+        let listed = Some((file.version, file.size));
+        if rest == SKILL_FILE {
+            found.upper = listed;
+        } else if rest == LOWERCASE_SKILL_FILE {
+            found.lower = listed;
+        } else if rest.starts_with(SKILL_FILE) && rest.as_bytes().get(SKILL_FILE.len()) == Some(&b'/') {
+            found.upper_is_dir = true;
+        } else if rest.starts_with(LOWERCASE_SKILL_FILE)
+            && rest.as_bytes().get(LOWERCASE_SKILL_FILE.len()) == Some(&b'/')
+        {
+            found.lower_is_dir = true;
+        }
+    }
+    // As a read by directory would find them: SKILL.md, else skill.md;
+    // anything odd (a directory where the file should be) is read to
+    // report it as such a read does.
+    let versioned = |listed: (Option<Version>, Option<u64>)| listed.0.zip(listed.1);
+    let mut skills: Vec<DeepSkill> = dirs
+        .into_iter()
+        .filter_map(|(name, found)| {
+            let (file, listed) = match found {
+                Found { upper: Some(l), .. } => (SKILL_FILE, versioned(l)),
+                Found { upper_is_dir: true, .. } => (SKILL_FILE, None),
+                Found { lower: Some(l), .. } => (LOWERCASE_SKILL_FILE, versioned(l)),
+                Found { lower_is_dir: true, .. } => (SKILL_FILE, None),
+                _ => return None,
+            };
+            Some((name, file, listed))
+        })
+        .collect();
+    skills.sort_unstable_by(|a, b| slash_order(&a.0, &b.0));
+    odd.sort();
+    odd.dedup();
+    Some(DeepSource { skills, odd, index })
+}
+
+/// The warning for a name in a source no path can hold.
+fn invalid_key(source: &Source, name: &str) -> Diagnostic {
+    Diagnostic::new(
+        Severity::Warning,
+        DiagnosticKind::InvalidKey,
+        Some(source.name()),
+        Some(source.path()),
+        format!("`{name}` cannot be a skill: no virtual path can hold its name"),
+    )
+}
+
+/// The state of a source that cannot be listed now: its last good skills
+/// with a `source_stale` warning, or none with the failure.
+fn failed_state(source: &Source, before: Option<&SourceState>, err: &skillstore_backends::Error) -> SourceState {
+    match before {
+        Some(old) if matches!(old.listing, Listing::Loaded(_)) || !old.candidates.is_empty() => SourceState {
+            listing: Listing::Failed(Diagnostic::new(
+                Severity::Warning,
+                DiagnosticKind::SourceStale,
+                Some(source.name()),
+                Some(source.path()),
+                format!(
+                    "cannot list the source now ({}); keeping the skills it had at the last load",
+                    err.kind().describe()
+                ),
+            )),
+            candidates: old.candidates.clone(),
+        },
+        _ => SourceState {
+            listing: Listing::Failed(source_failure(source, err)),
+            candidates: Vec::new(),
+        },
+    }
 }
 
 /// The outcome of a SKILL.md that cannot be read. As with a source, the

@@ -21,6 +21,10 @@
 //! prompt:
 //!   style: markdown
 //!   max_chars: 40000
+//! cache:                        # frontmatters of S3 sources, kept by version
+//!   dir: ~/.cache/skillstore    # default: $XDG_CACHE_HOME/skillstore or ~/.cache/skillstore
+//!   max_bytes: 67108864
+//!   enabled: true
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -55,6 +59,9 @@ pub struct Config {
     /// Prompt settings.
     #[serde(default)]
     pub prompt: PromptConfig,
+    /// The local cache of frontmatters.
+    #[serde(default)]
+    pub cache: CacheConfig,
     /// The directory relative locations and files are resolved against:
     /// the configuration file's directory, or the working directory.
     #[serde(skip)]
@@ -155,6 +162,24 @@ pub struct PromptConfig {
     pub location_root: Option<String>,
 }
 
+/// The local cache of frontmatters read from sources that name their
+/// location (S3).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CacheConfig {
+    /// Its directory (relative to the configuration file; `~/` is the home
+    /// directory). Default: `$XDG_CACHE_HOME/skillstore`, or
+    /// `~/.cache/skillstore`.
+    #[serde(default)]
+    pub dir: Option<String>,
+    /// The most bytes it may take (default 64 MiB).
+    #[serde(default)]
+    pub max_bytes: Option<u64>,
+    /// `false` turns it off (as `--no-cache` does).
+    #[serde(default)]
+    pub enabled: Option<bool>,
+}
+
 impl Config {
     /// Parses a configuration text. Errors name the unknown key or the line.
     pub fn parse(text: &str) -> Result<Self> {
@@ -229,6 +254,12 @@ impl Config {
         }
         self.sources = sources;
         Ok(())
+    }
+
+    /// Turns the local cache off for the namespace this configuration
+    /// opens.
+    pub fn disable_cache(&mut self) {
+        self.cache.enabled = Some(false);
     }
 
     /// Marks the source of this name writable when the namespace is opened

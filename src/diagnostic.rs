@@ -29,6 +29,11 @@ pub enum DiagnosticKind {
     /// key with a control character, an empty or `..` segment); the rest of
     /// the source loads (`invalid_key`).
     InvalidKey,
+    /// A source's index (`.skillstore/index.json`) was not used, in whole or
+    /// for some entries (stale, malformed, out of the source, too large, of
+    /// another format); the files concerned were read instead
+    /// (`index_ignored`).
+    IndexIgnored,
 }
 
 impl DiagnosticKind {
@@ -42,6 +47,7 @@ impl DiagnosticKind {
             DiagnosticKind::SourceStale => "source_stale",
             DiagnosticKind::DuplicateName => "duplicate_name",
             DiagnosticKind::InvalidKey => "invalid_key",
+            DiagnosticKind::IndexIgnored => "index_ignored",
         }
     }
 
@@ -187,6 +193,7 @@ mod tests {
             (DiagnosticKind::SourceStale, "source_stale"),
             (DiagnosticKind::DuplicateName, "duplicate_name"),
             (DiagnosticKind::InvalidKey, "invalid_key"),
+            (DiagnosticKind::IndexIgnored, "index_ignored"),
         ];
         let all = problems
             .iter()

@@ -37,12 +37,14 @@
 #![warn(missing_docs)]
 
 pub mod archive;
+pub mod cache;
 pub mod catalog;
 pub mod config;
 pub mod diagnostic;
 pub mod edit;
 pub mod error;
 mod frontmatter;
+pub mod index;
 pub mod location;
 pub mod namespace;
 pub mod prompt;

@@ -324,10 +324,18 @@ pub(crate) fn assemble(config: &Config, writable_names: &[String]) -> Result<Nam
         config.skills.enabled.clone().map(Patterns::new).transpose()?,
         Patterns::new(config.skills.disabled.iter().cloned())?,
     );
+    let cache = (config.cache.enabled != Some(false)).then(|| crate::cache::CacheSettings {
+        dir: config.cache.dir.as_deref().map(|dir| match dir.strip_prefix("~/") {
+            Some(rest) => std::env::var_os("HOME").map_or_else(|| base.join(dir), |home| Path::new(&home).join(rest)),
+            None => base.join(dir),
+        }),
+        max_bytes: config.cache.max_bytes.unwrap_or(crate::cache::DEFAULT_CACHE_BYTES),
+    });
     let load = LoadOptions {
         concurrency: config.limits.concurrency.unwrap_or(defaults.concurrency).max(1),
         read_limit,
         filter,
+        cache,
         ..defaults
     };
     let style = match config.prompt.style.as_deref() {

@@ -250,6 +250,10 @@ pub struct Capabilities {
     pub if_version_delete: bool,
     /// The backend can hold symbolic links (and applies a symlink policy).
     pub symlinks: bool,
+    /// [`SkillBackend::list_deep`] lists every file below a directory, with
+    /// sizes and versions, in pages of many keys (about one request per
+    /// 1,000 files) rather than one listing per directory.
+    pub deep_list: bool,
 }
 
 impl Capabilities {
@@ -260,6 +264,7 @@ impl Capabilities {
         if_version: false,
         if_version_delete: false,
         symlinks: false,
+        deep_list: false,
     };
 
     /// A backend with atomic conditional writes, a checked (not atomic)
@@ -270,7 +275,78 @@ impl Capabilities {
         if_version: true,
         if_version_delete: false,
         symlinks: false,
+        deep_list: false,
     };
+
+    /// These capabilities with [`Capabilities::deep_list`] set to `on`.
+    pub const fn with_deep_list(self, on: bool) -> Capabilities {
+        Capabilities { deep_list: on, ..self }
+    }
+}
+
+/// How far a [`SkillBackend::list_deep`] may go before it gives up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeepLimits {
+    /// The most files listed; past it the listing is cut short.
+    pub max_files: usize,
+    /// Once more than 2,000 files are listed, the listing is cut short when
+    /// it holds more than this many files per immediate subdirectory seen
+    /// so far (a tree of large skills is cheaper to list by directory).
+    /// Backends that list directory by directory may ignore it.
+    pub max_files_per_dir: usize,
+}
+
+impl Default for DeepLimits {
+    /// 25,000 files, 16 per subdirectory.
+    fn default() -> Self {
+        DeepLimits {
+            max_files: 25_000,
+            max_files_per_dir: 16,
+        }
+    }
+}
+
+/// One file of a [`DeepListing`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeepFile {
+    /// The path below the listed directory, `/`-separated
+    /// (`pdf/SKILL.md`); every segment is one a [`VPath`] can hold.
+    pub relative: String,
+    /// The size in bytes, where the listing gives it.
+    pub size: Option<u64>,
+    /// The version, where the listing gives it: the same version a read of
+    /// the file reports.
+    pub version: Option<Version>,
+}
+
+/// Every file below a directory, as [`SkillBackend::list_deep`] gives it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DeepListing {
+    /// The files, in no promised order.
+    pub files: Vec<DeepFile>,
+    /// True when [`DeepLimits`] stopped the listing: `files` is then only
+    /// part of what is there and must not be taken for the whole.
+    pub truncated: bool,
+}
+
+impl DeepListing {
+    /// The files of a walk, leaving out links.
+    pub(crate) fn from_walk(walk: Walk) -> DeepListing {
+        let files = walk
+            .files
+            .into_iter()
+            .filter(|f| !f.entry.symlink)
+            .map(|f| DeepFile {
+                relative: f.relative,
+                size: f.entry.size,
+                version: f.entry.version,
+            })
+            .collect();
+        DeepListing {
+            files,
+            truncated: walk.truncated,
+        }
+    }
 }
 
 /// Bytes at virtual paths, with the read guards applied on every call.
@@ -302,6 +378,46 @@ pub trait SkillBackend: Send + Sync + fmt::Debug {
             entries: self.list(dir).await?,
             invalid: Vec::new(),
         })
+    }
+
+    /// Every regular file below `dir`, at any depth, with its size and
+    /// version, within `limits`. Where [`Capabilities::deep_list`] is set
+    /// this is one paginated stream of keys; the default walks directory by
+    /// directory (one listing each), never into a directory link, and
+    /// leaves out links and anything a walk passes over. A listing that
+    /// meets a name no [`VPath`] can hold fails with
+    /// [`ErrorKind::InvalidPath`] rather than drop it silently: the caller
+    /// lists by directory instead.
+    async fn list_deep(&self, dir: &VPath, limits: DeepLimits) -> Result<DeepListing> {
+        let walk = crate::walk::walk(
+            self,
+            dir,
+            WalkLimits {
+                max_files: limits.max_files,
+                ..WalkLimits::default()
+            },
+        )
+        .await?;
+        Ok(DeepListing::from_walk(walk))
+    }
+
+    /// The capabilities that hold at `path`: a namespace joining several
+    /// backends answers with those of the one serving it. The default is
+    /// [`SkillBackend::capabilities`].
+    fn capabilities_at(&self, path: &VPath) -> Capabilities {
+        let _ = path;
+        self.capabilities()
+    }
+
+    /// A stable name for where the objects under `dir` are kept (for an
+    /// object store: its endpoint, region, bucket and key), for caches
+    /// kept outside the backend: two directories with equal identities
+    /// hold the same objects, and versions are only compared between equal
+    /// identities. `None` (the default) when the backend cannot name it,
+    /// and then nothing is cached for it.
+    fn location_id(&self, dir: &VPath) -> Option<String> {
+        let _ = dir;
+        None
     }
 
     /// What `path` is, without reading it.
@@ -370,6 +486,15 @@ impl<T: SkillBackend + ?Sized> SkillBackend for Arc<T> {
     }
     async fn list_detailed(&self, dir: &VPath) -> Result<Listing> {
         (**self).list_detailed(dir).await
+    }
+    async fn list_deep(&self, dir: &VPath, limits: DeepLimits) -> Result<DeepListing> {
+        (**self).list_deep(dir, limits).await
+    }
+    fn capabilities_at(&self, path: &VPath) -> Capabilities {
+        (**self).capabilities_at(path)
+    }
+    fn location_id(&self, dir: &VPath) -> Option<String> {
+        (**self).location_id(dir)
     }
     async fn stat(&self, path: &VPath) -> Result<Metadata> {
         (**self).stat(path).await

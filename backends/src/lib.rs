@@ -69,8 +69,8 @@ mod s3;
 pub mod testkit;
 
 pub use backend::{
-    Blob, Capabilities, DEFAULT_READ_LIMIT, Entry, EntryKind, Listing, Metadata, PutMode, ReadOptions, SkillBackend,
-    SkillBackendExt, Version,
+    Blob, Capabilities, DEFAULT_READ_LIMIT, DeepFile, DeepLimits, DeepListing, Entry, EntryKind, Listing, Metadata,
+    PutMode, ReadOptions, SkillBackend, SkillBackendExt, Version,
 };
 pub use error::{Error, ErrorKind, Result};
 #[cfg(all(feature = "fs", unix))]

@@ -6,7 +6,8 @@ use async_trait::async_trait;
 use bytes::Bytes;
 
 use crate::backend::{
-    Blob, Capabilities, Entry, EntryKind, Listing, Metadata, PutMode, ReadOptions, SkillBackend, Version,
+    Blob, Capabilities, DeepLimits, DeepListing, Entry, EntryKind, Listing, Metadata, PutMode, ReadOptions,
+    SkillBackend, Version,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::vpath::VPath;
@@ -127,6 +128,7 @@ impl SkillBackend for MountTable {
                 if_version: acc.if_version || c.if_version,
                 if_version_delete: acc.if_version_delete || c.if_version_delete,
                 symlinks: acc.symlinks || c.symlinks,
+                deep_list: acc.deep_list || c.deep_list,
             }
         })
     }
@@ -176,6 +178,52 @@ impl SkillBackend for MountTable {
             same
         });
         Ok(Listing { entries, invalid })
+    }
+
+    /// The capabilities of the backend serving `path`; a directory with a
+    /// mount point below it cannot be listed deep (one backend's listing
+    /// would miss the other's files).
+    fn capabilities_at(&self, path: &VPath) -> Capabilities {
+        let Ok((mount, inner)) = self.route(path) else {
+            return Capabilities::READ_ONLY;
+        };
+        let caps = mount.backend.capabilities_at(&inner);
+        if self.mount_children(path).is_empty() {
+            caps
+        } else {
+            caps.with_deep_list(false)
+        }
+    }
+
+    /// The deep listing of the backend serving `dir`, or a walk when a mount
+    /// point lies below it.
+    async fn list_deep(&self, dir: &VPath, limits: DeepLimits) -> Result<DeepListing> {
+        if !self.mount_children(dir).is_empty() {
+            return crate::walk::walk(
+                self,
+                dir,
+                crate::walk::WalkLimits {
+                    max_files: limits.max_files,
+                    ..Default::default()
+                },
+            )
+            .await
+            .map(DeepListing::from_walk);
+        }
+        let (mount, inner) = self.route(dir)?;
+        mount
+            .backend
+            .list_deep(&inner, limits)
+            .await
+            .map_err(|e| outer(e, mount))
+    }
+
+    fn location_id(&self, dir: &VPath) -> Option<String> {
+        if !self.mount_children(dir).is_empty() {
+            return None;
+        }
+        let (mount, inner) = self.route(dir).ok()?;
+        mount.backend.location_id(&inner)
     }
 
     async fn stat(&self, path: &VPath) -> Result<Metadata> {

@@ -20,8 +20,8 @@ use object_store::{
 };
 
 use crate::backend::{
-    Blob, Capabilities, Entry, EntryKind, Listing, Metadata, PutMode, ReadOptions, SkillBackend, Version,
-    grew_past_limit,
+    Blob, Capabilities, DeepFile, DeepLimits, DeepListing, Entry, EntryKind, Listing, Metadata, PutMode, ReadOptions,
+    SkillBackend, Version, grew_past_limit,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::vpath::VPath;
@@ -43,6 +43,8 @@ pub struct ObjectStoreBackend {
     paginated: Option<Arc<dyn PaginatedListStore>>,
     prefix: KeyPath,
     writable: bool,
+    /// Where the store is (endpoint, region, bucket), when known.
+    identity: Option<Arc<str>>,
 }
 
 /// Requests a tolerant listing may make before giving up.
@@ -81,6 +83,7 @@ impl ObjectStoreBackend {
             paginated: None,
             prefix,
             writable: true,
+            identity: None,
         })
     }
 
@@ -99,6 +102,7 @@ impl ObjectStoreBackend {
             paginated: self.paginated.clone(),
             prefix,
             writable: self.writable,
+            identity: self.identity.clone(),
         })
     }
 
@@ -110,6 +114,15 @@ impl ObjectStoreBackend {
     /// Without it, one such key fails the whole listing.
     pub fn with_paginated_listing(mut self, paginated: Arc<dyn PaginatedListStore>) -> Self {
         self.paginated = Some(paginated);
+        self
+    }
+
+    /// Names where the store is (say its endpoint, region and bucket), so
+    /// that [`SkillBackend::location_id`] can name each directory for
+    /// caches kept outside the store. Two backends given the same identity
+    /// must reach the same objects. Without it nothing is cached.
+    pub fn with_identity(mut self, identity: impl Into<String>) -> Self {
+        self.identity = Some(Arc::from(identity.into()));
         self
     }
 
@@ -378,11 +391,62 @@ fn store_error(err: object_store::Error, path: &VPath) -> Error {
 #[async_trait]
 impl SkillBackend for ObjectStoreBackend {
     fn capabilities(&self) -> Capabilities {
-        if self.writable {
+        let caps = if self.writable {
             Capabilities::READ_WRITE
         } else {
             Capabilities::READ_ONLY
+        };
+        caps.with_deep_list(true)
+    }
+
+    /// One delimiter-less listing of the keys under `dir`, page after page
+    /// (1,000 keys each on S3), stopped by `limits`. A key no [`VPath`] can
+    /// hold fails it with [`ErrorKind::InvalidPath`].
+    async fn list_deep(&self, dir: &VPath, limits: DeepLimits) -> Result<DeepListing> {
+        let key = self.key(dir)?;
+        let strip = if key.as_ref().is_empty() {
+            String::new()
+        } else {
+            format!("{}/", key.as_ref())
+        };
+        let prefix = if key.as_ref().is_empty() { None } else { Some(&key) };
+        let mut stream = self.store.list(prefix);
+        let mut listing = DeepListing::default();
+        let mut dirs: std::collections::HashSet<String> = std::collections::HashSet::new();
+        while let Some(item) = stream.next().await {
+            let meta = item.map_err(|e| store_error(e, dir))?;
+            let Some(relative) = meta.location.as_ref().strip_prefix(&strip) else {
+                continue;
+            };
+            if relative.is_empty() {
+                continue;
+            }
+            if !relative.split('/').all(crate::vpath::is_valid_segment) || dir.join(relative).is_err() {
+                return Err(Error::at(ErrorKind::InvalidPath, dir).with_detail("a key below it cannot be a path"));
+            }
+            if let Some((top, _)) = relative.split_once('/')
+                && !dirs.contains(top)
+            {
+                dirs.insert(top.to_owned());
+            }
+            listing.files.push(DeepFile {
+                relative: relative.to_owned(),
+                size: Some(meta.size),
+                version: listed_version(&meta),
+            });
+            let n = listing.files.len();
+            if n > limits.max_files || (n > 2000 && n > limits.max_files_per_dir.saturating_mul(dirs.len())) {
+                listing.truncated = true;
+                break;
+            }
         }
+        Ok(listing)
+    }
+
+    fn location_id(&self, dir: &VPath) -> Option<String> {
+        let identity = self.identity.as_ref()?;
+        let key = self.key(dir).ok()?;
+        Some(format!("{identity}|{}", key.as_ref()))
     }
 
     async fn list(&self, dir: &VPath) -> Result<Vec<Entry>> {

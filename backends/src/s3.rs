@@ -100,13 +100,23 @@ impl ObjectStoreBackend {
         {
             builder = builder.with_skip_signature(true);
         }
+        let identity = format!(
+            "s3|{}|{}|{}",
+            builder
+                .get_config_value(&AmazonS3ConfigKey::Endpoint)
+                .unwrap_or_default(),
+            builder.get_config_value(&AmazonS3ConfigKey::Region).unwrap_or_default(),
+            location.bucket
+        );
         let store = builder.build().map_err(|e| {
             Error::new(ErrorKind::Other)
                 .with_detail("cannot configure the S3 client")
                 .with_source(e)
         })?;
         let store = Arc::new(store);
-        Ok(ObjectStoreBackend::new(Arc::clone(&store) as _, &location.prefix)?.with_paginated_listing(store))
+        Ok(ObjectStoreBackend::new(Arc::clone(&store) as _, &location.prefix)?
+            .with_paginated_listing(store)
+            .with_identity(identity))
     }
 }
 

@@ -54,6 +54,9 @@ pub struct Global {
     /// Let skills be written to the source of this name (repeatable; never the first of several).
     #[arg(long = "writable", global = true, value_name = "SOURCE")]
     pub writable: Vec<String>,
+    /// Do not read or write the local cache of S3 frontmatters.
+    #[arg(long, global = true)]
+    pub no_cache: bool,
 }
 
 #[derive(Debug, Subcommand)]

@@ -25,6 +25,9 @@ pub fn config(global: &Global) -> Result<Config, Failure> {
     for name in &global.writable {
         config.make_writable(name);
     }
+    if global.no_cache {
+        config.disable_cache();
+    }
     Ok(config)
 }
 

@@ -1,6 +1,7 @@
 //! `publish`: upload a local skills tree, with the read guards, skipping
 //! what the destination already holds.
 
+use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::path::Path;
 use std::sync::Arc;
@@ -11,8 +12,10 @@ use indicatif::{ProgressBar, ProgressStyle};
 use md5::{Digest, Md5};
 use skillstore::backends::{
     DEFAULT_READ_LIMIT, EntryKind, ErrorKind, FsBackend, MemoryBackend, Metadata, PassReason, PutMode, ReadOptions,
-    SkillBackend, SkillBackendExt, SymlinkPolicy, VPath, WalkLimits,
+    SkillBackend, SkillBackendExt, SymlinkPolicy, VPath, Version, WalkLimits,
 };
+use skillstore::index::{HeadEntry, INDEX_FILE};
+use skillstore::skill::SKILL_FILE;
 
 use super::terminal::shown;
 use super::{Failure, emit};
@@ -38,6 +41,9 @@ enum Sent {
     Skipped(String),
     Failed(String),
 }
+
+/// A SKILL.md as the destination now holds it, for the index.
+type Published = Option<(Bytes, Version)>;
 
 pub async fn run(dir: &Path, location: &str, concurrency: usize, checked: bool) -> Result<(), Failure> {
     let local = FsBackend::with_policy(dir, SymlinkPolicy::WithinRoot)
@@ -94,15 +100,15 @@ pub async fn run(dir: &Path, location: &str, concurrency: usize, checked: bool) 
     };
     let compare_md5 = matches!(parsed, Location::S3 { .. });
     let local = Arc::new(local);
-    let results: Vec<(VPath, Sent)> = futures::stream::iter(files)
+    let results: Vec<(VPath, Sent, Published)> = futures::stream::iter(files)
         .map(|file| {
             let local = Arc::clone(&local);
             let destination = Arc::clone(&destination);
             let bar = bar.clone();
             async move {
-                let sent = send(&*local, &*destination, &file, compare_md5).await;
+                let (sent, published) = send(&*local, &*destination, &file, compare_md5).await;
                 bar.inc(file.size);
-                (file.path, sent)
+                (file.path, sent, published)
             }
         })
         .buffer_unordered(concurrency.max(1))
@@ -112,7 +118,14 @@ pub async fn run(dir: &Path, location: &str, concurrency: usize, checked: bool) 
 
     let (mut uploaded, mut bytes, mut unchanged) = (0usize, 0u64, 0usize);
     let mut failed = Vec::new();
-    for (path, sent) in results {
+    let mut indexed: BTreeMap<VPath, Vec<(String, Option<HeadEntry>)>> = BTreeMap::new();
+    for (path, sent, published) in results {
+        if let Some((data, version)) = published
+            && let Some((source, key, dir)) = index_key(&path)
+        {
+            let entry = skillstore::index::entry_for(&dir, &data, version);
+            indexed.entry(source).or_default().push((key, entry));
+        }
         match sent {
             Sent::Uploaded(size) => {
                 uploaded += 1;
@@ -122,6 +135,22 @@ pub async fn run(dir: &Path, location: &str, concurrency: usize, checked: bool) 
             Sent::Skipped(reason) => skipped.push(Skipped { path, reason }),
             Sent::Failed(reason) => failed.push((path, reason)),
         }
+    }
+    // Each directory holding skills gets an index of what was published,
+    // where the destination can be listed deep (it is of no use elsewhere).
+    let mut index_failed = Vec::new();
+    if destination.capabilities().deep_list {
+        for (source, changes) in &indexed {
+            if let Err(e) = skillstore::index::update(&*destination, source, changes).await {
+                index_failed.push(format!(
+                    "{}: {e}",
+                    source.join(INDEX_FILE).unwrap_or_else(|_| source.clone())
+                ));
+            }
+        }
+    }
+    for failure in &index_failed {
+        eprintln!("warning: the index was not written ({failure}); loads will read every SKILL.md");
     }
     if let Some((memory, file)) = memory_file {
         let json = memory.to_json().map_err(|e| Failure::failed(e.to_string()))?;
@@ -194,22 +223,42 @@ async fn walk(local: &FsBackend) -> Result<(Vec<LocalFile>, Vec<Skipped>), Failu
     Ok((files, skipped))
 }
 
-async fn send(local: &dyn SkillBackend, destination: &dyn SkillBackend, file: &LocalFile, compare_md5: bool) -> Sent {
+/// The source directory, index key and skill directory name of a published
+/// `.../SOURCE/DIR/SKILL.md`.
+fn index_key(path: &VPath) -> Option<(VPath, String, String)> {
+    let dir = path.parent()?;
+    let source = dir.parent()?;
+    let name = dir.as_str().rsplit('/').next()?.to_owned();
+    let key = format!("{name}/{SKILL_FILE}");
+    skillstore::index::skill_dir_of(&key)?;
+    Some((source, key, name))
+}
+
+async fn send(
+    local: &dyn SkillBackend,
+    destination: &dyn SkillBackend,
+    file: &LocalFile,
+    compare_md5: bool,
+) -> (Sent, Published) {
     let data = match local.read(&file.path, ReadOptions::default()).await {
         Ok(blob) => blob.data,
         Err(e) if matches!(e.kind(), ErrorKind::TooLarge | ErrorKind::NotRegularFile) => {
-            return Sent::Skipped(e.to_string());
+            return (Sent::Skipped(e.to_string()), None);
         }
-        Err(e) => return Sent::Failed(e.to_string()),
+        Err(e) => return (Sent::Failed(e.to_string()), None),
     };
+    let is_skill_md = file.path.as_str().ends_with(&format!("/{SKILL_FILE}"));
     match destination.stat(&file.path).await {
-        Ok(meta) if unchanged(destination, &file.path, &meta, &data, compare_md5).await => return Sent::Unchanged,
+        Ok(meta) if unchanged(destination, &file.path, &meta, &data, compare_md5).await => {
+            let published = meta.version.filter(|_| is_skill_md).map(|v| (data, v));
+            return (Sent::Unchanged, published);
+        }
         _ => {}
     }
     let size = data.len() as u64;
-    match destination.put(&file.path, data, PutMode::Overwrite).await {
-        Ok(_) => Sent::Uploaded(size),
-        Err(e) => Sent::Failed(e.to_string()),
+    match destination.put(&file.path, data.clone(), PutMode::Overwrite).await {
+        Ok(version) => (Sent::Uploaded(size), is_skill_md.then_some((data, version))),
+        Err(e) => (Sent::Failed(e.to_string()), None),
     }
 }
 

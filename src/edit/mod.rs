@@ -431,6 +431,7 @@ impl SkillEditor {
 
         let mut files = Vec::with_capacity(steps.len());
         let mut failure = None;
+        let mut index_change = None;
         for step in steps {
             let path = self.file_path(name, &step.path)?;
             let outcome = match (&step.new, &step.base) {
@@ -441,6 +442,15 @@ impl SkillEditor {
                 (None, Some(base)) => self.backend.delete_if_version(&path, base).await.map(|()| None),
                 (None, None) => Ok(None),
             };
+            if step.path == SKILL_FILE
+                && let Ok(new_version) = &outcome
+            {
+                let entry = match (&step.new, new_version) {
+                    (Some(data), Some(version)) => crate::index::entry_for(name, data, version.clone()),
+                    _ => None,
+                };
+                index_change = Some((format!("{name}/{SKILL_FILE}"), entry));
+            }
             match outcome {
                 Ok(new_version) => files.push(FileChange {
                     path: step.path,
@@ -470,6 +480,12 @@ impl SkillEditor {
             files,
         };
         let recorded = history::append(&*self.backend, &self.history_path(name)?, record).await;
+        if let Some(change) = index_change
+            && self.backend.capabilities_at(self.source.path()).deep_list
+            && let Err(e) = crate::index::update(&*self.backend, self.source.path(), &[change]).await
+        {
+            tracing::warn!(skill = name, error = %e, "the source's index could not take in a change; readers will read the skill");
+        }
         if let Some(catalog) = &self.catalog
             && let Err(e) = catalog.reload_skill(self.source.name(), name).await
         {

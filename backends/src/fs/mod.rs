@@ -788,6 +788,7 @@ impl SkillBackend for FsBackend {
             if_version: self.writable,
             if_version_delete: self.writable,
             symlinks: true,
+            deep_list: false,
         }
     }
 

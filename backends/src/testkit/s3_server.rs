@@ -125,6 +125,23 @@ where
     rx.recv().expect("the server reports its address")
 }
 
+/// URL-safe base64 without padding, as s3s-fs names its records.
+fn base64_url(text: &str) -> String {
+    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, &b)| n | u32::from(b) << (16 - 8 * i));
+        for i in 0..=chunk.len() {
+            out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
+        }
+    }
+    out
+}
+
 /// An [`ObjectStoreBackend`] over `bucket` under `prefix`, listing past
 /// keys no path can hold as [`ObjectStoreBackend::from_s3_url`] does.
 pub fn s3_backend(endpoint: &str, bucket: &str, prefix: &str) -> ObjectStoreBackend {
@@ -132,6 +149,7 @@ pub fn s3_backend(endpoint: &str, bucket: &str, prefix: &str) -> ObjectStoreBack
     ObjectStoreBackend::new(Arc::clone(&store) as Arc<dyn ObjectStore>, prefix)
         .expect("a valid prefix")
         .with_paginated_listing(store)
+        .with_identity(format!("s3|{endpoint}|{bucket}"))
 }
 
 /// An S3 client for `bucket` at `endpoint` with the test keys, path-style.
@@ -189,7 +207,10 @@ async fn serve(root: PathBuf, ready: std::sync::mpsc::Sender<std::net::SocketAdd
     }
 }
 
-/// s3s-fs with three behaviours of real S3 that it lacks: a key naming a
+/// s3s-fs with four behaviours of real S3 that it lacks: a listing gives
+/// each object's ETag (s3s-fs leaves it out; it is the one a HEAD gives,
+/// taken under the same lock as the listing, so it is that of the listed
+/// bytes); a key naming a
 /// "directory" is `NoSuchKey` (s3s-fs answers 500); a conditional write
 /// (`If-None-Match`, `If-Match`) is atomic with respect to every other write
 /// (s3s-fs checks, then writes); and a GET or HEAD gives the ETag of the
@@ -204,6 +225,19 @@ struct FaithfulS3 {
 }
 
 impl FaithfulS3 {
+    /// The ETag s3s-fs recorded for an object when it was written, read
+    /// from its record directly (a HEAD per listed key would make a listing
+    /// of thousands of keys take a third of a second).
+    fn stored_e_tag(&self, bucket: &str, key: &str) -> Option<String> {
+        let name = format!(
+            ".bucket-{}.object-{}.internal.json",
+            base64_url(bucket),
+            base64_url(key)
+        );
+        let record: serde_json::Value = serde_json::from_slice(&std::fs::read(self.root.join(name)).ok()?).ok()?;
+        record.get("e_tag")?.as_str().map(str::to_owned)
+    }
+
     fn is_directory(&self, bucket: &str, key: &str) -> bool {
         let plain = key.split('/').all(|s| !s.is_empty() && s != "." && s != "..");
         plain && !bucket.contains(['/', '.']) && self.root.join(bucket).join(key).is_dir()
@@ -238,6 +272,47 @@ macro_rules! faithful_impl {
                 self.inner.get_object(req).await
             }
 
+            async fn list_objects_v2(
+                &self,
+                req: S3Request<ListObjectsV2Input>,
+            ) -> S3Result<S3Response<ListObjectsV2Output>> {
+                let bucket = req.input.bucket.clone();
+                let (method, uri, credentials, region, service) = (
+                    req.method.clone(),
+                    req.uri.clone(),
+                    req.credentials.clone(),
+                    req.region.clone(),
+                    req.service.clone(),
+                );
+                let _shared = self.writes.read().await;
+                let mut response = self.inner.list_objects_v2(req).await?;
+                for object in response.output.contents.iter_mut().flatten() {
+                    let Some(key) = object.key.clone() else { continue };
+                    if let Some(tag) = self.stored_e_tag(&bucket, &key) {
+                        object.e_tag = Some(ETag::Strong(tag));
+                        continue;
+                    }
+                    let Ok(input) = HeadObjectInput::builder().bucket(bucket.clone()).key(key).build() else {
+                        continue;
+                    };
+                    let head = S3Request {
+                        input,
+                        method: method.clone(),
+                        uri: uri.clone(),
+                        headers: Default::default(),
+                        extensions: Default::default(),
+                        credentials: credentials.clone(),
+                        region: region.clone(),
+                        service: service.clone(),
+                        trailing_headers: None,
+                    };
+                    if let Ok(found) = self.inner.head_object(head).await {
+                        object.e_tag = found.output.e_tag;
+                    }
+                }
+                Ok(response)
+            }
+
             $(
                 async fn $method(&self, req: S3Request<$input>) -> S3Result<S3Response<$output>> {
                     self.inner.$method(req).await
@@ -257,7 +332,6 @@ macro_rules! faithful_impl {
 faithful_impl! {
     direct {
         list_objects: ListObjectsInput => ListObjectsOutput;
-        list_objects_v2: ListObjectsV2Input => ListObjectsV2Output;
         list_buckets: ListBucketsInput => ListBucketsOutput;
         head_bucket: HeadBucketInput => HeadBucketOutput;
         get_bucket_location: GetBucketLocationInput => GetBucketLocationOutput;
@@ -299,4 +373,18 @@ pub fn moto_fixture() -> Fixture {
         .rsplit_once('/')
         .expect("http://host:port/bucket");
     Fixture::new(s3_backend(endpoint, bucket, &unique_name("suite")))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn records_are_named_in_url_safe_base64() {
+        assert_eq!(super::base64_url("bucket-1"), "YnVja2V0LTE");
+        assert_eq!(super::base64_url("ab"), "YWI");
+        assert_eq!(super::base64_url("a"), "YQ");
+        assert_eq!(
+            super::base64_url("catalog/base/x/SKILL.md"),
+            "Y2F0YWxvZy9iYXNlL3gvU0tJTEwubWQ"
+        );
+    }
 }
