@@ -34,7 +34,7 @@ use crate::source::{Patterns, Source, SourceList, parse_dir};
 /// load and prompt options. Built by [`Config::open`].
 #[derive(Debug, Clone)]
 pub struct Namespace {
-    backend: Arc<MountTable>,
+    backend: Arc<dyn SkillBackend>,
     sources: SourceList,
     source_locations: Vec<Location>,
     load: LoadOptions,
@@ -59,7 +59,16 @@ pub struct PromptSettings {
 impl Namespace {
     /// The whole namespace as one backend, with every guard of its mounts.
     pub fn backend(&self) -> Arc<dyn SkillBackend> {
-        Arc::clone(&self.backend) as Arc<dyn SkillBackend>
+        Arc::clone(&self.backend)
+    }
+
+    /// This namespace with its backend wrapped by `layer` (a wrapper that
+    /// counts or traces calls, say): loads, reads and the editor's writes
+    /// all go through the wrapper. The wrapper must hand every call it does
+    /// not change to the backend it wraps, so every guard still applies.
+    pub fn with_backend_layer(mut self, layer: impl FnOnce(Arc<dyn SkillBackend>) -> Arc<dyn SkillBackend>) -> Self {
+        self.backend = layer(self.backend);
+        self
     }
 
     /// The sources, lowest priority first.

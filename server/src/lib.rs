@@ -10,6 +10,7 @@
 
 #![warn(missing_docs)]
 
+pub mod counting;
 pub mod digest;
 pub mod error;
 pub mod http;

@@ -1,12 +1,14 @@
 //! Counters the server keeps and `/metrics` shows in the Prometheus text
 //! format: requests by route and status, latency by route, refresh
-//! outcomes, and the catalogs' sizes.
+//! outcomes, storage calls, and the catalogs' sizes.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+use crate::counting::{BackendCalls, Call};
 
 /// Upper bounds of the latency buckets, in seconds.
 const BUCKETS: [f64; 12] = [
@@ -28,6 +30,8 @@ pub struct Metrics {
     refresh_fresh: AtomicU64,
     refresh_stale: AtomicU64,
     in_flight: AtomicU64,
+    /// Storage calls the tenants' namespaces made, by kind.
+    pub backend_calls: Arc<BackendCalls>,
 }
 
 /// Counts a request as in flight until dropped.
@@ -139,6 +143,18 @@ impl Metrics {
             "skillstore_http_requests_in_flight {}",
             self.in_flight.load(Ordering::Relaxed)
         );
+        out.push_str(
+            "# HELP skillstore_backend_calls_total Calls made of the storage (a batch counts each path), by kind.\n",
+        );
+        out.push_str("# TYPE skillstore_backend_calls_total counter\n");
+        for call in Call::ALL {
+            let _ = writeln!(
+                out,
+                "skillstore_backend_calls_total{{call=\"{}\"}} {}",
+                call.as_str(),
+                self.backend_calls.get(call)
+            );
+        }
         out.push_str("# HELP skillstore_tenants Tenants served.\n# TYPE skillstore_tenants gauge\n");
         let _ = writeln!(out, "skillstore_tenants {tenants}");
         out.push_str("# HELP skillstore_catalog_skills Skills in memory, all tenants.\n");

@@ -52,10 +52,11 @@ impl Service {
     /// Opens every tenant's namespace (nothing is loaded yet: see
     /// [`Service::start_refresh`]).
     pub fn open(settings: &Settings) -> Result<Arc<Self>, ServerError> {
+        let metrics = Metrics::default();
         let mut tenants = Vec::with_capacity(settings.tenants.len());
         let mut tokens = HashMap::new();
         for (index, spec) in settings.tenants.iter().enumerate() {
-            tenants.push(Arc::new(Tenant::open(spec)?));
+            tenants.push(Arc::new(Tenant::open(spec, Arc::clone(&metrics.backend_calls))?));
             for (hash, scope) in &spec.tokens {
                 tokens.insert(*hash, (index, *scope));
             }
@@ -69,7 +70,7 @@ impl Service {
             tokens,
             refresh_interval: settings.refresh_interval,
             limits: settings.limits,
-            metrics: Metrics::default(),
+            metrics,
             shutdown: CancellationToken::new(),
         }))
     }

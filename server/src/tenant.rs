@@ -12,6 +12,7 @@ use skillstore::backends::{ErrorKind, VPath};
 use skillstore::{Catalog, Diagnostic, Namespace, PromptOptions, SharedCatalog, Skill, SkillEditor};
 use tokio::sync::watch;
 
+use crate::counting::{BackendCalls, Counting};
 use crate::digest::DigestCache;
 use crate::error::{ApiError, ServerError};
 use crate::manifest::Manifest;
@@ -225,14 +226,18 @@ impl std::fmt::Debug for Tenant {
 }
 
 impl Tenant {
-    /// Opens the tenant's namespace; the catalog is loaded by
-    /// [`Tenant::refresh`].
-    pub fn open(settings: &TenantSettings) -> Result<Self, ServerError> {
+    /// Opens the tenant's namespace, its storage calls counted into
+    /// `calls`; the catalog is loaded by [`Tenant::refresh`].
+    pub fn open(settings: &TenantSettings, calls: Arc<BackendCalls>) -> Result<Self, ServerError> {
         let wrap = |source| ServerError::Tenant {
             tenant: settings.name.clone(),
             source,
         };
-        let namespace = settings.config.open().map_err(wrap)?;
+        let namespace = settings
+            .config
+            .open()
+            .map_err(wrap)?
+            .with_backend_layer(|backend| Counting::wrap(backend, calls));
         let prompt = namespace.prompt_options().map_err(wrap)?;
         Ok(Tenant {
             name: settings.name.clone(),

@@ -153,7 +153,22 @@ async fn read_routes_answer_with_etags_and_304s() {
     );
     assert!(metrics.contains("skillstore_catalog_skills 2"), "{metrics}");
     assert!(metrics.contains("skillstore_http_request_duration_seconds_bucket{route=\"/v1/skills/{name}\""));
+    // The load listed and read the layers; nothing was written.
+    assert!(backend_calls(&metrics, "list") > 0, "{metrics}");
+    assert!(backend_calls(&metrics, "read") > 0, "{metrics}");
+    assert_eq!(backend_calls(&metrics, "put"), 0, "{metrics}");
     server.stop().await;
+}
+
+/// The value of `skillstore_backend_calls_total{call="CALL"}`.
+fn backend_calls(metrics: &str, call: &str) -> u64 {
+    let prefix = format!("skillstore_backend_calls_total{{call=\"{call}\"}} ");
+    metrics
+        .lines()
+        .find_map(|line| line.strip_prefix(&prefix))
+        .unwrap_or_else(|| panic!("no {call} counter in {metrics}"))
+        .parse()
+        .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -453,6 +468,16 @@ async fn writes_go_through_the_editor_with_if_match() {
         .unwrap();
     assert_eq!(r.status(), StatusCode::NOT_FOUND);
     assert!(dir.path().join("base/beta/SKILL.md").is_file());
+    let metrics = client
+        .get(server.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(backend_calls(&metrics, "put") > 0, "{metrics}");
+    assert!(backend_calls(&metrics, "delete") > 0, "{metrics}");
     server.stop().await;
 }
 
