@@ -2,23 +2,8 @@
 
 use std::time::Duration;
 
-/// Completes on the first SIGINT or SIGTERM. A signal that cannot be
-/// listened for is logged and that signal alone is not waited on.
-pub async fn signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut listeners = Vec::new();
-    for kind in [SignalKind::interrupt(), SignalKind::terminate()] {
-        match signal(kind) {
-            Ok(listener) => listeners.push(listener),
-            Err(e) => tracing::warn!(error = %e, "cannot listen for a signal"),
-        }
-    }
-    if listeners.is_empty() {
-        return std::future::pending().await;
-    }
-    let waits = listeners.iter_mut().map(|l| Box::pin(l.recv()));
-    futures::future::select_all(waits).await;
-}
+/// Completes on the first SIGINT or SIGTERM (the server's own listener).
+pub use skillstore_server::http::shutdown_signal as signal;
 
 /// Parses an interval flag: a number with an optional unit `ms`, `s`, `m`
 /// or `h` (no unit: seconds). Zero and more than a day are refused.
