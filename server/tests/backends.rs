@@ -36,17 +36,7 @@ fn files(root: &Path) -> Vec<(String, String)> {
 
 #[test]
 fn every_storage_serves_the_same_through_mcp() {
-    let s3 = S3TestServer::start();
-    for (key, value) in s3.env() {
-        // SAFETY: no other thread of this process has started yet.
-        unsafe { std::env::set_var(key, value) };
-    }
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(run(s3));
+    with_s3_env(run);
 }
 
 async fn run(s3: S3TestServer) {

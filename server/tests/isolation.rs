@@ -42,17 +42,7 @@ async fn put(store: &ObjectStoreBackend, key: &str, text: String) {
 
 #[test]
 fn tenants_see_nothing_of_each_other_or_of_the_storage() {
-    let s3 = S3TestServer::start();
-    for (key, value) in s3.env() {
-        // SAFETY: no other thread of this process has started yet.
-        unsafe { std::env::set_var(key, value) };
-    }
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(run(s3));
+    with_s3_env(run);
 }
 
 async fn run(s3: S3TestServer) {

@@ -20,17 +20,7 @@ const EDITS_PER_WRITER: usize = 8;
 
 #[test]
 fn replicas_share_the_bucket_and_lose_no_update() {
-    let s3 = S3TestServer::start();
-    for (key, value) in s3.env() {
-        // SAFETY: no other thread of this process has started yet.
-        unsafe { std::env::set_var(key, value) };
-    }
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(run(s3));
+    with_s3_env(run);
 }
 
 fn sha256_tag(body: &[u8]) -> String {

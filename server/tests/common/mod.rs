@@ -165,3 +165,24 @@ pub fn skillstore_binary() -> PathBuf {
         })
         .clone()
 }
+
+/// Starts a test S3 server, points the `AWS_*` variables at it, and runs
+/// `test` on a two-thread runtime. For a test binary with this one test:
+/// the variables are set before any other thread of the process runs.
+pub fn with_s3_env<F, Fut>(test: F)
+where
+    F: FnOnce(skillstore_backends::testkit::s3_server::S3TestServer) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let s3 = skillstore_backends::testkit::s3_server::S3TestServer::start();
+    for (key, value) in s3.env() {
+        // SAFETY: no other thread of this process has started yet.
+        unsafe { std::env::set_var(key, value) };
+    }
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(test(s3));
+}
