@@ -222,8 +222,7 @@ async fn main() {
     println!("uploaded {uploaded} files ({skill_files} SKILL.md) to s3s-fs; proxy adds {DELAY:?} each way");
 
     // The same tree as `skillstore publish` writes it (with its index),
-    // sent straight to the server, in a bucket of its own: s3s-fs walks a
-    // whole bucket to answer a listing without a delimiter.
+    // sent straight to the server, in a bucket of its own.
     let published_bucket = server.create_bucket();
     let published = std::process::Command::new(binary)
         .envs(env(server.endpoint()))

@@ -1,6 +1,6 @@
 //! An in-process S3 server (s3s-fs) on `127.0.0.1`, for tests over real HTTP.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
@@ -207,16 +207,17 @@ async fn serve(root: PathBuf, ready: std::sync::mpsc::Sender<std::net::SocketAdd
     }
 }
 
-/// s3s-fs with four behaviours of real S3 that it lacks: a listing gives
+/// s3s-fs with five behaviours of real S3 that it lacks: a listing gives
 /// each object's ETag (s3s-fs leaves it out; it is the one a HEAD gives,
 /// taken under the same lock as the listing, so it is that of the listed
-/// bytes); a key naming a
-/// "directory" is `NoSuchKey` (s3s-fs answers 500); a conditional write
-/// (`If-None-Match`, `If-Match`) is atomic with respect to every other write
-/// (s3s-fs checks, then writes); and a GET or HEAD gives the ETag of the
-/// bytes it returns (s3s-fs opens the file, then reads the ETag from a
-/// separate record a concurrent write may have replaced in between, which
-/// would let a conditional writer overwrite a version it never read).
+/// bytes); a listing costs what its prefix holds, not what the bucket holds
+/// ([`list_scoped`]); a key naming a "directory" is `NoSuchKey` (s3s-fs
+/// answers 500); a conditional write (`If-None-Match`, `If-Match`) is atomic
+/// with respect to every other write (s3s-fs checks, then writes); and a GET
+/// or HEAD gives the ETag of the bytes it returns (s3s-fs opens the file,
+/// then reads the ETag from a separate record a concurrent write may have
+/// replaced in between, which would let a conditional writer overwrite a
+/// version it never read).
 struct FaithfulS3 {
     inner: s3s_fs::FileSystem,
     root: PathBuf,
@@ -225,23 +226,146 @@ struct FaithfulS3 {
 }
 
 impl FaithfulS3 {
-    /// The ETag s3s-fs recorded for an object when it was written, read
-    /// from its record directly (a HEAD per listed key would make a listing
-    /// of thousands of keys take a third of a second).
-    fn stored_e_tag(&self, bucket: &str, key: &str) -> Option<String> {
-        let name = format!(
-            ".bucket-{}.object-{}.internal.json",
-            base64_url(bucket),
-            base64_url(key)
-        );
-        let record: serde_json::Value = serde_json::from_slice(&std::fs::read(self.root.join(name)).ok()?).ok()?;
-        record.get("e_tag")?.as_str().map(str::to_owned)
-    }
-
     fn is_directory(&self, bucket: &str, key: &str) -> bool {
         let plain = key.split('/').all(|s| !s.is_empty() && s != "." && s != "..");
         plain && !bucket.contains(['/', '.']) && self.root.join(bucket).join(key).is_dir()
     }
+}
+
+/// The ETag s3s-fs recorded for an object when it was written, read from
+/// its record directly (a HEAD per listed key would make a listing of
+/// thousands of keys take a third of a second).
+fn stored_e_tag(root: &Path, bucket: &str, key: &str) -> Option<String> {
+    let name = format!(
+        ".bucket-{}.object-{}.internal.json",
+        base64_url(bucket),
+        base64_url(key)
+    );
+    let record: serde_json::Value = serde_json::from_slice(&std::fs::read(root.join(name)).ok()?).ok()?;
+    record.get("e_tag")?.as_str().map(str::to_owned)
+}
+
+/// `ListObjectsV2` as S3 answers it, over the files s3s-fs keeps: only the
+/// directory the prefix names is walked (s3s-fs walks the whole bucket for
+/// every page, so a listing's cost would follow the bucket, not the keys
+/// listed), keys sort bytewise, `start-after` and the continuation token
+/// resume after a key, a delimiter folds keys into common prefixes, and
+/// every listed object carries its ETag.
+fn list_scoped(root: &Path, input: ListObjectsV2Input) -> S3Result<ListObjectsV2Output> {
+    let bucket_ok =
+        !input.bucket.is_empty() && !input.bucket.contains('/') && input.bucket != "." && input.bucket != "..";
+    let bucket_root = root.join(&input.bucket);
+    if !bucket_ok || !bucket_root.is_dir() {
+        return Err(s3s::s3_error!(NoSuchBucket));
+    }
+    let prefix = input.prefix.as_deref().unwrap_or("").trim_start_matches('/');
+    let delimiter = input.delimiter.as_deref().filter(|d| !d.is_empty());
+    let max_keys = usize::try_from(input.max_keys.unwrap_or(1000)).unwrap_or(1000);
+    let resume = match (input.continuation_token.as_deref(), input.start_after.as_deref()) {
+        (Some(token), Some(after)) => Some(token.max(after)),
+        (token, after) => token.or(after),
+    };
+
+    // Keys are file paths, so only the directory before the prefix's last
+    // `/` can hold a match; a prefix no stored path can begin with matches
+    // nothing.
+    let dir = prefix.rfind('/').map_or("", |end| &prefix[..end]);
+    let plain = dir.is_empty() || dir.split('/').all(|s| !s.is_empty() && s != "." && s != "..");
+    let mut keys = Vec::new();
+    if plain {
+        let mut pending = vec![(bucket_root.join(dir), dir.to_owned())];
+        while let Some((path, key_dir)) = pending.pop() {
+            let entries = match std::fs::read_dir(&path) {
+                Ok(entries) => entries,
+                // Missing, a file, or a name too long to be stored: no key
+                // lies under it.
+                Err(_) if !path.is_dir() => continue,
+                Err(_) => return Err(s3s::s3_error!(InternalError)),
+            };
+            for entry in entries {
+                let entry = entry.map_err(|_| s3s::s3_error!(InternalError))?;
+                let Some(name) = entry.file_name().to_str().map(str::to_owned) else {
+                    continue;
+                };
+                let key = if key_dir.is_empty() {
+                    name
+                } else {
+                    format!("{key_dir}/{name}")
+                };
+                let kind = entry.file_type().map_err(|_| s3s::s3_error!(InternalError))?;
+                if kind.is_dir() {
+                    if key.starts_with(prefix) || prefix.starts_with(&format!("{key}/")) {
+                        pending.push((entry.path(), key));
+                    }
+                } else if key.starts_with(prefix) {
+                    keys.push((key, entry.path()));
+                }
+            }
+        }
+    }
+    keys.sort_unstable();
+
+    // Each entry: the key or common prefix, and the file when it is a key.
+    let mut entries: Vec<(String, Option<PathBuf>)> = Vec::new();
+    for (key, path) in keys {
+        let folded = delimiter.and_then(|d| {
+            key[prefix.len()..]
+                .find(d)
+                .map(|at| key[..prefix.len() + at + d.len()].to_owned())
+        });
+        let entry = match folded {
+            Some(common) => (common, None),
+            None => (key, Some(path)),
+        };
+        if resume.is_some_and(|after| entry.0.as_str() <= after) {
+            continue;
+        }
+        if entries.last().is_some_and(|last| last.0 == entry.0) {
+            continue;
+        }
+        entries.push(entry);
+    }
+    let is_truncated = max_keys > 0 && entries.len() > max_keys;
+    entries.truncate(max_keys);
+    let next_continuation_token = is_truncated.then(|| entries.last().map(|e| e.0.clone())).flatten();
+    let key_count = i32::try_from(entries.len()).map_err(|_| s3s::s3_error!(InternalError))?;
+
+    let mut contents = Vec::new();
+    let mut common_prefixes = Vec::new();
+    for (key, path) in entries {
+        let Some(path) = path else {
+            common_prefixes.push(CommonPrefix { prefix: Some(key) });
+            continue;
+        };
+        // A file deleted since the walk is simply not listed.
+        let Ok(metadata) = std::fs::metadata(&path) else {
+            continue;
+        };
+        let e_tag = stored_e_tag(root, &input.bucket, &key).map(ETag::Strong);
+        contents.push(Object {
+            e_tag,
+            last_modified: metadata.modified().ok().map(Timestamp::from),
+            size: i64::try_from(metadata.len()).ok(),
+            key: Some(key),
+            ..Default::default()
+        });
+    }
+
+    Ok(ListObjectsV2Output {
+        key_count: Some(key_count),
+        max_keys: input.max_keys.or(Some(1000)),
+        is_truncated: Some(is_truncated),
+        contents: (!contents.is_empty()).then_some(contents),
+        common_prefixes: (!common_prefixes.is_empty()).then_some(common_prefixes),
+        continuation_token: input.continuation_token,
+        next_continuation_token,
+        delimiter: input.delimiter,
+        encoding_type: input.encoding_type,
+        name: Some(input.bucket),
+        prefix: input.prefix,
+        start_after: input.start_after,
+        ..Default::default()
+    })
 }
 
 /// Writes the `S3` impl: the listed methods go straight to s3s-fs, the
@@ -276,41 +400,36 @@ macro_rules! faithful_impl {
                 &self,
                 req: S3Request<ListObjectsV2Input>,
             ) -> S3Result<S3Response<ListObjectsV2Output>> {
-                let bucket = req.input.bucket.clone();
-                let (method, uri, credentials, region, service) = (
-                    req.method.clone(),
-                    req.uri.clone(),
-                    req.credentials.clone(),
-                    req.region.clone(),
-                    req.service.clone(),
-                );
                 let _shared = self.writes.read().await;
-                let mut response = self.inner.list_objects_v2(req).await?;
-                for object in response.output.contents.iter_mut().flatten() {
-                    let Some(key) = object.key.clone() else { continue };
-                    if let Some(tag) = self.stored_e_tag(&bucket, &key) {
-                        object.e_tag = Some(ETag::Strong(tag));
-                        continue;
-                    }
+                let root = self.root.clone();
+                let bucket = req.input.bucket.clone();
+                let input = req.input;
+                let mut output = tokio::task::spawn_blocking(move || list_scoped(&root, input))
+                    .await
+                    .map_err(|_| s3s::s3_error!(InternalError))??;
+                // An object stored without s3s-fs's record (`put_raw`) gets
+                // the ETag a HEAD computes for it.
+                for object in output.contents.iter_mut().flatten() {
+                    let Some(key) = object.key.clone().filter(|_| object.e_tag.is_none()) else { continue };
                     let Ok(input) = HeadObjectInput::builder().bucket(bucket.clone()).key(key).build() else {
                         continue;
                     };
                     let head = S3Request {
                         input,
-                        method: method.clone(),
-                        uri: uri.clone(),
+                        method: req.method.clone(),
+                        uri: req.uri.clone(),
                         headers: Default::default(),
                         extensions: Default::default(),
-                        credentials: credentials.clone(),
-                        region: region.clone(),
-                        service: service.clone(),
+                        credentials: req.credentials.clone(),
+                        region: req.region.clone(),
+                        service: req.service.clone(),
                         trailing_headers: None,
                     };
                     if let Ok(found) = self.inner.head_object(head).await {
                         object.e_tag = found.output.e_tag;
                     }
                 }
-                Ok(response)
+                Ok(S3Response::new(output))
             }
 
             $(
@@ -377,6 +496,113 @@ pub fn moto_fixture() -> Fixture {
 
 #[cfg(test)]
 mod tests {
+    use s3s::dto::ListObjectsV2Input;
+
+    /// Lists `bucket` of `root` page by page; returns every page's keys and
+    /// common prefixes, in order.
+    fn pages(
+        root: &std::path::Path,
+        prefix: &str,
+        delimiter: Option<&str>,
+        max_keys: i32,
+        start_after: Option<&str>,
+    ) -> Vec<(Vec<String>, Vec<String>)> {
+        let mut out = Vec::new();
+        let mut token = None;
+        loop {
+            let input = ListObjectsV2Input::builder()
+                .bucket("b".into())
+                .prefix(Some(prefix.into()))
+                .delimiter(delimiter.map(str::to_owned))
+                .max_keys(Some(max_keys))
+                .start_after(start_after.map(str::to_owned))
+                .continuation_token(token.take())
+                .build()
+                .unwrap();
+            let page = super::list_scoped(root, input).unwrap();
+            let keys = page
+                .contents
+                .unwrap_or_default()
+                .into_iter()
+                .filter_map(|o| o.key)
+                .collect();
+            let common = page
+                .common_prefixes
+                .unwrap_or_default()
+                .into_iter()
+                .filter_map(|p| p.prefix)
+                .collect();
+            out.push((keys, common));
+            match page.next_continuation_token {
+                Some(next) => {
+                    assert_eq!(page.is_truncated, Some(true));
+                    token = Some(next);
+                }
+                None => {
+                    assert_eq!(page.is_truncated, Some(false));
+                    return out;
+                }
+            }
+        }
+    }
+
+    fn bucket_with(keys: &[&str]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        for key in keys {
+            let path = dir.path().join("b").join(key);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, key).unwrap();
+        }
+        std::fs::create_dir_all(dir.path().join("b")).unwrap();
+        dir
+    }
+
+    const KEYS: &[&str] = &["a/b/x", "a/b/y/z", "a/bc/x", "a/b-/x", "a/c", "top", "ab/x"];
+
+    #[test]
+    fn a_prefix_lists_every_key_it_begins_and_nothing_else_in_byte_order() {
+        let dir = bucket_with(KEYS);
+        let all = |prefix| pages(dir.path(), prefix, None, 1000, None).remove(0).0;
+        assert_eq!(all("a/b"), ["a/b-/x", "a/b/x", "a/b/y/z", "a/bc/x"]);
+        assert_eq!(all("a/b/"), ["a/b/x", "a/b/y/z"]);
+        assert_eq!(all("a"), ["a/b-/x", "a/b/x", "a/b/y/z", "a/bc/x", "a/c", "ab/x"]);
+        assert_eq!(all(""), ["a/b-/x", "a/b/x", "a/b/y/z", "a/bc/x", "a/c", "ab/x", "top"]);
+        assert!(all("missing/").is_empty());
+        assert!(all("a//b").is_empty());
+        assert!(all("a/../a/").is_empty());
+    }
+
+    #[test]
+    fn pages_resume_after_their_last_key_and_start_after_skips() {
+        let dir = bucket_with(KEYS);
+        let paged = pages(dir.path(), "", None, 2, None);
+        let keys: Vec<String> = paged.iter().flat_map(|p| p.0.clone()).collect();
+        assert_eq!(keys, ["a/b-/x", "a/b/x", "a/b/y/z", "a/bc/x", "a/c", "ab/x", "top"]);
+        assert_eq!(paged.len(), 4);
+        assert!(paged.iter().all(|p| p.0.len() <= 2));
+        let after = pages(dir.path(), "", None, 1000, Some("a/c")).remove(0).0;
+        assert_eq!(after, ["ab/x", "top"]);
+    }
+
+    #[test]
+    fn a_delimiter_folds_keys_into_common_prefixes_once_each() {
+        let dir = bucket_with(KEYS);
+        let (keys, common) = pages(dir.path(), "a/", Some("/"), 1000, None).remove(0);
+        assert_eq!(keys, ["a/c"]);
+        assert_eq!(common, ["a/b-/", "a/b/", "a/bc/"]);
+        let paged = pages(dir.path(), "a/", Some("/"), 1, None);
+        let flat: Vec<String> = paged.iter().flat_map(|p| p.0.iter().chain(&p.1).cloned()).collect();
+        assert_eq!(flat, ["a/b-/", "a/b/", "a/bc/", "a/c"]);
+    }
+
+    #[test]
+    fn a_missing_bucket_is_no_such_bucket() {
+        let dir = bucket_with(&[]);
+        let input = ListObjectsV2Input::builder().bucket("nope".into()).build().unwrap();
+        let err = super::list_scoped(dir.path(), input).unwrap_err();
+        assert_eq!(*err.code(), s3s::S3ErrorCode::NoSuchBucket);
+    }
+
     #[test]
     fn records_are_named_in_url_safe_base64() {
         assert_eq!(super::base64_url("bucket-1"), "YnVja2V0LTE");
