@@ -15,11 +15,21 @@ fn repo() -> PathBuf {
         .to_path_buf()
 }
 
+/// A cache directory for every command of this test process, so no test
+/// reads or writes the cache in the user's home.
+fn test_cache_home() -> &'static std::path::Path {
+    static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| tempfile::tempdir().expect("a cache directory"))
+        .path()
+}
+
 /// The command, run from the repository root (whose skillstore.yaml holds
-/// the example layers), with a hang guard.
+/// the example layers), with a hang guard and a cache of its own.
 fn skillstore() -> Command {
     let mut cmd = Command::cargo_bin("skillstore").unwrap();
-    cmd.current_dir(repo()).timeout(Duration::from_secs(120));
+    cmd.current_dir(repo())
+        .timeout(Duration::from_secs(120))
+        .env("XDG_CACHE_HOME", test_cache_home());
     for var in [
         "AWS_ENDPOINT_URL",
         "AWS_ALLOW_HTTP",
@@ -386,6 +396,173 @@ fn cli_publish_to_s3_then_list_and_read_match_the_local_tree() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(out.text().starts_with("published 0 file(s), 0 bytes"), "{}", out.text());
     assert!(out.text().contains("15 unchanged"), "{}", out.text());
+}
+
+const EXAMPLE_LAYERS: [&str; 4] = ["base", "user", "project", "team"];
+
+/// The `--source` flags naming the example layers.
+fn example_sources() -> Vec<String> {
+    EXAMPLE_LAYERS
+        .iter()
+        .flat_map(|layer| ["--source".to_owned(), format!("/{layer}/")])
+        .collect()
+}
+
+/// Each skill's description in a `list --json` output, by name.
+fn descriptions(out: &Run) -> std::collections::BTreeMap<String, String> {
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    out.json()["skills"]
+        .as_array()
+        .expect("skills")
+        .iter()
+        .map(|s| {
+            (
+                s["name"].as_str().unwrap().to_owned(),
+                s["description"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn publish_writes_each_layers_index_at_the_listed_versions() {
+    use skillstore::backends::{ReadOptions, SkillBackend, VPath};
+    let server = S3TestServer::shared();
+    let bucket = server.create_bucket();
+    let mut publish = skillstore();
+    s3_env(&mut publish, server);
+    let out = run(publish.args(["publish", "examples/skills", &format!("s3://{bucket}/catalog")]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+
+    let backend = server.backend(&bucket, "catalog");
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    for layer in EXAMPLE_LAYERS {
+        let dir = VPath::new(format!("/{layer}")).unwrap();
+        let listing = runtime.block_on(backend.list_deep(&dir, Default::default())).unwrap();
+        let index = runtime
+            .block_on(backend.read(&dir.join(".skillstore/index.json").unwrap(), ReadOptions::default()))
+            .unwrap_or_else(|e| panic!("{layer}: no index: {e}"));
+        let index: Value = serde_json::from_slice(&index.data).unwrap();
+        assert_eq!(index["format"], "skillstore-index", "{layer}");
+        assert_eq!(index["version"], 1, "{layer}");
+        let entries = index["entries"].as_object().unwrap();
+
+        let mut skill_files: Vec<String> = std::fs::read_dir(repo().join("examples/skills").join(layer))
+            .unwrap()
+            .map(|e| format!("{}/SKILL.md", e.unwrap().file_name().to_str().unwrap()))
+            .collect();
+        skill_files.sort();
+        assert_eq!(entries.keys().cloned().collect::<Vec<_>>(), skill_files, "{layer}");
+        for (relative, entry) in entries {
+            let listed = listing.files.iter().find(|f| &f.relative == relative).unwrap();
+            let text = std::fs::read_to_string(repo().join("examples/skills").join(layer).join(relative)).unwrap();
+            assert_eq!(
+                entry["version"],
+                serde_json::to_value(listed.version.as_ref().unwrap()).unwrap()
+            );
+            assert_eq!(entry["size"], listed.size.unwrap());
+            assert_eq!(entry["size"], text.len());
+            let yaml = entry["yaml"].as_str().unwrap();
+            assert!(
+                text.starts_with(&format!("---\n{yaml}")),
+                "{layer}/{relative}: {yaml:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn list_reads_the_local_cache_only_at_listed_versions_and_no_cache_turns_it_off() {
+    use skillstore::backends::{PutMode, SkillBackend, VPath};
+    let server = S3TestServer::shared();
+    let bucket = server.create_bucket();
+    let location = format!("s3://{bucket}/catalog");
+    let mut publish = skillstore();
+    s3_env(&mut publish, server);
+    let out = run(publish.args(["publish", "examples/skills", &location]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+
+    let cache_home = tempfile::tempdir().unwrap();
+    let mount = format!("/={location}");
+    let list = |cache_home: &std::path::Path, extra: &[&str]| {
+        let mut cmd = skillstore();
+        s3_env(&mut cmd, server);
+        cmd.env("XDG_CACHE_HOME", cache_home)
+            .args(extra)
+            .args(["--mount", &mount])
+            .args(example_sources())
+            .args(["list", "--json"]);
+        run(&mut cmd)
+    };
+    let local = {
+        let mut cmd = skillstore();
+        cmd.args(["--mount", "/=examples/skills"])
+            .args(example_sources())
+            .args(["list", "--json"]);
+        descriptions(&run(&mut cmd))
+    };
+
+    // A first load fills a private cache.
+    assert_eq!(descriptions(&list(cache_home.path(), &[])), local);
+    let cache_dir = cache_home.path().join("skillstore");
+    let mode = |p: &std::path::Path| {
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(p).unwrap().permissions()) & 0o777
+    };
+    assert_eq!(mode(&cache_dir), 0o700);
+    let files: Vec<PathBuf> = std::fs::read_dir(&cache_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .collect();
+    assert!(!files.is_empty(), "the load left no cache file");
+    assert!(files.iter().all(|f| mode(f) == 0o600));
+
+    // `--no-cache` neither reads nor creates one.
+    let untouched = tempfile::tempdir().unwrap();
+    assert_eq!(descriptions(&list(untouched.path(), &["--no-cache"])), local);
+    assert!(
+        !untouched.path().join("skillstore").exists(),
+        "--no-cache made a cache directory"
+    );
+
+    // Entries forged in the cache at the current versions are what a load
+    // takes (so the cache is read), and `--no-cache` passes them over.
+    for file in &files {
+        let mut doc: Value = serde_json::from_slice(&std::fs::read(file).unwrap()).unwrap();
+        for entry in doc["entries"].as_object_mut().unwrap().values_mut() {
+            let yaml = entry["yaml"]
+                .as_str()
+                .unwrap()
+                .replace("description: ", "description: FORGED ");
+            entry["yaml"] = Value::String(yaml);
+        }
+        std::fs::write(file, serde_json::to_vec(&doc).unwrap()).unwrap();
+    }
+    let cached = descriptions(&list(cache_home.path(), &[]));
+    assert!(cached.values().all(|d| d.starts_with("FORGED ")), "{cached:?}");
+    assert_eq!(descriptions(&list(cache_home.path(), &["--no-cache"])), local);
+
+    // A SKILL.md replaced behind skillstore's back, same size: its cache and
+    // index entries no longer match the listed version, so it is read.
+    let path = VPath::new("/base/csv-report/SKILL.md").unwrap();
+    let original = std::fs::read_to_string(repo().join("examples/skills/base/csv-report/SKILL.md")).unwrap();
+    let changed = original.replacen("Summarise a CSV file", "Summarize a CSV file", 1);
+    assert_eq!(changed.len(), original.len());
+    let backend = server.backend(&bucket, "catalog");
+    tokio::runtime::Runtime::new()
+        .unwrap()
+        .block_on(backend.put(&path, changed.clone().into(), PutMode::Overwrite))
+        .unwrap();
+    let after = descriptions(&list(cache_home.path(), &[]));
+    assert!(after["csv-report"].starts_with("Summarize a CSV file"), "{after:?}");
+    let fresh = descriptions(&list(cache_home.path(), &["--no-cache"]));
+    assert_eq!(after["csv-report"], fresh["csv-report"]);
+    assert!(
+        after
+            .iter()
+            .filter(|(name, _)| *name != "csv-report")
+            .all(|(_, d)| d.starts_with("FORGED "))
+    );
 }
 
 #[test]
