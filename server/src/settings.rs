@@ -362,10 +362,23 @@ fn limits(spec: &LimitsSpec) -> Result<Limits, ServerError> {
 }
 
 fn parse_duration(text: &str, key: &str) -> Result<Duration, ServerError> {
-    let duration = humantime::parse_duration(text)
-        .map_err(|e| ServerError::Config(format!("`{key}`: cannot read `{text}` as a duration: {e}")))?;
-    if duration.is_zero() {
-        return Err(ServerError::Config(format!("`{key}` must be longer than zero")));
+    parse_interval(text).map_err(|e| ServerError::Config(format!("`{key}`: {e}")))
+}
+
+/// Parses an interval as the server file and the command line's flags
+/// write it: a number of seconds (`30`, `0.5`), or a duration with units
+/// (`500ms`, `30s`, `5m`, `1h 30m`, as `humantime` reads them). Zero and
+/// more than a day are refused.
+pub fn parse_interval(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let duration = match text.parse::<f64>() {
+        Ok(seconds) if seconds.is_finite() && seconds >= 0.0 => Duration::from_secs_f64(seconds.min(1e9)),
+        Ok(_) => return Err(format!("`{text}` is not an interval (examples: 30s, 500ms, 5m)")),
+        Err(_) => humantime::parse_duration(text)
+            .map_err(|e| format!("`{text}` is not an interval ({e}; examples: 30s, 500ms, 5m)"))?,
+    };
+    if duration < Duration::from_millis(1) || duration > Duration::from_secs(86_400) {
+        return Err(format!("`{text}`: an interval is between 1ms and 24h"));
     }
     Ok(duration)
 }
@@ -400,6 +413,24 @@ fn instantiate(template: &Config, name: &str) -> Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn intervals_are_seconds_or_durations_with_units_between_1ms_and_a_day() {
+        for (text, expected) in [
+            ("30", Duration::from_secs(30)),
+            ("0.5", Duration::from_millis(500)),
+            ("30s", Duration::from_secs(30)),
+            ("250ms", Duration::from_millis(250)),
+            ("1m 30s", Duration::from_secs(90)),
+            ("2h", Duration::from_secs(7200)),
+            ("24h", Duration::from_secs(86_400)),
+        ] {
+            assert_eq!(parse_interval(text), Ok(expected), "{text:?}");
+        }
+        for bad in ["", "0", "0s", "s", "-1", "2 days", "25h", "NaN", "inf", "1e30", "10x"] {
+            assert!(parse_interval(bad).is_err(), "{bad:?} was accepted");
+        }
+    }
 
     const FILE: &str = "refresh_interval: 5s\ntemplate:\n  mounts:\n    - at: /\n      location: s3://skills/tenants/{tenant}\n  sources:\n    - path: /base\ntenants:\n  - name: acme\n    tokens:\n      - sha256: 9F86D081884C7D659A2FEAA0C55AD015A3BF4F1B2B0B822CD15D6C15B0F00A08\n        scope: write\n  - name: globex\n    tokens:\n      - env: GLOBEX_TOKEN\n    config:\n      sources:\n        - path: /skills\n";
 
