@@ -4,7 +4,8 @@ mod common;
 
 use std::sync::atomic::Ordering;
 
-use common::{Kind, Watched, skill_md, tree};
+use common::{Watched, fill, skill_md};
+use skillstore::backends::testkit::Fixture;
 use skillstore::backends::{PutMode, SkillBackend, VPath};
 use skillstore::{
     Catalog, Error, LoadOptions, Patterns, PromptOptions, PromptStyle, Severity, SkillFilter, Source, SourceList,
@@ -28,13 +29,13 @@ fn diagnostic_kinds(catalog: &Catalog) -> Vec<(&str, Severity, Option<&str>)> {
 }
 
 /// Loads a catalog; the returned tree keeps the files alive while it is used.
-async fn load(kind: Kind, files: &[(&str, &[u8])], paths: &[&str]) -> (Catalog, common::Tree) {
-    let tree = tree(kind, files).await;
+async fn load(f: Fixture, files: &[(&str, &[u8])], paths: &[&str]) -> (Catalog, common::Tree) {
+    let tree = fill(f, files).await;
     let catalog = Catalog::load(tree.backend.clone(), sources(paths), LoadOptions::default()).await;
     (catalog, tree)
 }
 
-async fn merge_order_matches_deepagents(kind: Kind) {
+async fn merge_order_matches_deepagents(f: Fixture) {
     let files: Vec<(&str, Vec<u8>)> = vec![
         ("/base/shared/SKILL.md", skill_md("shared", "base shared")),
         ("/base/foo/SKILL.md", skill_md("foo", "base foo")),
@@ -45,7 +46,7 @@ async fn merge_order_matches_deepagents(kind: Kind) {
         ("/team/a/SKILL.md", skill_md("a", "team a")),
     ];
     let files: Vec<(&str, &[u8])> = files.iter().map(|(p, d)| (*p, d.as_slice())).collect();
-    let (catalog, _tree) = load(kind, &files, &["/base/", "/user/", "/project/", "/team/"]).await;
+    let (catalog, _tree) = load(f, &files, &["/base/", "/user/", "/project/", "/team/"]).await;
     assert_eq!(
         names(&catalog),
         [
@@ -72,11 +73,11 @@ async fn merge_order_matches_deepagents(kind: Kind) {
     );
 }
 
-async fn the_frontmatter_name_is_the_override_key(kind: Kind) {
+async fn the_frontmatter_name_is_the_override_key(f: Fixture) {
     let beta = skill_md("beta", "from user/alpha");
     let base_beta = skill_md("beta", "from base");
     let files: [(&str, &[u8]); 2] = [("/base/beta/SKILL.md", &base_beta), ("/user/alpha/SKILL.md", &beta)];
-    let (catalog, _tree) = load(kind, &files, &["/base", "/user"]).await;
+    let (catalog, _tree) = load(f, &files, &["/base", "/user"]).await;
     assert_eq!(names(&catalog), [("beta", "user")]);
     assert_eq!(catalog.get("beta").unwrap().metadata.description, "from user/alpha");
     assert_eq!(
@@ -85,7 +86,7 @@ async fn the_frontmatter_name_is_the_override_key(kind: Kind) {
     );
 }
 
-async fn one_bad_skill_never_hides_the_others(kind: Kind) {
+async fn one_bad_skill_never_hides_the_others(f: Fixture) {
     let good = skill_md("good", "fine");
     let files: [(&str, &[u8]); 6] = [
         ("/base/good/SKILL.md", &good),
@@ -95,7 +96,7 @@ async fn one_bad_skill_never_hides_the_others(kind: Kind) {
         ("/base/latin/SKILL.md", b"---\nname: latin\ndescription: caf\xe9\n---\n"),
         ("/base/alias/SKILL.md", b"---\nname: &n alias\ndescription: *n\n---\n"),
     ];
-    let (catalog, _tree) = load(kind, &files, &["/base"]).await;
+    let (catalog, _tree) = load(f, &files, &["/base"]).await;
     assert_eq!(names(&catalog), [("good", "base")]);
     let mut kinds = diagnostic_kinds(&catalog);
     kinds.sort();
@@ -114,24 +115,24 @@ async fn one_bad_skill_never_hides_the_others(kind: Kind) {
     }
 }
 
-async fn directories_without_skill_md_and_loose_files_are_not_skills(kind: Kind) {
+async fn directories_without_skill_md_and_loose_files_are_not_skills(f: Fixture) {
     let good = skill_md("good", "fine");
     let files: [(&str, &[u8]); 3] = [
         ("/base/good/SKILL.md", &good),
         ("/base/notes/README.md", b"not a skill"),
         ("/base/loose.md", b"a file beside the skills"),
     ];
-    let (catalog, _tree) = load(kind, &files, &["/base"]).await;
+    let (catalog, _tree) = load(f, &files, &["/base"]).await;
     assert_eq!(names(&catalog), [("good", "base")]);
     assert!(catalog.diagnostics().is_empty(), "{:?}", catalog.diagnostics());
 }
 
-async fn an_oversized_skill_md_is_refused_from_its_size(kind: Kind) {
+async fn an_oversized_skill_md_is_refused_from_its_size(f: Fixture) {
     let mut big = skill_md("big", "too big");
     big.resize(10 * 1024 * 1024 + 1, b'x');
     let small = skill_md("small", "fine");
     let files: [(&str, &[u8]); 2] = [("/base/big/SKILL.md", &big), ("/base/small/SKILL.md", &small)];
-    let (catalog, _tree) = load(kind, &files, &["/base"]).await;
+    let (catalog, _tree) = load(f, &files, &["/base"]).await;
     assert_eq!(names(&catalog), [("small", "base")]);
     assert_eq!(
         diagnostic_kinds(&catalog),
@@ -139,18 +140,18 @@ async fn an_oversized_skill_md_is_refused_from_its_size(kind: Kind) {
     );
 }
 
-async fn a_frontmatter_longer_than_the_first_read_is_read_whole(kind: Kind) {
+async fn a_frontmatter_longer_than_the_first_read_is_read_whole(f: Fixture) {
     let long = format!(
         "---\nname: long\ndescription: d\nmetadata:\n  notes: \"{}\"\n---\nbody",
         "n".repeat(20_000)
     );
     let files: [(&str, &[u8]); 1] = [("/base/long/SKILL.md", long.as_bytes())];
-    let (catalog, _tree) = load(kind, &files, &["/base"]).await;
+    let (catalog, _tree) = load(f, &files, &["/base"]).await;
     let skill = catalog.get("long").expect("loaded after a longer read");
     assert_eq!(skill.metadata.metadata["notes"].len(), 20_000);
 }
 
-async fn line_endings_bom_and_eof_fences_all_load(kind: Kind) {
+async fn line_endings_bom_and_eof_fences_all_load(f: Fixture) {
     let files: [(&str, &[u8]); 3] = [
         (
             "/base/crlf/SKILL.md",
@@ -162,23 +163,23 @@ async fn line_endings_bom_and_eof_fences_all_load(kind: Kind) {
         ),
         ("/base/eof/SKILL.md", b"---\nname: eof\ndescription: no newline\n---"),
     ];
-    let (catalog, _tree) = load(kind, &files, &["/base"]).await;
+    let (catalog, _tree) = load(f, &files, &["/base"]).await;
     assert_eq!(names(&catalog), [("bom", "base"), ("crlf", "base"), ("eof", "base")]);
     assert!(catalog.diagnostics().is_empty());
 }
 
-async fn unicode_names_load(kind: Kind) {
+async fn unicode_names_load(f: Fixture) {
     let cafe = skill_md("café-outil", "outil");
     let files: [(&str, &[u8]); 1] = [("/base/café-outil/SKILL.md", &cafe)];
-    let (catalog, _tree) = load(kind, &files, &["/base"]).await;
+    let (catalog, _tree) = load(f, &files, &["/base"]).await;
     assert_eq!(names(&catalog), [("café-outil", "base")]);
     assert!(catalog.diagnostics().is_empty());
 }
 
-async fn long_descriptions_are_cut_with_a_warning(kind: Kind) {
+async fn long_descriptions_are_cut_with_a_warning(f: Fixture) {
     let long = skill_md("long", &"w".repeat(1500));
     let files: [(&str, &[u8]); 1] = [("/base/long/SKILL.md", &long)];
-    let (catalog, _tree) = load(kind, &files, &["/base"]).await;
+    let (catalog, _tree) = load(f, &files, &["/base"]).await;
     assert_eq!(catalog.get("long").unwrap().metadata.description.len(), 1024);
     assert_eq!(
         diagnostic_kinds(&catalog),
@@ -186,7 +187,7 @@ async fn long_descriptions_are_cut_with_a_warning(kind: Kind) {
     );
 }
 
-async fn reads_go_through_the_winning_source_and_stay_inside(kind: Kind) {
+async fn reads_go_through_the_winning_source_and_stay_inside(f: Fixture) {
     let base = skill_md("pdf", "base");
     let team = skill_md("pdf", "team");
     let files: [(&str, &[u8]); 5] = [
@@ -196,7 +197,7 @@ async fn reads_go_through_the_winning_source_and_stay_inside(kind: Kind) {
         ("/team/pdf/references/forms.md", b"team forms"),
         ("/team/pdf/scripts/fill.py", b"print('fill')"),
     ];
-    let (catalog, _tree) = load(kind, &files, &["/base", "/team"]).await;
+    let (catalog, _tree) = load(f, &files, &["/base", "/team"]).await;
     assert_eq!(catalog.read_skill("pdf").await.unwrap(), team);
     assert_eq!(
         &catalog.read_file("pdf", "references/forms.md").await.unwrap()[..],
@@ -227,8 +228,8 @@ async fn reads_go_through_the_winning_source_and_stay_inside(kind: Kind) {
     assert!(cut);
 }
 
-async fn refresh_reads_only_what_changed(kind: Kind) {
-    let tree = tree(kind, &[]).await;
+async fn refresh_reads_only_what_changed(f: Fixture) {
+    let tree = fill(f, &[]).await;
     for i in 0..6 {
         let path = VPath::new(format!("/base/s{i}/SKILL.md")).unwrap();
         tree.backend
@@ -266,8 +267,8 @@ async fn refresh_reads_only_what_changed(kind: Kind) {
     assert!(changed.get("new").is_some());
 }
 
-async fn refresh_during_an_outage_keeps_the_last_good_catalog(kind: Kind) {
-    let tree = tree(kind, &[]).await;
+async fn refresh_during_an_outage_keeps_the_last_good_catalog(f: Fixture) {
+    let tree = fill(f, &[]).await;
     tree.backend
         .put(
             &VPath::new("/base/a/SKILL.md").unwrap(),
@@ -301,8 +302,8 @@ async fn refresh_during_an_outage_keeps_the_last_good_catalog(kind: Kind) {
     assert_eq!(fresh.get("a").unwrap().metadata.description, "v2");
 }
 
-async fn a_source_that_fails_at_first_load_is_an_error_not_a_panic(kind: Kind) {
-    let tree = tree(kind, &[("/base/a/SKILL.md", &skill_md("a", "a"))]).await;
+async fn a_source_that_fails_at_first_load_is_an_error_not_a_panic(f: Fixture) {
+    let tree = fill(f, &[("/base/a/SKILL.md", &skill_md("a", "a"))]).await;
     let watched = Watched::new(tree.backend.clone());
     watched.fail_lists.store(true, Ordering::SeqCst);
     let catalog = Catalog::load(watched, sources(&["/base"]), LoadOptions::default()).await;
@@ -313,13 +314,13 @@ async fn a_source_that_fails_at_first_load_is_an_error_not_a_panic(kind: Kind) {
     );
 }
 
-async fn filters_enable_disable_include_and_exclude(kind: Kind) {
+async fn filters_enable_disable_include_and_exclude(f: Fixture) {
     let files: Vec<(String, Vec<u8>)> = ["pdf-a", "pdf-b", "docx", "legacy"]
         .iter()
         .map(|n| (format!("/base/{n}/SKILL.md"), skill_md(n, n)))
         .collect();
     let files: Vec<(&str, &[u8])> = files.iter().map(|(p, d)| (p.as_str(), d.as_slice())).collect();
-    let tree = tree(kind, &files).await;
+    let tree = fill(f, &files).await;
     let source = Source::parse("/base")
         .unwrap()
         .with_exclude(Patterns::new(["legacy"]).unwrap());
@@ -340,10 +341,10 @@ async fn filters_enable_disable_include_and_exclude(kind: Kind) {
     assert!(!prompt.text.contains("pdf-a"));
 }
 
-async fn prompts_render_in_both_styles(kind: Kind) {
+async fn prompts_render_in_both_styles(f: Fixture) {
     let pdf = b"---\nname: pdf\ndescription: Fill <forms> & \"more\"\nlicense: MIT\ncompatibility: Python 3\nallowed-tools: Read Bash\n---\n";
     let files: [(&str, &[u8]); 1] = [("/base/pdf/SKILL.md", pdf)];
-    let (catalog, _tree) = load(kind, &files, &["/base", "/team"]).await;
+    let (catalog, _tree) = load(f, &files, &["/base", "/team"]).await;
     let markdown = render(&catalog, &PromptOptions::default()).text;
     assert!(markdown.contains("- **pdf**: Fill \\<forms\\> & \"more\" (license: MIT; compatibility: Python 3)"));
     assert!(markdown.contains("  - allowed tools: Read, Bash"));
@@ -363,7 +364,7 @@ async fn prompts_render_in_both_styles(kind: Kind) {
     ));
 }
 
-async fn a_budget_shortens_descriptions_then_drops_skills(kind: Kind) {
+async fn a_budget_shortens_descriptions_then_drops_skills(f: Fixture) {
     let files: Vec<(String, Vec<u8>)> = (0..30)
         .map(|i| {
             (
@@ -373,7 +374,7 @@ async fn a_budget_shortens_descriptions_then_drops_skills(kind: Kind) {
         })
         .collect();
     let files: Vec<(&str, &[u8])> = files.iter().map(|(p, d)| (p.as_str(), d.as_slice())).collect();
-    let (catalog, _tree) = load(kind, &files, &["/base"]).await;
+    let (catalog, _tree) = load(f, &files, &["/base"]).await;
     let full = render(&catalog, &PromptOptions::default());
     let full_len = full.text.chars().count();
 
@@ -404,16 +405,7 @@ async fn a_budget_shortens_descriptions_then_drops_skills(kind: Kind) {
     );
 }
 
-macro_rules! on_every_backend {
-    ($($case:ident),* $(,)?) => {
-        mod memory { $( #[tokio::test] async fn $case() { super::$case(super::Kind::Memory).await } )* }
-        mod fs { $( #[tokio::test] async fn $case() { super::$case(super::Kind::Fs).await } )* }
-        mod object_store { $( #[tokio::test] async fn $case() { super::$case(super::Kind::ObjectStore).await } )* }
-        mod s3 { $( #[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $case() { super::$case(super::Kind::S3).await } )* }
-    };
-}
-
-on_every_backend!(
+skillstore::backends::backend_matrix!(
     merge_order_matches_deepagents,
     the_frontmatter_name_is_the_override_key,
     one_bad_skill_never_hides_the_others,
@@ -434,14 +426,14 @@ on_every_backend!(
     source_unavailable_messages_name_the_path_and_kind_only,
 );
 
-async fn a_lowercase_skill_md_loads_with_a_warning(kind: Kind) {
+async fn a_lowercase_skill_md_loads_with_a_warning(f: Fixture) {
     let files: Vec<(&str, Vec<u8>)> = vec![
         ("/base/lower/skill.md", skill_md("lower", "read from skill.md")),
         ("/base/both/SKILL.md", skill_md("both", "upper wins")),
         ("/base/both/skill.md", skill_md("both", "lower loses")),
     ];
     let files: Vec<(&str, &[u8])> = files.iter().map(|(p, d)| (*p, d.as_slice())).collect();
-    let tree = tree(kind, &files).await;
+    let tree = fill(f, &files).await;
     let watched = Watched::new(tree.backend.clone());
     let catalog = Catalog::load(watched.clone(), sources(&["/base"]), LoadOptions::default()).await;
     let lower = catalog.get("lower").unwrap();
@@ -473,8 +465,8 @@ async fn a_lowercase_skill_md_loads_with_a_warning(kind: Kind) {
 /// Finding 7: what a backend says about a failure (here a detail standing
 /// for an endpoint and bucket) stays out of diagnostics; they name the
 /// virtual path and the kind.
-async fn source_unavailable_messages_name_the_path_and_kind_only(kind: Kind) {
-    let tree = tree(kind, &[("/base/a/SKILL.md", &skill_md("a", "a"))]).await;
+async fn source_unavailable_messages_name_the_path_and_kind_only(f: Fixture) {
+    let tree = fill(f, &[("/base/a/SKILL.md", &skill_md("a", "a"))]).await;
     let watched = Watched::new(tree.backend.clone());
     watched.fail_lists.store(true, Ordering::SeqCst);
     let failed = Catalog::load(watched.clone(), sources(&["/base"]), LoadOptions::default()).await;

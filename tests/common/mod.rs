@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use async_trait::async_trait;
 use bytes::Bytes;
+use skillstore::backends::testkit::Fixture;
 use skillstore::backends::testkit::s3_server::S3TestServer;
 use skillstore::backends::{
     Blob, Capabilities, Entry, Error, ErrorKind, FsBackend, MemoryBackend, Metadata, ObjectStoreBackend, PutMode,
@@ -17,7 +18,30 @@ use skillstore::backends::{
 /// A backend holding some files, and whatever keeps it alive.
 pub struct Tree {
     pub backend: Arc<dyn SkillBackend>,
-    _keep: Option<tempfile::TempDir>,
+    _keep: Option<Box<dyn std::any::Any>>,
+}
+
+/// `files` written into a fixture of the backend matrix; the tree keeps the
+/// fixture alive.
+pub async fn fill(fixture: Fixture, files: &[(&str, &[u8])]) -> Tree {
+    put_all(&*fixture.backend, files).await;
+    Tree {
+        backend: fixture.backend.clone(),
+        _keep: Some(Box::new(fixture)),
+    }
+}
+
+async fn put_all(backend: &dyn SkillBackend, files: &[(&str, &[u8])]) {
+    for (path, data) in files {
+        backend
+            .put(
+                &VPath::new(path).unwrap(),
+                Bytes::copy_from_slice(data),
+                PutMode::Overwrite,
+            )
+            .await
+            .unwrap();
+    }
 }
 
 /// Which backend a test runs on.
@@ -49,17 +73,11 @@ pub async fn tree(kind: Kind, files: &[(&str, &[u8])]) -> Tree {
             )
         }
     };
-    for (path, data) in files {
-        backend
-            .put(
-                &VPath::new(path).unwrap(),
-                Bytes::copy_from_slice(data),
-                PutMode::Overwrite,
-            )
-            .await
-            .unwrap();
+    put_all(&*backend, files).await;
+    Tree {
+        backend,
+        _keep: keep.map(|dir| Box::new(dir) as Box<dyn std::any::Any>),
     }
-    Tree { backend, _keep: keep }
 }
 
 /// A SKILL.md with a name and description.
