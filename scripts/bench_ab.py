@@ -1,0 +1,64 @@
+#!/usr/bin/env python3
+"""Two builds of the command on the same tree, in alternating runs.
+
+    python3 scripts/bench_ab.py BEFORE AFTER TREE [--runs 60] [--rounds 3]
+
+TREE is a four-layer tree from the peer harness's gen_fixture.py. Each run
+is the whole process `BINARY --mount /=TREE --source /base/ ... list --json`
+with its output discarded; the two binaries take turns (the order flips
+every pair), so both see the same machine load. Before timing, both outputs
+must be byte-identical. Prints, per round, each binary's median, quartiles
+and minimum, and the ratio of the medians (AFTER over BEFORE).
+"""
+
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("before")
+    parser.add_argument("after")
+    parser.add_argument("tree")
+    parser.add_argument("--runs", type=int, default=60)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+
+    flags = ["--mount", f"/={args.tree}"]
+    for layer in ("base", "user", "project", "team"):
+        flags += ["--source", f"/{layer}/"]
+    flags += ["list", "--json"]
+    binaries = {"before": args.before, "after": args.after}
+
+    outputs = {name: subprocess.run([b, *flags], capture_output=True, check=True).stdout for name, b in binaries.items()}
+    if outputs["before"] != outputs["after"]:
+        print("the two builds print different catalogs", file=sys.stderr)
+        return 1
+
+    for round_ in range(1, args.rounds + 1):
+        times = {name: [] for name in binaries}
+        for i in range(args.runs):
+            order = list(binaries.items())
+            if i % 2:
+                order.reverse()
+            for name, binary in order:
+                started = time.perf_counter()
+                subprocess.run([binary, *flags], stdout=subprocess.DEVNULL, check=True)
+                times[name].append(time.perf_counter() - started)
+        print(f"round {round_}:")
+        for name, values in times.items():
+            q1, _, q3 = statistics.quantiles(values, n=4)
+            print(
+                f"  {name}: median {statistics.median(values) * 1e3:.1f} ms,"
+                f" quartiles {q1 * 1e3:.1f}-{q3 * 1e3:.1f}, min {min(values) * 1e3:.1f}"
+            )
+        ratio = statistics.median(times["after"]) / statistics.median(times["before"])
+        print(f"  after/before: {ratio:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
