@@ -28,9 +28,10 @@
 //! ```
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::Deserialize;
-use skillstore_backends::DEFAULT_READ_LIMIT;
+use skillstore_backends::{DEFAULT_READ_LIMIT, MemoryBackend};
 
 use crate::error::{Error, Result};
 use crate::location::{Location, read_local_text};
@@ -72,7 +73,7 @@ pub struct Config {
 }
 
 /// One mount.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MountConfig {
     /// The virtual directory it appears at.
@@ -88,6 +89,11 @@ pub struct MountConfig {
     /// command line resolves against the working directory).
     #[serde(skip)]
     pub base_dir: Option<PathBuf>,
+    /// Files held in memory, mounted instead of opening `location` (which
+    /// then only names the mount in messages); set by
+    /// [`Config::set_memory_mount`]. Clones of the configuration share it.
+    #[serde(skip)]
+    pub contents: Option<Arc<MemoryBackend>>,
 }
 
 /// One source.
@@ -208,8 +214,7 @@ impl Config {
             config.mounts.push(MountConfig {
                 at: "/".into(),
                 location: ".".into(),
-                symlinks: None,
-                base_dir: None,
+                ..MountConfig::default()
             });
         }
         Ok(config)
@@ -231,8 +236,25 @@ impl Config {
         self.mounts.push(MountConfig {
             at: at.to_owned(),
             location: location.to_owned(),
-            symlinks: None,
             base_dir: Some(base_dir.to_path_buf()),
+            ..MountConfig::default()
+        });
+        Ok(())
+    }
+
+    /// Mounts files held in memory at `at`, replacing a mount at the same
+    /// point: nothing is read from or written to disk. Namespaces opened
+    /// from this configuration (and from its clones) share `files`, so a
+    /// write through one is seen by the others.
+    pub fn set_memory_mount(&mut self, at: &str, files: MemoryBackend) -> Result<()> {
+        let at_path = crate::source::parse_dir(at)?;
+        self.mounts
+            .retain(|m| crate::source::parse_dir(&m.at).map(|p| p != at_path).unwrap_or(true));
+        self.mounts.push(MountConfig {
+            at: at.to_owned(),
+            location: format!("memory:(files held in memory at {at_path})"),
+            contents: Some(Arc::new(files)),
+            ..MountConfig::default()
         });
         Ok(())
     }

@@ -229,21 +229,26 @@ pub(crate) fn assemble(config: &Config, writable_names: &[String]) -> Result<Nam
         mount_configs.push(MountConfig {
             at: "/".into(),
             location: ".".into(),
-            symlinks: None,
-            base_dir: None,
+            ..MountConfig::default()
         });
     }
     let mut mounts: Vec<Mount> = Vec::with_capacity(mount_configs.len());
     for m in &mount_configs {
         let at = parse_dir(&m.at)?;
-        let location = Location::parse(&m.location)?.resolved_against(m.base_dir.as_deref().unwrap_or(&base));
+        let location = match &m.contents {
+            Some(_) => Location::Memory(PathBuf::from(m.location.trim_start_matches("memory:"))),
+            None => Location::parse(&m.location)?.resolved_against(m.base_dir.as_deref().unwrap_or(&base)),
+        };
         let policy = m.symlinks.as_deref().map(parse_policy).transpose()?.unwrap_or_default();
         if m.symlinks.is_some() && !location.is_local_dir() {
             return Err(Error::Usage(format!(
                 "the mount at {at} sets a symlink policy, which applies to local directories only"
             )));
         }
-        let opened = Opened::open(&location, policy, read_limit)?;
+        let opened = match &m.contents {
+            Some(files) => Opened::Memory(Arc::clone(files)),
+            None => Opened::open(&location, policy, read_limit)?,
+        };
         mounts.retain(|existing| existing.at != at);
         mounts.push(Mount {
             at,

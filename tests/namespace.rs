@@ -247,3 +247,46 @@ async fn link_in_skill_cannot_read_another_layer() {
         );
     }
 }
+
+/// Files held in memory mount without a file: nothing is read from or
+/// written to disk, and namespaces of one configuration share them.
+#[tokio::test]
+async fn a_memory_mount_touches_no_disk_and_is_shared_by_its_namespaces() {
+    let dir = tempfile::tempdir().unwrap();
+    skill(&dir.path().join("base"), "from-disk");
+    let mut config = Config::default();
+    config.set_mount("/", ".", dir.path()).unwrap();
+    let files = skillstore::backends::MemoryBackend::from_json(
+        r#"{"/changelog/SKILL.md": "---\nname: changelog\ndescription: Held in memory.\n---\n"}"#,
+    )
+    .unwrap();
+    config.set_memory_mount("/team", files).unwrap();
+    config.set_sources(["/base/", "/team/"]).unwrap();
+    config.make_writable("team");
+    let before = std::fs::read_dir(dir.path()).unwrap().count();
+
+    let first = config.open().unwrap();
+    let catalog = first.load().await;
+    assert_eq!(catalog.get("changelog").unwrap().source, "team");
+    assert_eq!(catalog.get("from-disk").unwrap().source, "base");
+    first
+        .editor(Some("team"))
+        .unwrap()
+        .create("written", SKILL.replace("NAME", "written"))
+        .await
+        .unwrap();
+    let second = config.open().unwrap().load().await;
+    assert_eq!(second.get("written").unwrap().source, "team");
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        before,
+        "a file appeared on disk"
+    );
+
+    // A later mount at the same point replaces it.
+    skill(&dir.path().join("other"), "from-other");
+    config.set_mount("/team", "other", dir.path()).unwrap();
+    let replaced = config.open().unwrap().load().await;
+    assert!(replaced.get("changelog").is_none());
+    assert_eq!(replaced.get("from-other").unwrap().source, "team");
+}

@@ -270,8 +270,7 @@ impl Settings {
                 config.mounts.push(MountConfig {
                     at: "/".into(),
                     location: ".".into(),
-                    symlinks: None,
-                    base_dir: None,
+                    ..MountConfig::default()
                 });
             }
             let mut tokens = Vec::with_capacity(spec.tokens.len());

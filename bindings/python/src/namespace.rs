@@ -65,11 +65,10 @@ fn cwd(py: Python<'_>) -> PyResult<PathBuf> {
 }
 
 /// A mount's location: a location string, or a dict of `{path: content}`
-/// held in memory (written to a temporary `memory:` file the configuration
-/// loads when opened).
+/// held in memory.
 enum MountValue {
     Location(String),
-    Memory(tempfile::NamedTempFile),
+    Memory(skillstore::backends::MemoryBackend),
 }
 
 fn mount_value(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<MountValue> {
@@ -87,14 +86,10 @@ fn mount_value(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<MountValue>
         };
         map.insert(key, serde_json::Value::String(text));
     }
-    let mut file = tempfile::Builder::new()
-        .prefix("skillstore-memory-")
-        .suffix(".json")
-        .tempfile()
-        .map_err(|e| raise(py, "other", format!("cannot make a temporary file: {e}"), None))?;
-    serde_json::to_writer(&mut file, &map)
-        .map_err(|e| raise(py, "other", format!("cannot write a temporary file: {e}"), None))?;
-    Ok(MountValue::Memory(file))
+    let json = serde_json::Value::Object(map).to_string();
+    let files = skillstore::backends::MemoryBackend::from_json(&json)
+        .map_err(|e| raise(py, e.kind().as_str(), format!("cannot mount the dict: {e}"), None))?;
+    Ok(MountValue::Memory(files))
 }
 
 fn sources_of(ns: &skillstore::Namespace) -> Vec<PySource> {
@@ -152,12 +147,12 @@ impl PyNamespace {
                 None,
             ));
         }
-        for (at, value) in &pairs {
-            let text = match value {
-                MountValue::Location(text) => text.clone(),
-                MountValue::Memory(file) => format!("memory:{}", file.path().display()),
-            };
-            config.set_mount(at, &text, &base).py(py)?;
+        let mount_points: Vec<String> = pairs.iter().map(|(at, _)| at.clone()).collect();
+        for (at, value) in pairs {
+            match value {
+                MountValue::Location(text) => config.set_mount(&at, &text, &base).py(py)?,
+                MountValue::Memory(files) => config.set_memory_mount(&at, files).py(py)?,
+            }
         }
         if let Some(policy) = symlinks {
             for mount in &mut config.mounts {
@@ -169,7 +164,7 @@ impl PyNamespace {
         }
         let specs: Vec<String> = match sources {
             Some(specs) => specs,
-            None => pairs.iter().map(|(at, _)| at.clone()).collect(),
+            None => mount_points,
         };
         config.set_sources(specs.iter().map(String::as_str)).py(py)?;
         mark_writable(py, &mut config, &writable)?;
@@ -177,20 +172,7 @@ impl PyNamespace {
         config.limits.concurrency = concurrency;
         config.prompt.style = prompt_style;
         config.prompt.max_chars = max_chars;
-        // A dict held in memory has no file of the caller's to name.
-        let inner = config.open().map_err(|e| {
-            let mut message = e.to_string();
-            for (at, value) in &pairs {
-                if let MountValue::Memory(file) = value {
-                    message = message.replace(
-                        &file.path().display().to_string(),
-                        &format!("(the dict mounted at {at})"),
-                    );
-                }
-            }
-            raise(py, e.kind().as_str(), message, None)
-        })?;
-        drop(pairs);
+        let inner = config.open().py(py)?;
         Ok(PyNamespace { inner })
     }
 

@@ -176,12 +176,8 @@ def test_writes_to_read_only_sources_are_refused(small_location):
 
 
 def test_too_large_files_are_refused(small_location):
-    if isinstance(small_location, dict):
-        # The limit bounds a memory mount's whole content too.
-        with pytest.raises(skillstore.UsageError) as e:
-            skillstore.Namespace(small_location, sources=["/base", "/team"], max_file_bytes=100)
-        assert "the dict mounted at /" in str(e.value) and "/tmp" not in str(e.value)
-        return
+    # A dict is held in memory, not read from a file: the limit bounds each
+    # of its files as it bounds a directory's or a bucket's.
     ns = skillstore.Namespace(small_location, sources=["/base", "/team"], max_file_bytes=100)
     catalog = ns.load()
     assert ("file_too_large", "/team/pdf/SKILL.md") in {(d.kind, d.path) for d in catalog.diagnostics}
@@ -333,3 +329,17 @@ def test_memory_mounts_beside_directories(tmp_path):
     ns.editor().create("extra", b"---\nname: extra\ndescription: E.\n---\n")
     assert "extra" in ns.load()
     assert not list(Path(tmp_path).iterdir())
+
+
+def test_dict_mounts_need_no_temporary_directory(tmp_path, monkeypatch):
+    # A sandbox with no writable temporary directory can still mount a dict.
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "missing"))
+    ns = skillstore.Namespace({"/team/pdf/SKILL.md": SMALL["/team/pdf/SKILL.md"]}, sources=["/team"])
+    assert ns.load()["pdf"].source == "team"
+    assert not list(Path(tmp_path).iterdir())
+
+
+def test_a_dict_with_a_path_that_cannot_be_held_is_refused_by_name():
+    with pytest.raises(skillstore.SkillstoreError) as caught:
+        skillstore.Namespace({"/team/../x/SKILL.md": "---\nname: x\ndescription: X.\n---\n"})
+    assert "cannot mount the dict" in str(caught.value)
