@@ -32,12 +32,7 @@ async fn read_routes_answer_with_etags_and_304s() {
     let server = served(dir.path()).await;
     let client = reqwest::Client::new();
 
-    let list = client
-        .get(server.url("/v1/skills"))
-        .bearer_auth(READER)
-        .send()
-        .await
-        .unwrap();
+    let list = get(&client, server.url("/v1/skills"), READER).await;
     assert_eq!(list.status(), 200);
     let etag = list.headers()["etag"].to_str().unwrap().to_owned();
     let body: Value = list.json().await.unwrap();
@@ -62,12 +57,7 @@ async fn read_routes_answer_with_etags_and_304s() {
     assert_eq!(again.headers()["etag"].to_str().unwrap(), etag);
     assert!(again.bytes().await.unwrap().is_empty());
 
-    let show = client
-        .get(server.url("/v1/skills/alpha"))
-        .bearer_auth(READER)
-        .send()
-        .await
-        .unwrap();
+    let show = get(&client, server.url("/v1/skills/alpha"), READER).await;
     assert_eq!(show.status(), 200);
     let show_tag = show.headers()["etag"].to_str().unwrap().to_owned();
     let body: Value = show.json().await.unwrap();
@@ -82,12 +72,12 @@ async fn read_routes_answer_with_etags_and_304s() {
         .unwrap();
     assert_eq!(again.status(), StatusCode::NOT_MODIFIED);
 
-    let file = client
-        .get(server.url("/v1/skills/alpha/files/references/guide.md"))
-        .bearer_auth(READER)
-        .send()
-        .await
-        .unwrap();
+    let file = get(
+        &client,
+        server.url("/v1/skills/alpha/files/references/guide.md"),
+        READER,
+    )
+    .await;
     assert_eq!(file.status(), 200);
     assert_eq!(file.headers()["content-type"], "text/markdown; charset=utf-8");
     let file_tag = file.headers()["etag"].to_str().unwrap().to_owned();
@@ -100,20 +90,10 @@ async fn read_routes_answer_with_etags_and_304s() {
         .await
         .unwrap();
     assert_eq!(again.status(), StatusCode::NOT_MODIFIED);
-    let script = client
-        .get(server.url("/v1/skills/beta/files/scripts/run.py"))
-        .bearer_auth(READER)
-        .send()
-        .await
-        .unwrap();
+    let script = get(&client, server.url("/v1/skills/beta/files/scripts/run.py"), READER).await;
     assert_eq!(script.headers()["content-type"], "text/x-python; charset=utf-8");
 
-    let prompt = client
-        .get(server.url("/v1/prompt?style=xml&max_chars=5000"))
-        .bearer_auth(READER)
-        .send()
-        .await
-        .unwrap();
+    let prompt = get(&client, server.url("/v1/prompt?style=xml&max_chars=5000"), READER).await;
     assert_eq!(prompt.status(), 200);
     let prompt_tag = prompt.headers()["etag"].to_str().unwrap().to_owned();
     let text = prompt.text().await.unwrap();
@@ -129,12 +109,7 @@ async fn read_routes_answer_with_etags_and_304s() {
         .await
         .unwrap();
     assert_eq!(again.status(), StatusCode::NOT_MODIFIED);
-    let markdown = client
-        .get(server.url("/v1/prompt"))
-        .bearer_auth(READER)
-        .send()
-        .await
-        .unwrap();
+    let markdown = get(&client, server.url("/v1/prompt"), READER).await;
     assert!(!markdown.text().await.unwrap().contains("<available_skills>"));
 
     assert_eq!(client.get(server.url("/healthz")).send().await.unwrap().status(), 200);
@@ -197,48 +172,23 @@ async fn statuses_name_what_went_wrong() {
         assert!(!text.contains("alpha") && !text.contains("acme"), "{text}");
     }
     // 404: no skill, no file, no route.
-    let r = client
-        .get(server.url("/v1/skills/gamma"))
-        .bearer_auth(READER)
-        .send()
-        .await
-        .unwrap();
+    let r = get(&client, server.url("/v1/skills/gamma"), READER).await;
     assert_eq!(error_kind(r).await, (StatusCode::NOT_FOUND, "skill_not_found".into()));
-    let r = client
-        .get(server.url("/v1/skills/alpha/files/references/none.md"))
-        .bearer_auth(READER)
-        .send()
-        .await
-        .unwrap();
+    let r = get(&client, server.url("/v1/skills/alpha/files/references/none.md"), READER).await;
     assert_eq!(error_kind(r).await, (StatusCode::NOT_FOUND, "not_found".into()));
-    let r = client
-        .get(server.url("/v2/nothing"))
-        .bearer_auth(READER)
-        .send()
-        .await
-        .unwrap();
+    let r = get(&client, server.url("/v2/nothing"), READER).await;
     assert_eq!(error_kind(r).await.0, StatusCode::NOT_FOUND);
     // 400: a path leaving the skill, a bad prompt style, a bad query.
-    let r = client
-        .get(server.url("/v1/skills/alpha/files/..%2F..%2Fbeta%2FSKILL.md"))
-        .bearer_auth(READER)
-        .send()
-        .await
-        .unwrap();
+    let r = get(
+        &client,
+        server.url("/v1/skills/alpha/files/..%2F..%2Fbeta%2FSKILL.md"),
+        READER,
+    )
+    .await;
     assert_eq!(error_kind(r).await, (StatusCode::BAD_REQUEST, "invalid_path".into()));
-    let r = client
-        .get(server.url("/v1/prompt?style=html"))
-        .bearer_auth(READER)
-        .send()
-        .await
-        .unwrap();
+    let r = get(&client, server.url("/v1/prompt?style=html"), READER).await;
     assert_eq!(error_kind(r).await, (StatusCode::BAD_REQUEST, "usage".into()));
-    let r = client
-        .get(server.url("/v1/prompt?max_chars=many"))
-        .bearer_auth(READER)
-        .send()
-        .await
-        .unwrap();
+    let r = get(&client, server.url("/v1/prompt?max_chars=many"), READER).await;
     assert_eq!(error_kind(r).await.0, StatusCode::BAD_REQUEST);
     // 403: a read token writing.
     let r = client
@@ -293,13 +243,7 @@ async fn writes_go_through_the_editor_with_if_match() {
     let server = served(dir.path()).await;
     let client = reqwest::Client::new();
 
-    let list_tag = client
-        .get(server.url("/v1/skills"))
-        .bearer_auth(READER)
-        .send()
-        .await
-        .unwrap()
-        .headers()["etag"]
+    let list_tag = get(&client, server.url("/v1/skills"), READER).await.headers()["etag"]
         .to_str()
         .unwrap()
         .to_owned();
@@ -341,12 +285,7 @@ async fn writes_go_through_the_editor_with_if_match() {
     );
 
     // The file route's tag is the one the write returned.
-    let read = client
-        .get(server.url("/v1/skills/gamma/files/SKILL.md"))
-        .bearer_auth(READER)
-        .send()
-        .await
-        .unwrap();
+    let read = get(&client, server.url("/v1/skills/gamma/files/SKILL.md"), READER).await;
     assert_eq!(read.headers()["etag"].to_str().unwrap(), tag);
 
     // Edit with the right tag: 200 and a new tag; with the old one: 412.
@@ -384,12 +323,8 @@ async fn writes_go_through_the_editor_with_if_match() {
         .await
         .unwrap();
     assert_eq!(patched.status(), 200);
-    let show: Value = client
-        .get(server.url("/v1/skills/gamma"))
-        .bearer_auth(READER)
-        .send()
+    let show: Value = get(&client, server.url("/v1/skills/gamma"), READER)
         .await
-        .unwrap()
         .json()
         .await
         .unwrap();
@@ -412,12 +347,12 @@ async fn writes_go_through_the_editor_with_if_match() {
         .await
         .unwrap();
     assert_eq!(r.status(), 200);
-    let r = client
-        .get(server.url("/v1/skills/gamma/files/references/notes.md"))
-        .bearer_auth(READER)
-        .send()
-        .await
-        .unwrap();
+    let r = get(
+        &client,
+        server.url("/v1/skills/gamma/files/references/notes.md"),
+        READER,
+    )
+    .await;
     assert_eq!(r.text().await.unwrap(), "# Notes v2\n");
     let r = client
         .delete(server.url("/v1/skills/gamma/files/references/notes.md"))
@@ -452,12 +387,7 @@ async fn writes_go_through_the_editor_with_if_match() {
         .await
         .unwrap();
     assert_eq!(r.status(), 200);
-    let r = client
-        .get(server.url("/v1/skills/gamma"))
-        .bearer_auth(READER)
-        .send()
-        .await
-        .unwrap();
+    let r = get(&client, server.url("/v1/skills/gamma"), READER).await;
     assert_eq!(r.status(), StatusCode::NOT_FOUND);
     // The base layer cannot be written through the server: `beta` is not in the writable source.
     let r = client
@@ -487,12 +417,7 @@ async fn a_refresh_brings_in_changes_made_elsewhere() {
     let server = served(dir.path()).await;
     let client = reqwest::Client::new();
     write(dir.path(), "team/delta/SKILL.md", &skill_md("delta", "Delta."));
-    let r = client
-        .get(server.url("/v1/skills/delta"))
-        .bearer_auth(READER)
-        .send()
-        .await
-        .unwrap();
+    let r = get(&client, server.url("/v1/skills/delta"), READER).await;
     assert_eq!(r.status(), StatusCode::NOT_FOUND);
     let r = client
         .post(server.url("/v1/refresh"))
@@ -504,12 +429,7 @@ async fn a_refresh_brings_in_changes_made_elsewhere() {
     let body: Value = r.json().await.unwrap();
     assert_eq!(body["skills"], 3);
     assert_eq!(body["stale"], false);
-    let r = client
-        .get(server.url("/v1/skills/delta"))
-        .bearer_auth(READER)
-        .send()
-        .await
-        .unwrap();
+    let r = get(&client, server.url("/v1/skills/delta"), READER).await;
     assert_eq!(r.status(), 200);
     server.stop().await;
 }
@@ -572,22 +492,18 @@ async fn archives_install_through_the_editor() {
 
     let installed = post(WRITER, "", archive.to_vec()).await.unwrap();
     assert_eq!(installed.status(), StatusCode::CREATED);
-    let shown: Value = client
-        .get(server.url("/v1/skills/gamma"))
-        .bearer_auth(READER)
-        .send()
+    let shown: Value = get(&client, server.url("/v1/skills/gamma"), READER)
         .await
-        .unwrap()
         .json()
         .await
         .unwrap();
     assert_eq!(shown["description"], "Gamma, packed.", "{shown}");
-    let notes = client
-        .get(server.url("/v1/skills/gamma/files/references/notes.md"))
-        .bearer_auth(READER)
-        .send()
-        .await
-        .unwrap();
+    let notes = get(
+        &client,
+        server.url("/v1/skills/gamma/files/references/notes.md"),
+        READER,
+    )
+    .await;
     assert_eq!(notes.text().await.unwrap(), "# Notes\n");
 
     let again = post(WRITER, "", archive.to_vec()).await.unwrap();

@@ -107,43 +107,26 @@ async fn run(s3: S3TestServer) {
         ("acme-token", "ACME-ONLY", "EVIL-ONLY"),
         ("evil-token", "EVIL-ONLY", "ACME-ONLY"),
     ] {
-        let text = client
-            .get(server.url("/v1/skills"))
-            .bearer_auth(token)
-            .send()
+        let text = get(&client, server.url("/v1/skills"), token)
             .await
-            .unwrap()
             .text()
             .await
             .unwrap();
         assert!(text.contains(own), "{text}");
         assert_eq!(leaks(&text, other), None, "{text}");
-        let data = client
-            .get(server.url("/v1/skills/shared/files/references/data.md"))
-            .bearer_auth(token)
-            .send()
+        let data = get(&client, server.url("/v1/skills/shared/files/references/data.md"), token)
             .await
-            .unwrap()
             .text()
             .await
             .unwrap();
         assert_eq!(data, format!("{own} data\n"));
     }
-    let r = client
-        .get(server.url("/v1/skills/acme-own"))
-        .bearer_auth("evil-token")
-        .send()
-        .await
-        .unwrap();
+    let r = get(&client, server.url("/v1/skills/acme-own"), "evil-token").await;
     assert_eq!(r.status(), 404);
 
     // A tenant whose storage cannot be listed learns that, and not where.
-    let text = client
-        .get(server.url("/v1/skills"))
-        .bearer_auth("ghost-token")
-        .send()
+    let text = get(&client, server.url("/v1/skills"), "ghost-token")
         .await
-        .unwrap()
         .text()
         .await
         .unwrap();
@@ -166,7 +149,7 @@ async fn run(s3: S3TestServer) {
                 format!("/v1/skills/{}", encode(relative).replace('/', "%2F")),
                 format!("/v1/skills/{}/files/SKILL.md", encode(relative).replace('/', "%2F")),
             ] {
-                let r = client.get(server.url(&url)).bearer_auth(token).send().await.unwrap();
+                let r = get(&client, server.url(&url), token).await;
                 let status = r.status();
                 let text = r.text().await.unwrap();
                 requests += 1;
@@ -243,15 +226,15 @@ async fn run(s3: S3TestServer) {
         .await
         .unwrap();
     assert_eq!(r.status(), 200);
-    let data = client
-        .get(server.url("/v1/skills/shared/files/references/data.md"))
-        .bearer_auth("acme-token")
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let data = get(
+        &client,
+        server.url("/v1/skills/shared/files/references/data.md"),
+        "acme-token",
+    )
+    .await
+    .text()
+    .await
+    .unwrap();
     assert_eq!(data, "ACME-ONLY data\n");
     server.stop().await;
 }

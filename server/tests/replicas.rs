@@ -49,12 +49,7 @@ async fn run(s3: S3TestServer) {
         .await
         .unwrap();
     assert_eq!(r.status(), 201);
-    let r = client
-        .get(b.url("/v1/skills/counter"))
-        .bearer_auth("token")
-        .send()
-        .await
-        .unwrap();
+    let r = get(&client, b.url("/v1/skills/counter"), "token").await;
     assert_eq!(r.status(), 404);
     let r = client
         .post(b.url("/v1/refresh"))
@@ -63,12 +58,7 @@ async fn run(s3: S3TestServer) {
         .await
         .unwrap();
     assert_eq!(r.status(), 200);
-    let r = client
-        .get(b.url("/v1/skills/counter"))
-        .bearer_auth("token")
-        .send()
-        .await
-        .unwrap();
+    let r = get(&client, b.url("/v1/skills/counter"), "token").await;
     assert_eq!(r.status(), 200);
 
     // Writers on both servers append a line each, retrying when another
@@ -84,12 +74,7 @@ async fn run(s3: S3TestServer) {
                 let mut answers = 0;
                 while !stop.is_cancelled() {
                     for path in ["/v1/skills/counter", "/v1/skills/counter/files/SKILL.md", "/v1/skills"] {
-                        let r = client
-                            .get(format!("{server}{path}"))
-                            .bearer_auth("token")
-                            .send()
-                            .await
-                            .unwrap();
+                        let r = get(&client, format!("{server}{path}"), "token").await;
                         assert_eq!(r.status(), 200, "{path}");
                         let tag = r.headers()["etag"].to_str().unwrap().to_owned();
                         let body = r.bytes().await.unwrap();
@@ -156,12 +141,8 @@ async fn run(s3: S3TestServer) {
         .await
         .unwrap();
     assert_eq!(r.status(), 200);
-    let text = client
-        .get(a.url("/v1/skills/counter/files/SKILL.md"))
-        .bearer_auth("token")
-        .send()
+    let text = get(&client, a.url("/v1/skills/counter/files/SKILL.md"), "token")
         .await
-        .unwrap()
         .text()
         .await
         .unwrap();

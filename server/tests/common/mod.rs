@@ -93,6 +93,15 @@ impl Drop for Served {
     }
 }
 
+/// `GET url` with `token` as the bearer; the response, whatever its status.
+pub async fn get(
+    client: &reqwest::Client,
+    url: impl reqwest::IntoUrl,
+    token: impl std::fmt::Display,
+) -> reqwest::Response {
+    client.get(url).bearer_auth(token).send().await.unwrap()
+}
+
 pub fn write(root: &Path, relative: &str, text: &str) {
     let path = root.join(relative);
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
