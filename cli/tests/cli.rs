@@ -335,35 +335,34 @@ fn s3_env(cmd: &mut Command, server: &S3TestServer) {
     }
 }
 
-#[test]
-fn cli_publish_to_s3_then_list_and_read_match_the_local_tree() {
-    let server = S3TestServer::shared();
+/// Publishes the example layers to a fresh bucket of the shared S3 server:
+/// the bucket, `s3://BUCKET/catalog`, and what `publish` printed (it
+/// succeeded).
+fn publish_examples(server: &S3TestServer) -> (String, String, Run) {
     let bucket = server.create_bucket();
     let location = format!("s3://{bucket}/catalog");
     let mut publish = skillstore();
     s3_env(&mut publish, server);
     let out = run(publish.args(["publish", "examples/skills", &location]));
     assert_eq!(out.code, 0, "{}", out.stderr);
+    (bucket, location, out)
+}
+
+#[test]
+fn cli_publish_to_s3_then_list_and_read_match_the_local_tree() {
+    let server = S3TestServer::shared();
+    let (_, location, out) = publish_examples(server);
     assert!(out.text().starts_with("published 15 file(s)"), "{}", out.text());
 
-    let sources = [
-        "--source",
-        "/base/",
-        "--source",
-        "/user/",
-        "--source",
-        "/project/",
-        "--source",
-        "/team/",
-    ];
+    let sources = example_sources();
     let mut remote = skillstore();
     s3_env(&mut remote, server);
     let mount = format!("/={location}");
-    let remote_list = run(remote.args(["--mount", &mount]).args(sources).args(["list", "--json"]));
+    let remote_list = run(remote.args(["--mount", &mount]).args(&sources).args(["list", "--json"]));
     assert_eq!(remote_list.code, 0, "{}", remote_list.stderr);
     let local_list = run(skillstore()
         .args(["--mount", "/=examples/skills"])
-        .args(sources)
+        .args(&sources)
         .args(["list", "--json"]));
     assert_eq!(local_list.code, 0, "{}", local_list.stderr);
     assert_eq!(remote_list.stdout, local_list.stdout, "the catalogs differ");
@@ -375,11 +374,11 @@ fn cli_publish_to_s3_then_list_and_read_match_the_local_tree() {
     ] {
         let mut remote = skillstore();
         s3_env(&mut remote, server);
-        remote.args(["--mount", &mount]).args(sources).args(["read", name]);
+        remote.args(["--mount", &mount]).args(&sources).args(["read", name]);
         let mut local = skillstore();
         local
             .args(["--mount", "/=examples/skills"])
-            .args(sources)
+            .args(&sources)
             .args(["read", name]);
         if let Some(rel) = rel {
             remote.arg(rel);
@@ -428,11 +427,7 @@ fn descriptions(out: &Run) -> std::collections::BTreeMap<String, String> {
 fn publish_writes_each_layers_index_at_the_listed_versions() {
     use skillstore::backends::{ReadOptions, SkillBackend, VPath};
     let server = S3TestServer::shared();
-    let bucket = server.create_bucket();
-    let mut publish = skillstore();
-    s3_env(&mut publish, server);
-    let out = run(publish.args(["publish", "examples/skills", &format!("s3://{bucket}/catalog")]));
-    assert_eq!(out.code, 0, "{}", out.stderr);
+    let (bucket, _, _) = publish_examples(server);
 
     let backend = server.backend(&bucket, "catalog");
     let runtime = tokio::runtime::Runtime::new().unwrap();
@@ -475,12 +470,7 @@ fn publish_writes_each_layers_index_at_the_listed_versions() {
 fn list_reads_the_local_cache_only_at_listed_versions_and_no_cache_turns_it_off() {
     use skillstore::backends::{PutMode, SkillBackend, VPath};
     let server = S3TestServer::shared();
-    let bucket = server.create_bucket();
-    let location = format!("s3://{bucket}/catalog");
-    let mut publish = skillstore();
-    s3_env(&mut publish, server);
-    let out = run(publish.args(["publish", "examples/skills", &location]));
-    assert_eq!(out.code, 0, "{}", out.stderr);
+    let (bucket, location, _) = publish_examples(server);
 
     let cache_home = tempfile::tempdir().unwrap();
     let mount = format!("/={location}");
