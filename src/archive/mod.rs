@@ -19,10 +19,9 @@
 //! **Installing** goes through the [`SkillEditor`](crate::SkillEditor), so
 //! an install is validated, content-checked, written with conditional puts
 //! and recorded in the skill's history as one [`Action::Install`](crate::Action::Install)
-//! entry. Every file of the archive is written at its own path inside the
-//! skill, including files outside the supporting directories (a
-//! `LICENSE.txt` or `reference.md` beside SKILL.md, a `python/` directory):
-//! an archive is a whole skill, checked as one, unlike a single-file write.
+//! entry. Its paths obey the rule every write obeys (SKILL.md, or a file
+//! under `references/`, `scripts/`, `assets/` or `templates/`), and it lands
+//! whole or not at all.
 //!
 //! ```
 //! use std::sync::Arc;
