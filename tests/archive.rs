@@ -1126,6 +1126,45 @@ fn sample_dir() -> (tempfile::TempDir, PathBuf) {
     (root, dir)
 }
 
+/// `save` writes through no link planted beside its output (whatever its
+/// name), replaces a link at the output itself rather than following it,
+/// and leaves no temporary file behind, also when it fails.
+#[test]
+fn save_never_follows_what_is_planted_beside_the_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let victim = dir.path().join("victim");
+    std::fs::write(&victim, "precious\n").unwrap();
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    for planted in [".pdf.partial", ".pdf.skill.partial", "other.skill"] {
+        std::os::unix::fs::symlink(&victim, out.join(planted)).unwrap();
+    }
+    skillstore::archive::save(&out.join("pdf.skill"), b"first").unwrap();
+    skillstore::archive::save(&out.join("other.skill"), b"second").unwrap();
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+    assert_eq!(std::fs::read(out.join("pdf.skill")).unwrap(), b"first");
+    assert!(!out.join("other.skill").symlink_metadata().unwrap().is_symlink());
+    assert_eq!(std::fs::read(out.join("other.skill")).unwrap(), b"second");
+    // A directory at the output: the save fails and leaves nothing.
+    std::fs::create_dir(out.join("dir.skill")).unwrap();
+    assert!(skillstore::archive::save(&out.join("dir.skill"), b"x").is_err());
+    let mut left: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    left.sort();
+    assert_eq!(
+        left,
+        [
+            ".pdf.partial",
+            ".pdf.skill.partial",
+            "dir.skill",
+            "other.skill",
+            "pdf.skill"
+        ]
+    );
+}
+
 #[test]
 fn pack_is_deterministic() {
     runtime().block_on(async {

@@ -50,12 +50,14 @@
 
 mod pack;
 mod read;
+mod save;
 
 use std::fmt;
 
 use bytes::Bytes;
 
 pub use pack::{pack, pack_dir};
+pub use save::save;
 
 /// Why an archive (or a skill directory being packed) was refused. Each
 /// kind has a stable snake_case name ([`Refusal::as_str`]).
