@@ -4,7 +4,7 @@
 //! tests mount for real: on a machine that cannot, they fail and say why.
 
 use std::io::Read as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -17,7 +17,11 @@ use skillstore::backends::{
     Blob, Capabilities, Entry, Metadata, ObjectStoreBackend, PutMode, ReadOptions, Result, SkillBackend, VPath,
 };
 use skillstore::{Catalog, LoadOptions, SharedCatalog, Source, SourceList};
-use skillstore_fuse::{MountOptions, Mounted, serve};
+use skillstore_fuse::{MountOptions, Mounted};
+
+mod common;
+
+use common::{Served, is_mounted};
 
 const MIB: usize = 1024 * 1024;
 
@@ -144,14 +148,6 @@ fn mount(f: &Fixture) -> Mounted {
         .unwrap_or_else(|e| panic!("this test needs a real FUSE mount and got none: {e}"))
 }
 
-fn is_mounted(at: &Path) -> bool {
-    let at = at.canonicalize().unwrap();
-    std::fs::read_to_string("/proc/self/mountinfo")
-        .unwrap()
-        .lines()
-        .any(|line| line.split(' ').nth(4) == Some(at.to_str().unwrap()))
-}
-
 /// Runs `work` on a thread of its own and waits at most `within` for it:
 /// a request stuck behind another never returns, and the test must say so
 /// rather than hang.
@@ -269,21 +265,7 @@ async fn one_stalled_read_freezes_the_mount() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_while_busy_leaves_a_dead_mount() {
     let f = fixture().await;
-    let at = f.mount_point.clone();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let (ready_tx, ready_rx) = tokio::sync::oneshot::channel::<()>();
-    let catalog = f.catalog.clone();
-    let server = tokio::spawn(async move {
-        serve(catalog, &at, options(), async move {
-            ready_tx.send(()).unwrap();
-            stopped.await.unwrap();
-        })
-        .await
-    });
-    if ready_rx.await.is_err() {
-        let err = server.await.unwrap().unwrap_err();
-        panic!("this test needs a real FUSE mount and got none: {err}");
-    }
+    let served = Served::start(f.catalog.clone(), f.mount_point.clone(), options()).await;
     let at = f.mount_point.clone();
     let (mut inside, mut held) = tokio::task::block_in_place(|| {
         let inside = Command::new("sleep")
@@ -293,8 +275,7 @@ async fn sigterm_while_busy_leaves_a_dead_mount() {
             .unwrap();
         (inside, std::fs::File::open(at.join("pdf/references/forms.md")).unwrap())
     });
-    stop.send(()).unwrap();
-    let unmounted = server.await.unwrap();
+    let unmounted = served.stop().await;
     assert!(unmounted.is_ok(), "{unmounted:?}");
     assert!(!is_mounted(&f.mount_point));
     let listed = std::fs::read_dir(&f.mount_point).unwrap().count();
