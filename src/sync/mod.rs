@@ -45,6 +45,7 @@
 //! ```
 
 mod manifest;
+mod name;
 mod tree;
 
 use std::collections::BTreeMap;
@@ -62,6 +63,7 @@ use crate::catalog::{Catalog, SKILL_FILE, Skill};
 use crate::error::Result;
 use crate::shared_catalog::SharedCatalog;
 use manifest::{FileRecord, Manifest, SkillRecord};
+pub use name::{MAX_DIR_NAME_BYTES, dir_name};
 use tree::{Live, Target};
 
 /// The longest file or directory name written, in bytes (the usual limit
