@@ -644,20 +644,16 @@ fn install_refuses_an_existing_skill_unless_replacing() {
     });
 }
 
-/// Finding: an archive holding `outside/.git/config` or `outside/run.sh`
-/// installed and was served, where a write of the same path is
-/// `invalid_path`. Install applies the rule every write applies.
+/// Finding: an archive holding `outside/.git/config` installed and was
+/// served, where a write of the same path is `invalid_path`. Install
+/// applies the rule every write applies: hidden paths are refused, while
+/// the files real skills hold beside SKILL.md (`LICENSE.txt`, `python/`)
+/// install as they can be written.
 #[test]
 fn install_skips_the_path_rule_writes_obey() {
     against_destination(|dest| async move {
         let md = skill_md("outside", "Outside.");
-        for path in [
-            ".git/config",
-            "run.sh",
-            "LICENSE.txt",
-            "python/api/README.md",
-            ".history/x.jsonl",
-        ] {
+        for path in [".git/config", ".history/x.jsonl", "python/.env"] {
             let archive = zip_of(&[("outside/SKILL.md", &md), (&format!("outside/{path}"), b"[core]\n")]);
             dest.refuses(&archive, &ArchiveLimits::default(), "invalid_path").await;
         }
@@ -667,12 +663,14 @@ fn install_skips_the_path_rule_writes_obey() {
             ("outside/scripts/run.sh", b"#!/bin/sh\necho run\n"),
             ("outside/assets/logo.svg", b"<svg/>"),
             ("outside/templates/t.md", b"T"),
+            ("outside/LICENSE.txt", b"Apache-2.0"),
+            ("outside/python/api/README.md", b"# API"),
         ]);
         let change = dest
             .install(&archive, &ArchiveLimits::default(), InstallOptions::default())
             .await
             .unwrap();
-        assert_eq!(change.record.files.len(), 5);
+        assert_eq!(change.record.files.len(), 7);
         assert_eq!(
             change.record.files.last().unwrap().path,
             "SKILL.md",

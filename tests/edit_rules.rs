@@ -37,15 +37,15 @@ async fn append_line(backend: &dyn SkillBackend, line: &str) {
     backend.put(&path, text.into(), PutMode::Overwrite).await.unwrap();
 }
 
-/// Finding: `rollback` restored files without the supporting-directory rule
-/// that writes apply.
+/// Finding: `rollback` restored files without the path rule that writes
+/// apply.
 #[tokio::test]
 async fn rollback_obeys_the_write_rules() {
     let backend = Arc::new(MemoryBackend::new());
     let editor = editor(backend.clone());
     editor.create("notes", NOTES).await.unwrap();
     for (path, text) in [
-        ("run.sh", "#!/bin/sh\nplanted"),
+        (".git/hooks/post-checkout", "#!/bin/sh\nplanted"),
         ("../other/SKILL.md", "planted"),
         (".history/notes.jsonl", "planted"),
     ] {
@@ -54,7 +54,7 @@ async fn rollback_obeys_the_write_rules() {
         assert!(matches!(err.kind().as_str(), "invalid_path" | "usage"), "{path}: {err}");
         assert!(
             backend
-                .read_all(&VPath::new("/team/notes/run.sh").unwrap())
+                .read_all(&VPath::new("/team/notes/.git/hooks/post-checkout").unwrap())
                 .await
                 .is_err()
         );

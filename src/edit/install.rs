@@ -14,9 +14,9 @@ impl SkillEditor {
     /// [`Action::Install`] history entry.
     ///
     /// Every path of the archive obeys the rule a single write obeys:
-    /// SKILL.md, or a file under one of [`SUPPORTING_DIRS`](super::SUPPORTING_DIRS);
-    /// an archive holding any other path (`run.sh`, `.git/config`,
-    /// `LICENSE.txt` beside SKILL.md) is refused whole with `invalid_path`.
+    /// SKILL.md, or a supporting file (no hidden segment, bounded depth); an
+    /// archive holding any other path (`.git/config`, `.history/x`) is
+    /// refused whole with `invalid_path`.
     /// SKILL.md is validated strictly and each file goes through the content
     /// check before anything is written; SKILL.md is written last, so the
     /// skill appears only once complete. Each write is conditional on the

@@ -27,8 +27,8 @@ use crate::source::Source;
 use check::{ContentCheck, DefaultContentCheck, PendingFile, Verdict};
 use history::{Action, Content, FileChange, Record};
 
-/// The directories a skill's supporting files may be written under.
-pub const SUPPORTING_DIRS: [&str; 4] = ["references", "scripts", "assets", "templates"];
+/// The most path segments a supporting file's relative path may have.
+pub const MAX_SUPPORTING_DEPTH: usize = 16;
 
 /// A find-and-replace on one file of a skill.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -277,9 +277,9 @@ impl SkillEditor {
         self.apply(name, Action::Delete, steps, None).await
     }
 
-    /// Writes a supporting file (`references/x.md`, `scripts/run.py`, under
-    /// one of [`SUPPORTING_DIRS`]) of an existing skill, only over version
-    /// `expected` when given.
+    /// Writes a supporting file (`references/x.md`, `scripts/run.py`,
+    /// `LICENSE.txt`: see [`SkillEditor::supporting_path`]) of an existing
+    /// skill, only over version `expected` when given.
     pub async fn write_file(
         &self,
         name: &str,
@@ -667,8 +667,8 @@ impl SkillEditor {
         history::history_path(self.source.path(), name)
     }
 
-    /// The rule for every path a change writes: SKILL.md, or a file under
-    /// one of [`SUPPORTING_DIRS`] (see [`SkillEditor::supporting_path`]).
+    /// The rule for every path a change writes, installs included:
+    /// SKILL.md, or a supporting file (see [`SkillEditor::supporting_path`]).
     fn changed_path(&self, name: &str, relative: &str) -> Result<()> {
         if relative == SKILL_FILE {
             return Ok(());
@@ -676,7 +676,13 @@ impl SkillEditor {
         self.supporting_path(name, relative)
     }
 
-    /// Refuses anything but a file under one of [`SUPPORTING_DIRS`].
+    /// The rule for a supporting file: a relative path of valid segments
+    /// (the `VPath` rules), at most [`MAX_SUPPORTING_DEPTH`] deep, with no
+    /// hidden segment (`.git`, `.history`, `.skillstore`: names starting
+    /// with a dot are the editor's and tools' own), and not another
+    /// spelling of SKILL.md at the top. Conventional places are
+    /// `references/`, `scripts/` and `assets/`, but the specification lets
+    /// a skill hold any other file (`LICENSE.txt`, `python/api.md`).
     fn supporting_path(&self, name: &str, relative: &str) -> Result<()> {
         let refuse = |reason: String| Error::InvalidSkillPath {
             skill: name.to_owned(),
@@ -687,12 +693,17 @@ impl SkillEditor {
             return Err(refuse("expected a path relative to the skill's directory".into()));
         }
         let path = VPath::root().join(relative).map_err(|e| refuse(e.to_string()))?;
-        let mut segments = path.segments();
-        let top = segments.next().unwrap_or_default();
-        if !SUPPORTING_DIRS.contains(&top) || segments.next().is_none() {
+        if path.segments().any(|s| s.starts_with('.')) {
+            return Err(refuse(
+                "a name starting with `.` is reserved (hidden files are never written)".into(),
+            ));
+        }
+        if path.segments().count() > MAX_SUPPORTING_DEPTH {
+            return Err(refuse(format!("deeper than {MAX_SUPPORTING_DEPTH} segments")));
+        }
+        if path.segments().count() == 1 && relative.eq_ignore_ascii_case(SKILL_FILE) {
             return Err(refuse(format!(
-                "supporting files go under {}/",
-                SUPPORTING_DIRS.join("/, ")
+                "{SKILL_FILE} is written through create or edit, in that spelling"
             )));
         }
         Ok(())
