@@ -51,7 +51,13 @@ fn make(dir: &Path, name: &str, node: &Node) {
     match node {
         Node::File(n) => std::fs::write(path, "x".repeat(*n)).unwrap(),
         Node::Big => std::fs::write(path, vec![b'y'; LIMIT as usize + 1]).unwrap(),
-        Node::Fifo => assert!(std::process::Command::new("mkfifo").arg(path).status().unwrap().success()),
+        Node::Fifo => assert!(
+            std::process::Command::new("mkfifo")
+                .arg(path)
+                .status()
+                .unwrap()
+                .success()
+        ),
         Node::Link(target) => symlink(target, path).unwrap(),
     }
 }
@@ -61,7 +67,11 @@ fn tree(root: &Path, top: &[Node], inner: &[Node]) -> Vec<String> {
     std::fs::create_dir_all(skill.join("d")).unwrap();
     std::fs::create_dir_all(root.join("src/other")).unwrap();
     std::fs::write(skill.join("SKILL.md"), "---\nname: pdf\ndescription: P.\n---\n").unwrap();
-    std::fs::write(root.join("src/other/SKILL.md"), "---\nname: other\ndescription: O.\n---\n").unwrap();
+    std::fs::write(
+        root.join("src/other/SKILL.md"),
+        "---\nname: other\ndescription: O.\n---\n",
+    )
+    .unwrap();
     std::fs::write(root.join("outside.md"), "outside").unwrap();
     let mut names = vec!["SKILL.md".to_owned()];
     for (i, n) in top.iter().enumerate() {
