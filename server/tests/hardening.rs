@@ -100,14 +100,14 @@ async fn closed_by_peer(stream: &mut TcpStream) -> bool {
 /// A `.skill` archive of a skill named `name`.
 async fn archive_of(name: &str) -> Vec<u8> {
     let files = MemoryBackend::new();
-    let path = VPath::new(&format!("/{name}/SKILL.md")).unwrap();
+    let path = VPath::new(format!("/{name}/SKILL.md")).unwrap();
     files
         .put(&path, skill_md(name, "An archived skill.").into(), PutMode::Overwrite)
         .await
         .unwrap();
     skillstore::pack(
         &files,
-        &VPath::new(&format!("/{name}")).unwrap(),
+        &VPath::new(format!("/{name}")).unwrap(),
         &skillstore::ArchiveLimits::default(),
     )
     .await

@@ -111,20 +111,18 @@ impl BrowserPolicy {
                 ));
             }
         }
-        if self.open || mcp {
-            if let Some(origin) = headers.get(ORIGIN) {
-                let allowed = origin
-                    .to_str()
-                    .ok()
-                    .and_then(parse_origin)
-                    .is_some_and(|o| is_loopback_host(&o.host) || self.allowed.contains(&o));
-                if !allowed {
-                    return Err(ApiError::new(
-                        axum::http::StatusCode::FORBIDDEN,
-                        "forbidden_origin",
-                        "requests from this Origin are not allowed",
-                    ));
-                }
+        if let Some(origin) = headers.get(ORIGIN).filter(|_| self.open || mcp) {
+            let allowed = origin
+                .to_str()
+                .ok()
+                .and_then(parse_origin)
+                .is_some_and(|o| is_loopback_host(&o.host) || self.allowed.contains(&o));
+            if !allowed {
+                return Err(ApiError::new(
+                    axum::http::StatusCode::FORBIDDEN,
+                    "forbidden_origin",
+                    "requests from this Origin are not allowed",
+                ));
             }
         }
         if self.open && has_body(method, headers) && form_can_send(headers) {
