@@ -159,41 +159,41 @@ impl Metrics {
             "skillstore_refresh_total{{outcome=\"stale\"}} {}",
             self.refresh_stale.load(Ordering::Relaxed)
         );
-        out.push_str("# HELP skillstore_http_requests_in_flight Requests being answered now.\n");
-        out.push_str("# TYPE skillstore_http_requests_in_flight gauge\n");
-        let _ = writeln!(
-            out,
-            "skillstore_http_requests_in_flight {}",
-            self.in_flight.load(Ordering::Relaxed)
-        );
-        out.push_str("# HELP skillstore_http_connections_open Connections open now.\n");
-        out.push_str("# TYPE skillstore_http_connections_open gauge\n");
-        let _ = writeln!(
-            out,
-            "skillstore_http_connections_open {}",
-            self.connections.load(Ordering::Relaxed)
-        );
-        out.push_str("# HELP skillstore_mcp_sessions_open MCP sessions open now.\n");
-        out.push_str("# TYPE skillstore_mcp_sessions_open gauge\n");
-        let _ = writeln!(
-            out,
-            "skillstore_mcp_sessions_open {}",
-            self.mcp_sessions.load(Ordering::Relaxed)
-        );
-        out.push_str("# HELP skillstore_mcp_sessions_refused_total MCP sessions refused by a cap.\n");
-        out.push_str("# TYPE skillstore_mcp_sessions_refused_total counter\n");
-        let _ = writeln!(
-            out,
-            "skillstore_mcp_sessions_refused_total {}",
-            self.mcp_sessions_refused.load(Ordering::Relaxed)
-        );
-        out.push_str("# HELP skillstore_mcp_sessions_expired_total MCP sessions closed for being idle.\n");
-        out.push_str("# TYPE skillstore_mcp_sessions_expired_total counter\n");
-        let _ = writeln!(
-            out,
-            "skillstore_mcp_sessions_expired_total {}",
-            self.mcp_sessions_expired.load(Ordering::Relaxed)
-        );
+        let load = |n: &AtomicU64| n.load(Ordering::Relaxed);
+        for (name, kind, help, value) in [
+            (
+                "skillstore_http_requests_in_flight",
+                "gauge",
+                "Requests being answered now.",
+                load(&self.in_flight),
+            ),
+            (
+                "skillstore_http_connections_open",
+                "gauge",
+                "Connections open now.",
+                load(&self.connections),
+            ),
+            (
+                "skillstore_mcp_sessions_open",
+                "gauge",
+                "MCP sessions open now.",
+                load(&self.mcp_sessions),
+            ),
+            (
+                "skillstore_mcp_sessions_refused_total",
+                "counter",
+                "MCP sessions refused by a cap.",
+                load(&self.mcp_sessions_refused),
+            ),
+            (
+                "skillstore_mcp_sessions_expired_total",
+                "counter",
+                "MCP sessions closed for being idle.",
+                load(&self.mcp_sessions_expired),
+            ),
+        ] {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}");
+        }
         out.push_str(
             "# HELP skillstore_backend_calls_total Calls made of the storage (a batch counts each path), by kind.\n",
         );
