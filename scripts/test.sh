@@ -4,7 +4,8 @@
 # specification's reference validator) under target/, starts moto on a free
 # loopback port, and runs `cargo test` with the tests that need them
 # included, then the server through the official Python MCP SDK
-# (server/tests/python/run.sh) and the Python package's tests
+# (server/tests/python/run.sh), a 60 s soak of the server
+# (scripts/soak_serve.py) and the Python package's tests
 # (scripts/test-python.sh).
 # Re-runs reuse the environments.
 set -euo pipefail
@@ -50,6 +51,9 @@ cargo test --workspace --all-features -- --include-ignored
 
 echo "== the server through the official Python MCP SDK (server/tests/python/run.sh)"
 bash server/tests/python/run.sh
+
+echo "== a 60 s soak of serve: legitimate clients beside hostile ones, no legitimate request may fail (scripts/soak_serve.py)"
+python3 scripts/soak_serve.py --duration 60 --binary "${CARGO_TARGET_DIR:-target}/debug/skillstore"
 
 echo "== python package (scripts/test-python.sh)"
 bash scripts/test-python.sh

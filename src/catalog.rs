@@ -31,6 +31,7 @@ use crate::skill::{
     LOWERCASE_SKILL_FILE, Parsed, Problem, ProblemKind, Scan, Severity, SkillMetadata, Strictness, parse_frontmatter,
     scan,
 };
+use crate::skill_files::{FileLimits, SkillFiles};
 use crate::source::{Patterns, Source, SourceList};
 
 /// How a catalog is loaded.
@@ -682,42 +683,31 @@ impl Catalog {
         Ok(self.backend.read(&path, options).await?.data)
     }
 
-    /// The files of a skill as relative paths, breadth first, at most
-    /// `max_depth` directories deep and `max_files` in all. The second value
-    /// is true when the listing was cut short.
-    pub async fn list_files(&self, name: &str, max_depth: usize, max_files: usize) -> Result<(Vec<String>, bool)> {
+    /// The files of the skill `name`: exactly those a confined read of it
+    /// ([`Catalog::read_file`]) serves, each with its size and version, and
+    /// what was left out with why (see [`crate::skill_files`]). This is the
+    /// one listing of a skill's files: manifests, digests and listings
+    /// start here, and read the files with [`SkillFiles::read_options`].
+    pub async fn skill_files(&self, name: &str, limits: FileLimits) -> Result<SkillFiles> {
         let skill = self.skill(name)?;
-        let root = skill.dir();
-        let mut files = Vec::new();
-        let mut level = vec![(root.clone(), String::new())];
-        for depth in 0..=max_depth {
-            let mut next = Vec::new();
-            for (dir, prefix) in level {
-                let mut entries = self.backend.list(&dir).await?;
-                entries.sort_by(|a, b| a.name.cmp(&b.name));
-                for entry in entries {
-                    let relative = format!("{prefix}{}", entry.name);
-                    match entry.kind {
-                        EntryKind::File => {
-                            if files.len() == max_files {
-                                return Ok((files, true));
-                            }
-                            files.push(relative);
-                        }
-                        EntryKind::Dir if depth < max_depth => {
-                            next.push((dir.join(&entry.name)?, format!("{relative}/")));
-                        }
-                        EntryKind::Dir => return Ok((files, true)),
-                        EntryKind::Other => {}
-                    }
-                }
-            }
-            if next.is_empty() {
-                break;
-            }
-            level = next;
-        }
-        Ok((files, false))
+        Ok(crate::skill_files::list(self.backend.as_ref(), &skill.dir(), self.options.read_limit, limits).await?)
+    }
+
+    /// The relative paths of [`Catalog::skill_files`], at most `max_depth`
+    /// directories deep and `max_files` in all; the second value is true
+    /// when the listing was cut short.
+    pub async fn list_files(&self, name: &str, max_depth: usize, max_files: usize) -> Result<(Vec<String>, bool)> {
+        let files = self
+            .skill_files(
+                name,
+                FileLimits {
+                    max_depth,
+                    max_files,
+                    ..FileLimits::default()
+                },
+            )
+            .await?;
+        Ok((files.relatives(), files.truncated))
     }
 }
 

@@ -5,6 +5,7 @@ use skillstore_backends::{ErrorKind as StorageKind, VPath};
 
 use crate::skill::ProblemKind;
 pub use crate::skill::Severity;
+use crate::skill_files::LeftOutKind;
 
 /// What a diagnostic is about: a rule of a SKILL.md, a storage error, or
 /// one of the catalog's own situations. [`DiagnosticKind::as_str`] is the
@@ -34,6 +35,10 @@ pub enum DiagnosticKind {
     /// another format); the files concerned were read instead
     /// (`index_ignored`).
     IndexIgnored,
+    /// A file or directory of a skill left out of the skill's files
+    /// (`directory_link`, `unresolved_link`, `special_file`, `too_deep`);
+    /// a storage refusal is [`DiagnosticKind::Storage`].
+    LeftOut(LeftOutKind),
 }
 
 impl DiagnosticKind {
@@ -48,6 +53,7 @@ impl DiagnosticKind {
             DiagnosticKind::DuplicateName => "duplicate_name",
             DiagnosticKind::InvalidKey => "invalid_key",
             DiagnosticKind::IndexIgnored => "index_ignored",
+            DiagnosticKind::LeftOut(kind) => kind.as_str(),
         }
     }
 
@@ -64,6 +70,15 @@ impl DiagnosticKind {
 impl From<ProblemKind> for DiagnosticKind {
     fn from(kind: ProblemKind) -> Self {
         DiagnosticKind::Problem(kind)
+    }
+}
+
+impl From<LeftOutKind> for DiagnosticKind {
+    fn from(kind: LeftOutKind) -> Self {
+        match kind {
+            LeftOutKind::Storage(storage) => DiagnosticKind::Storage(storage),
+            other => DiagnosticKind::LeftOut(other),
+        }
     }
 }
 

@@ -50,6 +50,7 @@ pub mod namespace;
 pub mod prompt;
 mod shared_catalog;
 pub mod skill;
+pub mod skill_files;
 pub mod source;
 pub mod sync;
 pub mod validate;
@@ -73,6 +74,7 @@ pub use skill::{
     LOWERCASE_SKILL_FILE, Parsed, Problem, ProblemKind, SKILL_FILE, Severity, SkillMetadata, Strictness,
     parse_frontmatter, parse_frontmatter_reference, parse_skill_md,
 };
+pub use skill_files::{FileLimits, LeftOut, LeftOutKind, SkillFile, SkillFiles};
 pub use source::{Patterns, Source, SourceList};
 pub use sync::{SyncOptions, SyncRefusal, SyncReport};
 

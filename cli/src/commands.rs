@@ -5,7 +5,7 @@ use std::io::IsTerminal;
 use std::path::Path;
 
 use serde::Serialize;
-use skillstore::{Catalog, Diagnostic, PromptStyle, Skill, render};
+use skillstore::{Catalog, Diagnostic, FileLimits, PromptStyle, Skill, render};
 
 use super::namespace::build;
 use super::terminal::shown;
@@ -138,8 +138,15 @@ struct ShowOutput<'a> {
     #[serde(flatten)]
     skill: &'a Skill,
     files: Vec<String>,
-    diagnostics: Vec<&'a Diagnostic>,
+    diagnostics: Vec<std::borrow::Cow<'a, Diagnostic>>,
 }
+
+/// How far `show` lists a skill's files.
+const SHOW_LIMITS: FileLimits = FileLimits {
+    max_depth: 6,
+    max_files: 500,
+    max_reported: 100,
+};
 
 pub async fn show(global: &Global, name: &str, json: bool) -> Result<(), Failure> {
     let catalog = build(global)?.load().await;
@@ -147,8 +154,9 @@ pub async fn show(global: &Global, name: &str, json: bool) -> Result<(), Failure
     let Some(skill) = catalog.get(name) else {
         return Err(degraded.unwrap_or_else(|| Failure::failed(format!("no skill named `{name}` in the catalog"))));
     };
-    let (files, truncated) = catalog.list_files(name, 6, 500).await?;
-    let diagnostics: Vec<&Diagnostic> = catalog
+    let listed = catalog.skill_files(name, SHOW_LIMITS).await?;
+    let (files, truncated) = (listed.relatives(), listed.truncated);
+    let mut diagnostics: Vec<std::borrow::Cow<'_, Diagnostic>> = catalog
         .diagnostics()
         .iter()
         .filter(|d| {
@@ -156,7 +164,14 @@ pub async fn show(global: &Global, name: &str, json: bool) -> Result<(), Failure
                 .as_ref()
                 .is_some_and(|p| *p == skill.path || skill.shadowed.iter().any(|s| s.path == *p))
         })
+        .map(std::borrow::Cow::Borrowed)
         .collect();
+    diagnostics.extend(
+        listed
+            .diagnostics(&skill.source)
+            .into_iter()
+            .map(std::borrow::Cow::Owned),
+    );
     if json {
         let output = ShowOutput {
             skill,

@@ -264,8 +264,14 @@ fn init_tracing() {
     if std::env::var_os("RUST_LOG").is_none() {
         return;
     }
+    let mut filter = tracing_subscriber::EnvFilter::from_default_env();
+    // The MCP SDK logs session ids at info level; they are bearer
+    // credentials of a kind, so they show only when asked for by name.
+    if !std::env::var("RUST_LOG").unwrap_or_default().contains("rmcp") {
+        filter = filter.add_directive("rmcp=warn".parse().expect("a valid directive"));
+    }
     let _ = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .try_init();
 }

@@ -1,18 +1,25 @@
 //! A skill's manifest for the MCP Skills extension: its frontmatter as
-//! JSON and every file with its `sha256:` digest and size. Digests come
-//! from the tenant's [`crate::digest::DigestCache`]: a file is read and
-//! hashed only when the backend reports a version not seen before.
+//! JSON and every file with its `sha256:` digest and size. The files are
+//! those [`skillstore::Catalog::skill_files`] lists (exactly what a
+//! confined read of the skill serves), and every digest comes from that
+//! same confined read. Digests are kept in the tenant's
+//! [`crate::digest::DigestCache`]: a file is read and hashed only when it
+//! shows a version not seen before. A file that cannot be read is left out
+//! of the manifest with its kind; it never fails the skill or the page.
 
 use std::sync::Arc;
 
-use skillstore::backends::{ReadOptions, VPath};
-use skillstore::{Catalog, SKILL_FILE, Skill};
+use skillstore::backends::ErrorKind;
+use skillstore::{Catalog, FileLimits, LeftOut, LeftOutKind, SKILL_FILE, Skill};
 
 use crate::tenant::Tenant;
 
-/// The most files a manifest lists, and how deep it looks.
-const MAX_FILES: usize = 10_000;
-const MAX_DEPTH: usize = 32;
+/// How far a manifest lists a skill's files.
+const LIMITS: FileLimits = FileLimits {
+    max_depth: 32,
+    max_files: 10_000,
+    max_reported: 100,
+};
 
 /// One file of a skill.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,52 +37,78 @@ pub struct FileEntry {
 pub struct Manifest {
     /// The SKILL.md frontmatter as written, as JSON.
     pub frontmatter: serde_json::Map<String, serde_json::Value>,
-    /// Every file of the skill, SKILL.md included, in listing order.
+    /// Every file a confined read of the skill serves, SKILL.md included,
+    /// in listing order.
     pub files: Vec<FileEntry>,
+    /// What the skill's directory holds that is not among `files`, with
+    /// why (at most [`FileLimits::max_reported`] of them).
+    pub left_out: Vec<LeftOut>,
+    /// True when the listing was cut short at its file count bound.
+    pub truncated: bool,
 }
 
 /// Builds the manifest of `skill` from `catalog`'s namespace.
 pub async fn build(tenant: &Tenant, catalog: &Catalog, skill: &Skill) -> Result<Arc<Manifest>, skillstore::Error> {
-    let (relatives, _) = catalog.list_files(skill.name(), MAX_DEPTH, MAX_FILES).await?;
-    let dir = skill.dir();
-    let paths: Vec<VPath> = relatives.iter().map(|r| dir.join(r)).collect::<Result<_, _>>()?;
+    let listed = catalog.skill_files(skill.name(), LIMITS).await?;
     let backend = catalog.backend();
-    let limit = tenant.namespace().load_options().read_limit;
-    let stats = backend.stat_many(&paths).await;
-    let mut files = Vec::with_capacity(paths.len());
+    let read = listed.read_options();
+    let mut files = Vec::with_capacity(listed.files.len());
+    let mut left_out = listed.left_out.clone();
     let mut frontmatter = None;
-    for ((relative, path), stat) in relatives.into_iter().zip(&paths).zip(stats) {
-        let version = stat?.version;
-        let is_skill_md = relative == SKILL_FILE;
-        let cached = version.as_ref().and_then(|v| {
-            let digest = tenant.digests.get(path.as_str(), v)?;
+    for file in &listed.files {
+        let path = file.path.as_str();
+        let is_skill_md = file.relative == SKILL_FILE;
+        let cached = file.version.as_ref().and_then(|v| {
+            let digest = tenant.digests.get(path, v)?;
             if is_skill_md {
-                let fm = tenant.digests.frontmatter(path.as_str(), v)?;
-                frontmatter = Some(fm);
+                frontmatter = Some(tenant.digests.frontmatter(path, v)?);
             }
             Some(digest)
         });
         let (digest, size) = match cached {
             Some(hit) => hit,
-            None => {
-                let blob = backend.read(path, ReadOptions::with_limit(limit)).await?;
-                if is_skill_md {
-                    let fm = Arc::new(frontmatter_of(&blob.data));
-                    tenant
-                        .digests
-                        .keep_frontmatter(path.as_str(), &blob.version, Arc::clone(&fm));
-                    frontmatter = Some(fm);
+            None => match backend.read(&file.path, read).await {
+                Ok(blob) => {
+                    if is_skill_md {
+                        let fm = Arc::new(frontmatter_of(&blob.data));
+                        tenant.digests.keep_frontmatter(path, &blob.version, Arc::clone(&fm));
+                        frontmatter = Some(fm);
+                    }
+                    tenant.digests.compute(path, &blob.version, &blob.data)
                 }
-                tenant.digests.compute(path.as_str(), &blob.version, &blob.data)
-            }
+                Err(e) => {
+                    if left_out.len() < LIMITS.max_reported {
+                        left_out.push(LeftOut {
+                            relative: file.relative.clone(),
+                            kind: LeftOutKind::Storage(e.kind()),
+                        });
+                    }
+                    if e.kind() == ErrorKind::Unavailable {
+                        tracing::debug!(path = %file.path, error = ?e, "cannot read a file for its digest");
+                    }
+                    continue;
+                }
+            },
         };
-        files.push(FileEntry { relative, digest, size });
+        files.push(FileEntry {
+            relative: file.relative.clone(),
+            digest,
+            size,
+        });
     }
     let frontmatter = match frontmatter {
         Some(fm) => (*fm).clone(),
-        None => frontmatter_of(&catalog.read_skill(skill.name()).await?),
+        None => match catalog.read_skill(skill.name()).await {
+            Ok(bytes) => frontmatter_of(&bytes),
+            Err(_) => serde_json::Map::new(),
+        },
     };
-    Ok(Arc::new(Manifest { frontmatter, files }))
+    Ok(Arc::new(Manifest {
+        frontmatter,
+        files,
+        left_out,
+        truncated: listed.truncated,
+    }))
 }
 
 /// The YAML frontmatter of a SKILL.md as a JSON object (empty when there

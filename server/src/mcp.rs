@@ -3,21 +3,23 @@
 //! (`skillstore mcp`) or streamable HTTP at `/mcp` (`skillstore serve`),
 //! where the bearer token names the tenant as on every other route.
 
+mod content;
+pub mod sessions;
 mod tools;
 mod uri;
 
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use axum::Router;
 use axum::extract::{Request, State};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use base64::Engine as _;
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, GetPromptRequestParams, GetPromptResponse, GetPromptResult,
     GetSkillRequestParams, GetSkillResult, Implementation, ListPromptsResult, ListResourceTemplatesResult,
-    ListResourcesResult, ListSkillsResult, ListToolsResult, PaginatedRequestParams, Prompt, PromptArgument,
+    ListResourcesResult, ListSkillsResult, ListToolsResult, MetaObject, PaginatedRequestParams, Prompt, PromptArgument,
     PromptMessage, ReadResourceDirectoryRequestParams, ReadResourceDirectoryResult, ReadResourceRequestParams,
     ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, ResourceTemplate, Role, ServerCapabilities,
     ServerConfig, Skill as McpSkill, SkillFrontmatter, SkillResource, SkillResources, SubscriptionFilter,
@@ -31,7 +33,15 @@ use skillstore::backends::EntryKind;
 
 use crate::error::{ApiError, ServerError};
 use crate::service::{Caller, Service};
+use crate::settings::TokenHash;
 use crate::tenant::Tenant;
+use sessions::Sessions;
+
+/// The `_meta` key of a skill entry listing what its directory holds that
+/// is not among its files: `[{"path", "kind"}]`.
+pub const LEFT_OUT_META: &str = "io.github.skillstore/leftOut";
+/// The `_meta` key set to true when a skill's file list was cut short.
+pub const TRUNCATED_META: &str = "io.github.skillstore/truncated";
 
 /// The MCP server of one session: answers for the tenant its caller names.
 #[derive(Clone)]
@@ -39,9 +49,9 @@ pub struct SkillsServer {
     service: Arc<Service>,
     /// The caller of a local session (stdio): no token.
     local: Option<Caller>,
-    /// The tenant an HTTP session was opened for; later requests of the
-    /// session must name the same one.
-    bound: Arc<OnceLock<Arc<Tenant>>>,
+    /// The token an HTTP session was opened with; later requests of the
+    /// session must carry the same one.
+    bound: Arc<OnceLock<Option<TokenHash>>>,
 }
 
 impl SkillsServer {
@@ -72,8 +82,8 @@ impl SkillsServer {
             .and_then(|parts| parts.extensions.get::<Caller>())
             .cloned()
             .ok_or_else(|| McpError::invalid_request("a valid bearer token is required", None))?;
-        let bound = self.bound.get_or_init(|| Arc::clone(&caller.tenant));
-        if !Arc::ptr_eq(bound, &caller.tenant) {
+        let bound = self.bound.get_or_init(|| caller.token);
+        if *bound != caller.token {
             return Err(McpError::invalid_request("this session belongs to another token", None));
         }
         Ok(caller)
@@ -113,36 +123,50 @@ fn next_cursor(start: usize, taken: usize, total: usize) -> Option<String> {
     (start + taken < total).then(|| (start + taken).to_string())
 }
 
-/// Rejects a request to `/mcp` without a valid token before the MCP
-/// layer sees it, and hands the caller to the handler.
-async fn authenticate(State(service): State<Arc<Service>>, mut request: Request, next: Next) -> Response {
-    match service.authenticate(request.headers()) {
-        Ok(caller) => {
-            request.extensions_mut().insert(caller);
-            next.run(request).await
-        }
-        Err(err) => err.into_response(),
-    }
+/// Checks a request to `/mcp` from its headers before the MCP layer sees
+/// it (the browser checks, then the token), hands the caller to the
+/// handler, and runs it under the session rules.
+async fn door(State(sessions): State<Arc<Sessions>>, mut request: Request, next: Next) -> Response {
+    let service = sessions.service();
+    let caller = match service
+        .browser
+        .check(request.method(), request.headers(), true)
+        .and_then(|()| service.authenticate(request.headers()))
+    {
+        Ok(caller) => caller,
+        Err(err) => return err.into_response(),
+    };
+    request.extensions_mut().insert(caller.clone());
+    sessions.run(&caller, request, next).await
 }
 
-/// `/mcp`: MCP over streamable HTTP, behind the token check.
+/// `/mcp`: MCP over streamable HTTP, behind the browser checks, the token
+/// check and the session rules ([`sessions`]).
 pub fn http_router(service: Arc<Service>) -> Router {
+    let limits = service.limits;
     let mut config = StreamableHttpServerConfig::default()
         .with_cancellation_token(service.shutdown.child_token())
-        .with_max_request_body_bytes(usize::try_from(service.limits.max_body_bytes).unwrap_or(usize::MAX));
+        .with_max_request_body_bytes(usize::try_from(limits.max_body_bytes).unwrap_or(usize::MAX));
     if !service.is_open() {
         // Every request carries a token; the Host check guards open local servers.
         config = config.disable_allowed_hosts();
     }
+    let mut manager = LocalSessionManager::default();
+    // The session table closes idle sessions first; the manager's own
+    // expiry is a backstop for a session whose table entry is gone.
+    manager.session_config.keep_alive = Some(limits.mcp_session_idle + Duration::from_secs(30));
+    manager.session_config.init_timeout = Some(limits.request_timeout);
+    let manager = Arc::new(manager);
+    let sessions = Sessions::start(Arc::clone(&manager), Arc::clone(&service));
     let factory_service = Arc::clone(&service);
     let mcp = StreamableHttpService::new(
         move || Ok(SkillsServer::http(Arc::clone(&factory_service))),
-        Arc::new(LocalSessionManager::default()),
+        manager,
         config,
     );
     Router::new()
         .route_service("/mcp", mcp)
-        .layer(middleware::from_fn_with_state(service, authenticate))
+        .layer(middleware::from_fn_with_state(sessions, door))
 }
 
 /// Serves one MCP session over stdin and stdout until the client closes it.
@@ -178,11 +202,27 @@ impl SkillsServer {
             .iter()
             .map(|f| SkillResource::new(uri::file(name, &f.relative), f.digest.clone(), f.size))
             .collect();
-        Ok(McpSkill::new(
+        let entry = McpSkill::new(
             uri::file(name, skillstore::SKILL_FILE),
             frontmatter,
             SkillResources::Files(files),
-        ))
+        );
+        if manifest.left_out.is_empty() && !manifest.truncated {
+            return Ok(entry);
+        }
+        // What the skill's directory holds beyond its files, by relative
+        // path and stable kind, so a host can tell a client why.
+        let left_out: Vec<serde_json::Value> = manifest
+            .left_out
+            .iter()
+            .map(|l| serde_json::json!({"path": l.relative, "kind": l.kind.as_str()}))
+            .collect();
+        let mut meta = MetaObject::new();
+        meta.0.insert(LEFT_OUT_META.into(), serde_json::Value::Array(left_out));
+        if manifest.truncated {
+            meta.0.insert(TRUNCATED_META.into(), serde_json::Value::Bool(true));
+        }
+        Ok(entry.with_meta(meta))
     }
 
     async fn read(&self, caller: &Caller, uri_text: &str) -> Result<ReadResourceResult, McpError> {
@@ -194,9 +234,9 @@ impl SkillsServer {
             .await
             .map_err(|e| protocol_error(e.into()))?;
         let mime = crate::http::content_type_of(&relative);
-        let contents = match std::str::from_utf8(&bytes) {
-            Ok(text) if !bytes.contains(&0) => ResourceContents::text(text, uri_text),
-            _ => ResourceContents::blob(base64::engine::general_purpose::STANDARD.encode(&bytes), uri_text),
+        let contents = match content::encode(&bytes) {
+            content::Encoded::Text(text) => ResourceContents::text(text, uri_text),
+            content::Encoded::Blob(blob) => ResourceContents::blob(blob, uri_text),
         };
         Ok(ReadResourceResult::new(vec![contents.with_mime_type(mime)]))
     }
@@ -470,10 +510,16 @@ impl ServerHandler for SkillsServer {
         let start = offset(&request)?;
         let names: Vec<String> = catalog.enabled().map(|s| s.name().to_owned()).collect();
         let mut page = Vec::new();
+        let mut taken = 0;
         for name in names.iter().skip(start).take(self.page_size()) {
-            page.push(self.skill_entry(&caller.tenant, name).await.map_err(protocol_error)?);
+            taken += 1;
+            // A skill whose directory cannot be listed now is left off this
+            // page; the others are still listed.
+            match self.skill_entry(&caller.tenant, name).await {
+                Ok(entry) => page.push(entry),
+                Err(err) => tracing::debug!(skill = %name, kind = %err.kind, "a skill left off skills/list"),
+            }
         }
-        let taken = page.len();
         let mut result = ListSkillsResult::with_all_items(page);
         result.next_cursor = next_cursor(start, taken, names.len());
         Ok(result)

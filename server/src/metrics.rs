@@ -30,6 +30,13 @@ pub struct Metrics {
     refresh_fresh: AtomicU64,
     refresh_stale: AtomicU64,
     in_flight: AtomicU64,
+    connections: Arc<AtomicU64>,
+    /// MCP sessions open now.
+    pub mcp_sessions: AtomicU64,
+    /// MCP sessions refused by a cap.
+    pub mcp_sessions_refused: AtomicU64,
+    /// MCP sessions closed for being idle.
+    pub mcp_sessions_expired: AtomicU64,
     /// Storage calls the tenants' namespaces made, by kind.
     pub backend_calls: Arc<BackendCalls>,
 }
@@ -44,7 +51,23 @@ impl Drop for InFlight<'_> {
     }
 }
 
+/// Counts a connection as open until dropped.
+#[derive(Debug)]
+pub struct OpenConnection(Arc<AtomicU64>);
+
+impl Drop for OpenConnection {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
 impl Metrics {
+    /// Marks a connection open for as long as the guard lives.
+    pub fn open_connection(&self) -> OpenConnection {
+        self.connections.fetch_add(1, Ordering::Relaxed);
+        OpenConnection(Arc::clone(&self.connections))
+    }
+
     /// Counts one answered request.
     pub fn request(&self, route: &str, status: u16, elapsed: Duration) {
         {
@@ -136,13 +159,41 @@ impl Metrics {
             "skillstore_refresh_total{{outcome=\"stale\"}} {}",
             self.refresh_stale.load(Ordering::Relaxed)
         );
-        out.push_str("# HELP skillstore_http_requests_in_flight Requests being answered now.\n");
-        out.push_str("# TYPE skillstore_http_requests_in_flight gauge\n");
-        let _ = writeln!(
-            out,
-            "skillstore_http_requests_in_flight {}",
-            self.in_flight.load(Ordering::Relaxed)
-        );
+        let load = |n: &AtomicU64| n.load(Ordering::Relaxed);
+        for (name, kind, help, value) in [
+            (
+                "skillstore_http_requests_in_flight",
+                "gauge",
+                "Requests being answered now.",
+                load(&self.in_flight),
+            ),
+            (
+                "skillstore_http_connections_open",
+                "gauge",
+                "Connections open now.",
+                load(&self.connections),
+            ),
+            (
+                "skillstore_mcp_sessions_open",
+                "gauge",
+                "MCP sessions open now.",
+                load(&self.mcp_sessions),
+            ),
+            (
+                "skillstore_mcp_sessions_refused_total",
+                "counter",
+                "MCP sessions refused by a cap.",
+                load(&self.mcp_sessions_refused),
+            ),
+            (
+                "skillstore_mcp_sessions_expired_total",
+                "counter",
+                "MCP sessions closed for being idle.",
+                load(&self.mcp_sessions_expired),
+            ),
+        ] {
+            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}");
+        }
         out.push_str(
             "# HELP skillstore_backend_calls_total Calls made of the storage (a batch counts each path), by kind.\n",
         );

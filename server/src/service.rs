@@ -10,6 +10,7 @@ use axum::http::HeaderMap;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::{ApiError, ServerError};
+use crate::http::origin::BrowserPolicy;
 use crate::metrics::Metrics;
 use crate::settings::{Limits, Scope, Settings, TokenHash};
 use crate::tenant::Tenant;
@@ -21,6 +22,9 @@ pub struct Caller {
     pub tenant: Arc<Tenant>,
     /// What the token allows.
     pub scope: Scope,
+    /// The token's hash; `None` for a caller without a token (an open
+    /// server, or MCP over stdio).
+    pub token: Option<TokenHash>,
 }
 
 impl Caller {
@@ -39,7 +43,10 @@ pub struct Service {
     tenants: Vec<Arc<Tenant>>,
     tokens: HashMap<TokenHash, (usize, Scope)>,
     open: bool,
+    metrics_tokens: Vec<TokenHash>,
     refresh_interval: Duration,
+    /// What a request's `Host`, `Origin` and content type must satisfy.
+    pub browser: BrowserPolicy,
     /// Request limits.
     pub limits: Limits,
     /// The counters `/metrics` shows.
@@ -64,8 +71,11 @@ impl Service {
         if tenants.is_empty() {
             return Err(ServerError::Config("no tenants".into()));
         }
+        let open = tenants.len() == 1 && settings.tenants[0].tokens.is_empty();
         Ok(Arc::new(Service {
-            open: tenants.len() == 1 && settings.tenants[0].tokens.is_empty(),
+            open,
+            metrics_tokens: settings.metrics_tokens.clone(),
+            browser: BrowserPolicy::new(open, &settings.allowed_origins),
             tenants,
             tokens,
             refresh_interval: settings.refresh_interval,
@@ -130,31 +140,36 @@ impl Service {
     /// unknown token is 401 and says nothing of what exists; an open
     /// server's one tenant needs no token.
     pub fn authenticate(&self, headers: &HeaderMap) -> Result<Caller, ApiError> {
-        match headers.get(axum::http::header::AUTHORIZATION) {
-            Some(value) => {
-                let token = value
-                    .to_str()
-                    .ok()
-                    .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
-                    .map(str::trim)
-                    .filter(|t| !t.is_empty())
-                    .ok_or_else(ApiError::unauthorized)?;
-                self.caller_for_token(token).ok_or_else(ApiError::unauthorized)
-            }
+        match bearer(headers)? {
+            Some(token) => self.caller_for_token(token).ok_or_else(ApiError::unauthorized),
             None if self.open => Ok(Caller {
                 tenant: Arc::clone(&self.tenants[0]),
                 scope: Scope::Write,
+                token: None,
             }),
             None => Err(ApiError::unauthorized()),
         }
     }
 
+    /// Allows `/metrics` to a metrics token, or to anyone on an open
+    /// server (whose one caller may do everything); 401 otherwise, and a
+    /// tenant's token is not a metrics token.
+    pub fn authenticate_metrics(&self, headers: &HeaderMap) -> Result<(), ApiError> {
+        match bearer(headers)? {
+            Some(token) if self.metrics_tokens.contains(&TokenHash::of(token)) => Ok(()),
+            None if self.open => Ok(()),
+            _ => Err(ApiError::unauthorized()),
+        }
+    }
+
     /// The caller `token` names, if any.
     pub fn caller_for_token(&self, token: &str) -> Option<Caller> {
-        let (index, scope) = self.tokens.get(&TokenHash::of(token))?;
+        let hash = TokenHash::of(token);
+        let (index, scope) = self.tokens.get(&hash)?;
         Some(Caller {
             tenant: Arc::clone(&self.tenants[*index]),
             scope: *scope,
+            token: Some(hash),
         })
     }
 
@@ -164,6 +179,7 @@ impl Service {
         Caller {
             tenant: Arc::clone(&self.tenants[0]),
             scope: Scope::Write,
+            token: None,
         }
     }
 
@@ -178,4 +194,20 @@ impl Service {
         let digests = self.tenants.iter().map(|t| t.digests.computed()).sum();
         self.metrics.render(self.tenants.len(), skills, digests)
     }
+}
+
+/// The bearer token of `headers`: `None` without an `Authorization`
+/// header, 401 for one that is not a bearer token.
+fn bearer(headers: &HeaderMap) -> Result<Option<&str>, ApiError> {
+    let Some(value) = headers.get(axum::http::header::AUTHORIZATION) else {
+        return Ok(None);
+    };
+    value
+        .to_str()
+        .ok()
+        .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(Some)
+        .ok_or_else(ApiError::unauthorized)
 }

@@ -7,9 +7,17 @@
 //! refresh_interval: 30s
 //! limits:
 //!   max_body_bytes: 10485760    # default: the read limit, 10 MiB
-//!   request_timeout: 30s
+//!   request_timeout: 30s        # a whole request, body included (MCP: until its answer starts)
 //!   max_concurrent_requests: 256
 //!   page_size: 100              # resources/list and skills/list pages
+//!   header_read_timeout: 10s    # a request's headers, and the wait for them on an idle connection
+//!   max_connections: 1024       # open connections; more wait in the kernel's queue
+//!   mcp_sessions: 512           # MCP sessions open at once, all tokens
+//!   mcp_sessions_per_token: 32
+//!   mcp_session_idle: 5m        # an MCP session unused this long is closed
+//! allowed_origins: []           # browser origins besides loopback ones allowed to call
+//! metrics_tokens:               # who may read /metrics (any token shape below)
+//!   - env: METRICS_TOKEN
 //! template:                     # a skillstore configuration
 //!   mounts:
 //!     - at: /
@@ -98,6 +106,22 @@ pub struct LimitsSpec {
     /// The most entries one page of a list holds.
     #[serde(default)]
     pub page_size: Option<usize>,
+    /// The longest a client may take to send a request's headers, counted
+    /// from when the connection is ready for them (`10s`).
+    #[serde(default)]
+    pub header_read_timeout: Option<String>,
+    /// Connections open at once.
+    #[serde(default)]
+    pub max_connections: Option<usize>,
+    /// MCP sessions open at once, all tokens together.
+    #[serde(default)]
+    pub mcp_sessions: Option<usize>,
+    /// MCP sessions one token may hold open.
+    #[serde(default)]
+    pub mcp_sessions_per_token: Option<usize>,
+    /// How long an unused MCP session is kept (`5m`).
+    #[serde(default)]
+    pub mcp_session_idle: Option<String>,
 }
 
 /// The server file as written.
@@ -120,6 +144,13 @@ pub struct ServerFile {
     /// The tenants.
     #[serde(default)]
     pub tenants: Vec<TenantSpec>,
+    /// Browser origins (`https://app.example.com`) allowed besides
+    /// loopback ones; any other `Origin` is refused.
+    #[serde(default)]
+    pub allowed_origins: Vec<String>,
+    /// The tokens that may read `/metrics` (their scope is ignored).
+    #[serde(default)]
+    pub metrics_tokens: Vec<TokenSpec>,
 }
 
 /// Limits applied to every request.
@@ -133,6 +164,21 @@ pub struct Limits {
     pub max_concurrent_requests: usize,
     /// The most entries one page of a list holds (default 100, at most 1000).
     pub page_size: usize,
+    /// The longest a client may take to send a request's headers, counted
+    /// from when the connection is ready for them: it also closes a
+    /// connection that is silent, or idle between requests, that long
+    /// (default 10 s).
+    pub header_read_timeout: Duration,
+    /// Connections open at once; past it new ones wait to be accepted
+    /// (default 1024).
+    pub max_connections: usize,
+    /// MCP sessions open at once, all tokens together (default 512).
+    pub mcp_sessions: usize,
+    /// MCP sessions one token may hold open (default 32).
+    pub mcp_sessions_per_token: usize,
+    /// How long an MCP session may go unused before it is closed and its
+    /// memory given back (default 5 minutes).
+    pub mcp_session_idle: Duration,
 }
 
 impl Default for Limits {
@@ -142,6 +188,11 @@ impl Default for Limits {
             request_timeout: Duration::from_secs(30),
             max_concurrent_requests: 256,
             page_size: 100,
+            header_read_timeout: Duration::from_secs(10),
+            max_connections: 1024,
+            mcp_sessions: 512,
+            mcp_sessions_per_token: 32,
+            mcp_session_idle: Duration::from_secs(300),
         }
     }
 }
@@ -200,6 +251,10 @@ pub struct Settings {
     pub limits: Limits,
     /// The address from the server file, if any.
     pub listen: Option<String>,
+    /// Browser origins allowed besides loopback ones.
+    pub allowed_origins: Vec<String>,
+    /// The tokens that may read `/metrics`, hashed.
+    pub metrics_tokens: Vec<TokenHash>,
 }
 
 impl Settings {
@@ -215,6 +270,8 @@ impl Settings {
             refresh_interval: DEFAULT_REFRESH,
             limits: Limits::default(),
             listen: None,
+            allowed_origins: Vec::new(),
+            metrics_tokens: Vec::new(),
         }
     }
 
@@ -275,32 +332,8 @@ impl Settings {
             }
             let mut tokens = Vec::with_capacity(spec.tokens.len());
             for (i, token) in spec.tokens.iter().enumerate() {
-                let hash = match (&token.sha256, &token.env) {
-                    (Some(hex), None) => TokenHash::from_hex(&hex.to_ascii_lowercase()).ok_or_else(|| {
-                        ServerError::Config(format!(
-                            "token {} of the tenant `{}`: `sha256` takes 64 hex digits",
-                            i + 1,
-                            spec.name
-                        ))
-                    })?,
-                    (None, Some(var)) => match env(var) {
-                        Some(value) if !value.is_empty() => TokenHash::of(&value),
-                        _ => {
-                            return Err(ServerError::Config(format!(
-                                "token {} of the tenant `{}`: the variable `{var}` is not set",
-                                i + 1,
-                                spec.name
-                            )));
-                        }
-                    },
-                    _ => {
-                        return Err(ServerError::Config(format!(
-                            "token {} of the tenant `{}`: give exactly one of `sha256` and `env`",
-                            i + 1,
-                            spec.name
-                        )));
-                    }
-                };
+                let hash = token_hash(token, env)
+                    .map_err(|e| ServerError::Config(format!("token {} of the tenant `{}`: {e}", i + 1, spec.name)))?;
                 if tenants
                     .iter()
                     .any(|t: &TenantSettings| t.tokens.iter().any(|(h, _)| *h == hash))
@@ -330,11 +363,33 @@ impl Settings {
             Some(text) => parse_duration(text, "refresh_interval")?,
             None => DEFAULT_REFRESH,
         };
+        let mut metrics_tokens = Vec::with_capacity(file.metrics_tokens.len());
+        for (i, token) in file.metrics_tokens.iter().enumerate() {
+            let hash =
+                token_hash(token, env).map_err(|e| ServerError::Config(format!("metrics token {}: {e}", i + 1)))?;
+            if tenants.iter().any(|t| t.tokens.iter().any(|(h, _)| *h == hash)) {
+                return Err(ServerError::Config(format!(
+                    "metrics token {} is also a tenant's token",
+                    i + 1
+                )));
+            }
+            metrics_tokens.push(hash);
+        }
+        for origin in &file.allowed_origins {
+            crate::http::origin::parse_origin(origin).ok_or_else(|| {
+                ServerError::Config(format!(
+                    "allowed_origins: `{}` is not an origin (scheme://host[:port])",
+                    origin.escape_debug()
+                ))
+            })?;
+        }
         Ok(Settings {
             tenants,
             refresh_interval,
             limits,
             listen: file.listen,
+            allowed_origins: file.allowed_origins,
+            metrics_tokens,
         })
     }
 
@@ -344,8 +399,27 @@ impl Settings {
     }
 }
 
+/// The hash a token entry names: its `sha256`, or the hash of the
+/// variable `env` holds.
+fn token_hash(token: &TokenSpec, env: &dyn Fn(&str) -> Option<String>) -> Result<TokenHash, String> {
+    match (&token.sha256, &token.env) {
+        (Some(hex), None) => {
+            TokenHash::from_hex(&hex.to_ascii_lowercase()).ok_or_else(|| "`sha256` takes 64 hex digits".to_owned())
+        }
+        (None, Some(var)) => match env(var) {
+            Some(value) if !value.is_empty() => Ok(TokenHash::of(&value)),
+            _ => Err(format!("the variable `{var}` is not set")),
+        },
+        _ => Err("give exactly one of `sha256` and `env`".to_owned()),
+    }
+}
+
 fn limits(spec: &LimitsSpec) -> Result<Limits, ServerError> {
     let defaults = Limits::default();
+    let duration_or = |text: &Option<String>, key: &str, default: Duration| match text {
+        Some(text) => parse_duration(text, key),
+        None => Ok(default),
+    };
     Ok(Limits {
         max_body_bytes: spec.max_body_bytes.unwrap_or(defaults.max_body_bytes),
         request_timeout: match &spec.request_timeout {
@@ -357,6 +431,22 @@ fn limits(spec: &LimitsSpec) -> Result<Limits, ServerError> {
             .unwrap_or(defaults.max_concurrent_requests)
             .max(1),
         page_size: spec.page_size.unwrap_or(defaults.page_size).clamp(1, 1000),
+        header_read_timeout: duration_or(
+            &spec.header_read_timeout,
+            "limits.header_read_timeout",
+            defaults.header_read_timeout,
+        )?,
+        max_connections: spec.max_connections.unwrap_or(defaults.max_connections).max(1),
+        mcp_sessions: spec.mcp_sessions.unwrap_or(defaults.mcp_sessions).max(1),
+        mcp_sessions_per_token: spec
+            .mcp_sessions_per_token
+            .unwrap_or(defaults.mcp_sessions_per_token)
+            .max(1),
+        mcp_session_idle: duration_or(
+            &spec.mcp_session_idle,
+            "limits.mcp_session_idle",
+            defaults.mcp_session_idle,
+        )?,
     })
 }
 

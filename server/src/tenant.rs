@@ -4,12 +4,13 @@
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use bytes::Bytes;
 use serde::Serialize;
 use skillstore::backends::{ErrorKind, VPath};
-use skillstore::{Catalog, Diagnostic, Namespace, PromptOptions, SharedCatalog, Skill, SkillEditor};
+use skillstore::{Catalog, Diagnostic, FileLimits, Namespace, PromptOptions, SharedCatalog, Skill, SkillEditor};
 use tokio::sync::watch;
 
 use crate::counting::{BackendCalls, Counting};
@@ -35,6 +36,13 @@ impl Rendered {
         Rendered { body, etag }
     }
 }
+
+/// How far `GET /v1/skills/{name}` lists a skill's files.
+const SHOW_LIMITS: FileLimits = FileLimits {
+    max_depth: 6,
+    max_files: 500,
+    max_reported: 100,
+};
 
 /// What is rendered from one catalog snapshot, built when first asked for
 /// and dropped with the snapshot.
@@ -87,8 +95,8 @@ impl View {
             .catalog
             .get(name)
             .ok_or_else(|| ApiError::from(skillstore::Error::SkillNotFound(name.to_owned())))?;
-        let (files, _) = self.catalog.list_files(name, 6, 500).await?;
-        let diagnostics: Vec<Diagnostic> = self
+        let listed = self.catalog.skill_files(name, SHOW_LIMITS).await?;
+        let mut diagnostics: Vec<Diagnostic> = self
             .catalog
             .diagnostics()
             .iter()
@@ -99,9 +107,10 @@ impl View {
             })
             .cloned()
             .collect();
+        diagnostics.extend(listed.diagnostics(&skill.source));
         let output = ShowOutput {
             skill,
-            files,
+            files: listed.relatives(),
             diagnostics: public_diagnostics(&diagnostics),
         };
         let mut body = serde_json::to_vec_pretty(&output).expect("a skill serializes");
@@ -213,6 +222,9 @@ pub struct Tenant {
     view: Mutex<Option<Arc<View>>>,
     signature: Mutex<u64>,
     generation: watch::Sender<u64>,
+    refresh_turn: tokio::sync::Mutex<()>,
+    refreshes_started: AtomicU64,
+    last_refresh: Mutex<(u64, RefreshOutcome)>,
     /// Digests of the tenant's files, by path and version.
     pub digests: DigestCache,
 }
@@ -247,6 +259,9 @@ impl Tenant {
             view: Mutex::new(None),
             signature: Mutex::new(0),
             generation: watch::Sender::new(0),
+            refresh_turn: tokio::sync::Mutex::new(()),
+            refreshes_started: AtomicU64::new(0),
+            last_refresh: Mutex::new((0, RefreshOutcome::Fresh)),
             digests: DigestCache::default(),
         })
     }
@@ -301,8 +316,32 @@ impl Tenant {
 
     /// Loads the catalog the first time, refreshes it afterwards; moves the
     /// change counter when the skills changed. A source that cannot be
-    /// listed keeps its last good skills.
+    /// listed keeps its last good skills. Shared as
+    /// [`Tenant::refresh_shared`] is.
     pub async fn refresh(&self) -> RefreshOutcome {
+        self.refresh_shared().await.0
+    }
+
+    /// A refresh that concurrent callers share: a caller waits for the
+    /// refresh running when it arrived, then takes the outcome of a refresh
+    /// that started after it arrived if one has finished meanwhile, and
+    /// runs one otherwise. So any number of concurrent calls run at most
+    /// two refreshes, and every caller sees one that began after its call.
+    /// The second value is true when this call ran the refresh.
+    pub async fn refresh_shared(&self) -> (RefreshOutcome, bool) {
+        let arrived = self.refreshes_started.load(Ordering::SeqCst);
+        let _turn = self.refresh_turn.lock().await;
+        let (done, outcome) = *lock(&self.last_refresh);
+        if done > arrived {
+            return (outcome, false);
+        }
+        let number = self.refreshes_started.fetch_add(1, Ordering::SeqCst) + 1;
+        let outcome = self.refresh_now().await;
+        *lock(&self.last_refresh) = (number, outcome);
+        (outcome, true)
+    }
+
+    async fn refresh_now(&self) -> RefreshOutcome {
         let catalog = match self.catalog.get() {
             Some(shared) => {
                 shared.refresh().await;
@@ -348,15 +387,22 @@ impl Tenant {
     /// writable.
     pub fn editor(&self) -> Result<SkillEditor, ApiError> {
         let shared = self.shared()?.clone();
-        if !self.namespace.sources().iter().any(|s| s.is_writable()) {
-            return Err(ApiError::new(
+        self.check_writable()?;
+        let editor = self.namespace.editor(None)?;
+        Ok(editor.with_catalog(shared).with_author(format!("server:{}", self.name)))
+    }
+
+    /// Fails with 403 `read_only` when no source of the tenant is writable.
+    pub fn check_writable(&self) -> Result<(), ApiError> {
+        if self.namespace.sources().iter().any(|s| s.is_writable()) {
+            Ok(())
+        } else {
+            Err(ApiError::new(
                 axum::http::StatusCode::FORBIDDEN,
                 "read_only",
                 "no source of this tenant is writable",
-            ));
+            ))
         }
-        let editor = self.namespace.editor(None)?;
-        Ok(editor.with_catalog(shared).with_author(format!("server:{}", self.name)))
     }
 
     /// The path of `relative` in the skill `name` of the editor's source,

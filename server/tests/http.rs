@@ -116,6 +116,7 @@ async fn read_routes_answer_with_etags_and_304s() {
     assert_eq!(client.get(server.url("/readyz")).send().await.unwrap().status(), 200);
     let metrics = client
         .get(server.url("/metrics"))
+        .bearer_auth(METRICS_TOKEN)
         .send()
         .await
         .unwrap()
@@ -400,6 +401,7 @@ async fn writes_go_through_the_editor_with_if_match() {
     assert!(dir.path().join("base/beta/SKILL.md").is_file());
     let metrics = client
         .get(server.url("/metrics"))
+        .bearer_auth(METRICS_TOKEN)
         .send()
         .await
         .unwrap()

@@ -66,6 +66,7 @@ async fn sigterm_lets_a_request_in_flight_finish_then_exits_zero() {
     let put = tokio::spawn(
         client
             .put(format!("{base}/v1/skills/slow"))
+            .header("content-type", "text/markdown")
             .body(reqwest::Body::wrap_stream(body))
             .send(),
     );

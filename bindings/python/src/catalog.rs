@@ -312,8 +312,11 @@ impl PyCatalog {
         Ok(PyBytes::new(py, &bytes))
     }
 
-    /// The files of a skill as relative paths, breadth first; the second
-    /// value is True when the listing was cut short.
+    /// The files of a skill as relative paths: exactly those
+    /// `read_file` serves (no directory link followed, no link out of the
+    /// skill, nothing over the read limit, regular files only), each
+    /// directory's files before its subdirectories'; the second value is
+    /// True when the listing was cut short.
     #[pyo3(signature = (name, *, max_depth=8, max_files=1000))]
     fn list_files(
         &self,
@@ -322,7 +325,13 @@ impl PyCatalog {
         max_depth: usize,
         max_files: usize,
     ) -> PyResult<(Vec<String>, bool)> {
-        block_on(py, self.inner.list_files(name, max_depth, max_files)).py(py)
+        let limits = skillstore::FileLimits {
+            max_depth,
+            max_files,
+            ..skillstore::FileLimits::default()
+        };
+        let listed = block_on(py, self.inner.skill_files(name, limits)).py(py)?;
+        Ok((listed.relatives(), listed.truncated))
     }
 
     /// The enabled skills rendered for a system prompt: `markdown` (the

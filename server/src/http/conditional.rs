@@ -9,15 +9,28 @@ use bytes::Bytes;
 use crate::error::ApiError;
 use crate::tenant::Rendered;
 
-/// True when the header lists `etag` (or `*`); weak tags compare by their
-/// opaque part, as `If-None-Match` asks.
-fn lists(header: &HeaderValue, etag: &str) -> bool {
+/// How two entity tags are compared (RFC 9110, section 8.8.3.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Comparison {
+    /// `If-None-Match`: a weak tag matches by its opaque part.
+    Weak,
+    /// `If-Match`: a weak tag never matches.
+    Strong,
+}
+
+/// True when the header lists `etag` (or `*`) under `comparison`.
+fn lists(header: &HeaderValue, etag: &str, comparison: Comparison) -> bool {
     let Ok(text) = header.to_str() else {
         return false;
     };
-    text.split(',')
-        .map(str::trim)
-        .any(|tag| tag == "*" || tag.strip_prefix("W/").unwrap_or(tag) == etag)
+    text.split(',').map(str::trim).any(|tag| {
+        tag == "*"
+            || match (tag.strip_prefix("W/"), comparison) {
+                (Some(opaque), Comparison::Weak) => opaque == etag,
+                (Some(_), Comparison::Strong) => false,
+                (None, _) => tag == etag,
+            }
+    })
 }
 
 /// The answer to a read: 304 when `If-None-Match` lists the tag, else the
@@ -29,7 +42,10 @@ pub fn answer(headers: &HeaderMap, rendered: &Rendered, content_type: &'static s
 /// [`answer`] for bytes and a tag given apart.
 pub fn answer_bytes(headers: &HeaderMap, body: Bytes, etag: &str, content_type: &'static str) -> Response {
     let tag = HeaderValue::from_str(etag).expect("a tag is hex in quotes");
-    if headers.get(IF_NONE_MATCH).is_some_and(|h| lists(h, etag)) {
+    if headers
+        .get(IF_NONE_MATCH)
+        .is_some_and(|h| lists(h, etag, Comparison::Weak))
+    {
         return (StatusCode::NOT_MODIFIED, [(ETAG, tag)]).into_response();
     }
     (
@@ -49,12 +65,13 @@ pub fn answer_bytes(headers: &HeaderMap, body: Bytes, etag: &str, content_type: 
 
 /// Checks a write's preconditions against the current bytes of the file
 /// it replaces (`None`: there is none). `If-Match: *` needs a file,
-/// `If-Match: "tag"` needs that content, `If-None-Match: *` needs none.
+/// `If-Match: "tag"` needs that content (compared strongly: a weak tag
+/// never matches), `If-None-Match: *` needs none.
 pub fn check_write(headers: &HeaderMap, current: Option<&Bytes>) -> Result<(), ApiError> {
     let current_tag = current.map(|b| format!("\"{}\"", crate::digest::sha256_hex(b)));
     if let Some(header) = headers.get(IF_MATCH) {
         let ok = match &current_tag {
-            Some(tag) => lists(header, tag),
+            Some(tag) => lists(header, tag, Comparison::Strong),
             None => false,
         };
         if !ok {
@@ -65,7 +82,7 @@ pub fn check_write(headers: &HeaderMap, current: Option<&Bytes>) -> Result<(), A
     }
     if let Some(header) = headers.get(IF_NONE_MATCH) {
         let clash = match &current_tag {
-            Some(tag) => lists(header, tag),
+            Some(tag) => lists(header, tag, Comparison::Weak),
             None => false,
         };
         if clash {
@@ -103,12 +120,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn weak_and_listed_tags_match() {
+    fn weak_tags_match_only_a_weak_comparison() {
         let h = HeaderValue::from_static("\"a\", W/\"b\"");
-        assert!(lists(&h, "\"b\""));
-        assert!(lists(&h, "\"a\""));
-        assert!(!lists(&h, "\"c\""));
-        assert!(lists(&HeaderValue::from_static("*"), "\"c\""));
+        assert!(lists(&h, "\"b\"", Comparison::Weak));
+        assert!(!lists(&h, "\"b\"", Comparison::Strong));
+        assert!(lists(&h, "\"a\"", Comparison::Weak));
+        assert!(lists(&h, "\"a\"", Comparison::Strong));
+        assert!(!lists(&h, "\"c\"", Comparison::Weak));
+        assert!(lists(&HeaderValue::from_static("*"), "\"c\"", Comparison::Strong));
     }
 
     #[test]

@@ -1,9 +1,12 @@
-//! The HTTP API (axum): routes, the guards every request passes (token,
-//! concurrency cap, timeout, body limit, counters), and serving with a
-//! graceful shutdown.
+//! The HTTP API (axum): routes, the guards every request passes (browser
+//! checks, token, concurrency cap, timeout, body limit, counters), and
+//! serving with bounded connections and a graceful shutdown.
 
 mod conditional;
+mod front;
+mod listen;
 pub mod openapi;
+pub mod origin;
 mod read;
 mod write;
 
@@ -15,7 +18,7 @@ use axum::Router;
 use axum::extract::{MatchedPath, Request, State};
 use axum::http::StatusCode;
 use axum::middleware::{self, Next};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::routing::{get, post};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
@@ -34,7 +37,7 @@ pub(crate) struct AppState {
 }
 
 /// The whole router: `/v1/...`, `/healthz`, `/readyz`, `/metrics`, and
-/// `mcp` (when given) at `/mcp`.
+/// `mcp` (when given) at `/mcp`. Every API route passes [`front::guard`].
 pub fn router(service: Arc<Service>, mcp: Option<Router>) -> Router {
     let state = AppState {
         permits: Arc::new(Semaphore::new(service.limits.max_concurrent_requests)),
@@ -62,7 +65,7 @@ pub fn router(service: Arc<Service>, mcp: Option<Router>) -> Router {
         .route("/metrics", get(read::metrics))
         .route("/openapi.json", get(openapi::serve))
         .fallback(not_found)
-        .layer(middleware::from_fn_with_state(state.clone(), guard))
+        .layer(middleware::from_fn_with_state(state.clone(), front::guard))
         .layer(axum::extract::DefaultBodyLimit::max(body_limit))
         .with_state(state.clone());
     match mcp {
@@ -73,28 +76,6 @@ pub fn router(service: Arc<Service>, mcp: Option<Router>) -> Router {
 
 async fn not_found() -> ApiError {
     ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such route")
-}
-
-/// Every API request: waits for a permit (the concurrency cap), runs under
-/// the timeout, and is counted.
-async fn guard(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    let started = Instant::now();
-    let route = route_of(&request);
-    let _in_flight = state.service.metrics.begin();
-    let response = match state.permits.clone().acquire_owned().await {
-        Ok(_permit) => match tokio::time::timeout(state.service.limits.request_timeout, next.run(request)).await {
-            Ok(response) => response,
-            Err(_) => {
-                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "timeout", "the request took too long").into_response()
-            }
-        },
-        Err(_) => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", "shutting down").into_response(),
-    };
-    state
-        .service
-        .metrics
-        .request(&route, response.status().as_u16(), started.elapsed());
-    response
 }
 
 /// MCP requests are counted; their streams are not bounded by the
@@ -110,7 +91,7 @@ async fn count_only(State(state): State<AppState>, request: Request, next: Next)
     response
 }
 
-fn route_of(request: &Request) -> String {
+pub(crate) fn route_of(request: &Request) -> String {
     request
         .extensions()
         .get::<MatchedPath>()
@@ -123,6 +104,10 @@ pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 /// Serves `router` on `listener` until `shutdown` completes, then stops
 /// accepting, lets requests in flight finish (for at most `grace`), and
 /// returns. The service's refresh loop and MCP sessions stop with it.
+/// Connections are bounded by the service's limits: at most
+/// `max_connections` open (more wait in the kernel's queue), and a request's
+/// headers must arrive within `header_read_timeout` of the connection being
+/// ready for them (a silent or idle connection is closed after that long).
 pub async fn serve(
     listener: TcpListener,
     router: Router,
@@ -138,29 +123,8 @@ pub async fn serve(
             token.cancel();
         }
     });
-    let graceful = {
-        let token = token.clone();
-        async move { token.cancelled().await }
-    };
-    // Streamed MCP answers go out in several writes; without TCP_NODELAY a
-    // write waiting on the peer's delayed ACK adds about 40 ms to an answer.
-    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::debug!(error = %e, "cannot set TCP_NODELAY");
-        }
-    });
-    let server = axum::serve(listener, router).with_graceful_shutdown(graceful);
-    let deadline = async {
-        token.cancelled().await;
-        tokio::time::sleep(grace).await;
-    };
-    tokio::select! {
-        result = server => result.map_err(|e| ServerError::Listen(format!("the server failed: {e}"))),
-        () = deadline => {
-            tracing::warn!("requests still in flight after the shutdown grace period; stopping");
-            Ok(())
-        }
-    }
+    listen::accept_loop(listener, router, &service, grace).await;
+    Ok(())
 }
 
 /// Completes on SIGINT or SIGTERM.

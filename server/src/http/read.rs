@@ -1,6 +1,7 @@
 //! The read routes: the catalog, one skill, a file of a skill, the prompt,
 //! a refresh, and the service's own health and counters.
 
+use axum::Extension;
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -11,21 +12,20 @@ use skillstore::PromptStyle;
 use super::AppState;
 use super::conditional::{answer, answer_bytes, content_type};
 use crate::error::ApiError;
+use crate::service::Caller;
 
 /// `GET /v1/skills`: the `list --json` object.
-pub async fn list(State(state): State<AppState>, headers: HeaderMap) -> Result<Response, ApiError> {
-    let caller = state.service.authenticate(&headers)?;
+pub async fn list(Extension(caller): Extension<Caller>, headers: HeaderMap) -> Result<Response, ApiError> {
     let view = caller.tenant.view()?;
     Ok(answer(&headers, &view.list, "application/json"))
 }
 
 /// `GET /v1/skills/{name}`: the `show --json` object.
 pub async fn show(
-    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     headers: HeaderMap,
     Path(name): Path<String>,
 ) -> Result<Response, ApiError> {
-    let caller = state.service.authenticate(&headers)?;
     let view = caller.tenant.view()?;
     let rendered = view.show(&name).await?;
     Ok(answer(&headers, &rendered, "application/json"))
@@ -34,11 +34,10 @@ pub async fn show(
 /// `GET /v1/skills/{name}/files/{*path}`: the bytes of a file of the
 /// winning skill, confined to its directory.
 pub async fn file(
-    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     headers: HeaderMap,
     Path((name, path)): Path<(String, String)>,
 ) -> Result<Response, ApiError> {
-    let caller = state.service.authenticate(&headers)?;
     let catalog = caller.tenant.snapshot()?;
     let bytes = catalog.read_file(&name, &path).await?;
     let etag = format!("\"{}\"", crate::digest::sha256_hex(&bytes));
@@ -54,11 +53,10 @@ pub struct PromptQuery {
 
 /// `GET /v1/prompt?style=&max_chars=`: the rendered system-prompt section.
 pub async fn prompt(
-    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     headers: HeaderMap,
     query: Result<Query<PromptQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Response, ApiError> {
-    let caller = state.service.authenticate(&headers)?;
     let Query(query) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
     let mut options = caller.tenant.prompt_options().clone();
     if let Some(style) = &query.style {
@@ -72,11 +70,16 @@ pub async fn prompt(
 }
 
 /// `POST /v1/refresh`: refreshes the caller's catalog now.
-pub async fn refresh(State(state): State<AppState>, headers: HeaderMap) -> Result<Response, ApiError> {
-    let caller = state.service.authenticate(&headers)?;
-    let outcome = caller.tenant.refresh().await;
+/// Concurrent refreshes of a tenant share one.
+pub async fn refresh(
+    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
+) -> Result<Response, ApiError> {
+    let (outcome, ran) = caller.tenant.refresh_shared().await;
     let stale = outcome == crate::tenant::RefreshOutcome::Stale;
-    state.service.metrics.refresh(stale);
+    if ran {
+        state.service.metrics.refresh(stale);
+    }
     let skills = caller.tenant.snapshot()?.skills().len();
     Ok(Json(serde_json::json!({"skills": skills, "stale": stale})).into_response())
 }
@@ -99,7 +102,7 @@ pub async fn readyz(State(state): State<AppState>) -> Response {
     }
 }
 
-/// `GET /metrics`: the Prometheus text.
+/// `GET /metrics`: the Prometheus text, for a metrics token.
 pub async fn metrics(State(state): State<AppState>) -> Response {
     (
         [(

@@ -2,9 +2,10 @@
 //! validation, content check, conditional writes and history), with the
 //! caller's `If-Match` checked against the bytes it replaces.
 
+use axum::Extension;
 use axum::Json;
+use axum::extract::Path;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
@@ -12,7 +13,6 @@ use serde::Deserialize;
 use skillstore::backends::{ErrorKind, ReadOptions, Version};
 use skillstore::{Change, Patch, SKILL_FILE};
 
-use super::AppState;
 use super::conditional::check_write;
 use crate::error::ApiError;
 use crate::service::Caller;
@@ -56,9 +56,9 @@ async fn current(
     }
 }
 
-fn writer(state: &AppState, headers: &HeaderMap) -> Result<(Caller, skillstore::SkillEditor), ApiError> {
-    let caller = state.service.authenticate(headers)?;
-    caller.require_write()?;
+/// The caller the guard admitted (with the write scope, on a tenant with
+/// a writable source) and an editor for it.
+fn writer(caller: Caller) -> Result<(Caller, skillstore::SkillEditor), ApiError> {
     let editor = caller.tenant.editor()?;
     Ok((caller, editor))
 }
@@ -100,13 +100,13 @@ fn changed(caller: &Caller, status: StatusCode, name: &str, change: &Change) -> 
 /// `PUT /v1/skills/{name}`: creates the skill (201) or replaces its
 /// SKILL.md (200).
 pub async fn put_skill(
-    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     headers: HeaderMap,
     Path(name): Path<String>,
     data: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let data = body(data)?;
-    let (caller, editor) = writer(&state, &headers)?;
+    let (caller, editor) = writer(caller)?;
     put_skill_md(&caller, &editor, &headers, &name, data).await
 }
 
@@ -145,13 +145,13 @@ struct PatchBody {
 /// `PATCH /v1/skills/{name}`: a find-and-replace on one file (`SKILL.md`
 /// by default); `If-Match` names the file's version.
 pub async fn patch_skill(
-    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     headers: HeaderMap,
     Path(name): Path<String>,
     data: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let data = body(data)?;
-    let (caller, editor) = writer(&state, &headers)?;
+    let (caller, editor) = writer(caller)?;
     let request: PatchBody = serde_json::from_slice(&data).map_err(|e| {
         ApiError::bad_request(format!(
             "expected {{\"find\", \"replace\", \"file\"?, \"count\"?}}: {e}"
@@ -175,11 +175,11 @@ pub async fn patch_skill(
 /// `DELETE /v1/skills/{name}`: deletes the skill from the tenant's
 /// writable source; `If-Match` names the SKILL.md version.
 pub async fn delete_skill(
-    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     headers: HeaderMap,
     Path(name): Path<String>,
 ) -> Result<Response, ApiError> {
-    let (caller, editor) = writer(&state, &headers)?;
+    let (caller, editor) = writer(caller)?;
     let current = current(&caller, &editor, &name, SKILL_FILE).await?;
     check_write(&headers, current.as_ref().map(|(b, _)| b))?;
     let version = current.map(|(_, v)| v);
@@ -194,13 +194,13 @@ pub async fn delete_skill(
 /// `PUT /v1/skills/{name}/files/{*path}`: writes a supporting file
 /// (`SKILL.md` itself goes through the same rules as `PUT` on the skill).
 pub async fn put_file(
-    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     headers: HeaderMap,
     Path((name, path)): Path<(String, String)>,
     data: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let data = body(data)?;
-    let (caller, editor) = writer(&state, &headers)?;
+    let (caller, editor) = writer(caller)?;
     if path == SKILL_FILE {
         return put_skill_md(&caller, &editor, &headers, &name, data).await;
     }
@@ -218,11 +218,11 @@ pub async fn put_file(
 
 /// `DELETE /v1/skills/{name}/files/{*path}`: removes a supporting file.
 pub async fn delete_file(
-    State(state): State<AppState>,
+    Extension(caller): Extension<Caller>,
     headers: HeaderMap,
     Path((name, path)): Path<(String, String)>,
 ) -> Result<Response, ApiError> {
-    let (caller, editor) = writer(&state, &headers)?;
+    let (caller, editor) = writer(caller)?;
     let current = current(&caller, &editor, &name, &path).await?;
     check_write(&headers, current.as_ref().map(|(b, _)| b))?;
     let version = current.map(|(_, v)| v);
@@ -245,14 +245,13 @@ pub struct InstallQuery {
 /// 400 naming its kind (`parent_segment`, `compression_ratio`, ...); a skill
 /// that exists without `replace` is a 409. Answers 201 with the change.
 pub async fn install(
-    State(state): State<AppState>,
-    headers: HeaderMap,
+    Extension(caller): Extension<Caller>,
     query: Result<axum::extract::Query<InstallQuery>, axum::extract::rejection::QueryRejection>,
     data: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let axum::extract::Query(query) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
     let data = body(data)?;
-    let (caller, editor) = writer(&state, &headers)?;
+    let (caller, editor) = writer(caller)?;
     let mut limits = skillstore::ArchiveLimits::default();
     limits.max_file_bytes = caller.tenant.namespace().load_options().read_limit;
     let archive = skillstore::SkillArchive::read(&data, &limits).map_err(|e| match e {

@@ -5,11 +5,12 @@
 
 use std::sync::Arc;
 
-use base64::Engine as _;
 use rmcp::ErrorData as McpError;
-use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool};
+use rmcp::model::{CallToolResult, ContentBlock, JsonObject, ResourceContents, Tool};
 use serde_json::{Value, json};
-use skillstore::{Patch, SKILL_FILE};
+use skillstore::{FileLimits, Patch, SKILL_FILE};
+
+use super::content::Encoded;
 
 use crate::error::ApiError;
 use crate::service::Caller;
@@ -137,18 +138,26 @@ fn list(caller: &Caller, arguments: &JsonObject) -> Result<CallToolResult, ApiEr
     Ok(CallToolResult::structured(json!({"skills": skills})))
 }
 
+/// How far `load_skill` lists a skill's other files.
+const LOAD_LIMITS: FileLimits = FileLimits {
+    max_depth: 6,
+    max_files: 500,
+    max_reported: 0,
+};
+
+/// `load_skill`: the SKILL.md once, as text, and the skill's other files
+/// in the structured content.
 async fn load(caller: &Caller, arguments: &JsonObject) -> Result<CallToolResult, ApiError> {
     let name = argument(arguments, "name")?;
     let catalog = caller.tenant.snapshot()?;
     let text = catalog.read_skill(name).await?;
-    let (files, truncated) = catalog.list_files(name, 6, 500).await?;
-    let others: Vec<String> = files.into_iter().filter(|f| f != SKILL_FILE).collect();
+    let listed = catalog.skill_files(name, LOAD_LIMITS).await?;
+    let others: Vec<String> = listed.relatives().into_iter().filter(|f| f != SKILL_FILE).collect();
     let text = String::from_utf8_lossy(&text).into_owned();
     let mut result = CallToolResult::structured(json!({
         "name": name,
-        "content": text,
         "files": others,
-        "files_truncated": truncated,
+        "files_truncated": listed.truncated,
     }));
     let listing = if others.is_empty() {
         String::new()
@@ -162,22 +171,28 @@ async fn load(caller: &Caller, arguments: &JsonObject) -> Result<CallToolResult,
     Ok(result)
 }
 
+/// `read_skill_file`: the file once, as text or as a base64 blob (see
+/// [`super::content`]); the structured content says which.
 async fn read_file(caller: &Caller, arguments: &JsonObject) -> Result<CallToolResult, ApiError> {
     let name = argument(arguments, "name")?;
     let path = argument(arguments, "path")?;
     let catalog = caller.tenant.snapshot()?;
     let bytes = catalog.read_file(name, path).await?;
-    let (content, encoding) = match std::str::from_utf8(&bytes) {
-        Ok(text) => (text.to_owned(), "utf-8"),
-        Err(_) => (base64::engine::general_purpose::STANDARD.encode(&bytes), "base64"),
-    };
+    let encoded = super::content::encode(&bytes);
     let mut result = CallToolResult::structured(json!({
         "name": name,
         "path": path,
-        "encoding": encoding,
-        "content": content,
+        "encoding": encoded.name(),
+        "size": bytes.len(),
     }));
-    result.content = vec![ContentBlock::text(content)];
+    drop(bytes);
+    result.content = vec![match encoded {
+        Encoded::Text(text) => ContentBlock::text(text),
+        Encoded::Blob(blob) => ContentBlock::resource(
+            ResourceContents::blob(blob, super::uri::file(name, path))
+                .with_mime_type(crate::http::content_type_of(path)),
+        ),
+    }];
     Ok(result)
 }
 

@@ -132,6 +132,9 @@ pub fn layered_config(root: &Path) -> Config {
     config
 }
 
+/// The token that may read `/metrics` in [`settings`].
+pub const METRICS_TOKEN: &str = "metrics-token";
+
 /// A tenant: its name, configuration and tokens with their scopes.
 pub type TenantFixture<'a> = (&'a str, Config, Vec<(&'a str, Scope)>);
 
@@ -151,6 +154,8 @@ pub fn settings(tenants: Vec<TenantFixture<'_>>) -> Settings {
             ..Limits::default()
         },
         listen: None,
+        allowed_origins: Vec::new(),
+        metrics_tokens: vec![TokenHash::of(METRICS_TOKEN)],
     }
 }
 

@@ -1,0 +1,104 @@
+//! The door every API request passes, in this order, before any body byte
+//! is read: the browser checks (`Host`, `Origin`, content type), then the
+//! token and its scope from the headers, then the concurrency cap and the
+//! timeout. A caller who is not allowed is answered at once; health checks
+//! never wait behind the cap.
+
+use std::time::Instant;
+
+use axum::extract::{Request, State};
+use axum::http::{Method, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use super::{AppState, route_of};
+use crate::error::ApiError;
+
+/// How a route is guarded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Door {
+    /// Anyone, outside the cap: `/healthz`, `/readyz`, `/openapi.json`,
+    /// and unknown routes (404).
+    Public,
+    /// A metrics token.
+    Metrics,
+    /// A tenant's token (any scope).
+    Read,
+    /// A tenant's token with the write scope, on a tenant with a writable
+    /// source.
+    Write,
+}
+
+fn door(route: &str, method: &Method) -> Door {
+    match route {
+        "/healthz" | "/readyz" | "/openapi.json" | "unmatched" => Door::Public,
+        "/metrics" => Door::Metrics,
+        "/v1/refresh" => Door::Read,
+        _ if *method == Method::GET || *method == Method::HEAD => Door::Read,
+        _ => Door::Write,
+    }
+}
+
+/// The API's guard (see the module's description); every answer is counted.
+pub(crate) async fn guard(State(state): State<AppState>, mut request: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let route = route_of(&request);
+    let service = &state.service;
+    let _in_flight = service.metrics.begin();
+    let response = match admit(&state, &route, &mut request) {
+        Err(refused) => refused.into_response(),
+        Ok(Door::Public | Door::Metrics) => next.run(request).await,
+        Ok(_) => match state.permits.clone().acquire_owned().await {
+            Ok(_permit) => match tokio::time::timeout(service.limits.request_timeout, next.run(request)).await {
+                Ok(response) => response,
+                Err(_) => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "timeout", "the request took too long")
+                    .into_response(),
+            },
+            Err(_) => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", "shutting down").into_response(),
+        },
+    };
+    service
+        .metrics
+        .request(&route, response.status().as_u16(), started.elapsed());
+    response
+}
+
+/// Decides from the headers alone whether the request may go on; hands
+/// the caller to the handler.
+fn admit(state: &AppState, route: &str, request: &mut Request) -> Result<Door, ApiError> {
+    let service = &state.service;
+    service.browser.check(request.method(), request.headers(), false)?;
+    let door = door(route, request.method());
+    match door {
+        Door::Public => {}
+        Door::Metrics => service.authenticate_metrics(request.headers())?,
+        Door::Read | Door::Write => {
+            let caller = service.authenticate(request.headers())?;
+            if door == Door::Write {
+                caller.require_write()?;
+                caller.tenant.check_writable()?;
+            }
+            request.extensions_mut().insert(caller);
+        }
+    }
+    Ok(door)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_write_route_needs_the_write_scope() {
+        assert_eq!(door("/v1/skills/{name}", &Method::GET), Door::Read);
+        assert_eq!(door("/v1/skills/{name}", &Method::HEAD), Door::Read);
+        for method in [Method::PUT, Method::PATCH, Method::DELETE, Method::POST] {
+            assert_eq!(door("/v1/skills/{name}", &method), Door::Write);
+            assert_eq!(door("/v1/skills/{name}/files/{*path}", &method), Door::Write);
+        }
+        assert_eq!(door("/v1/archives", &Method::POST), Door::Write);
+        assert_eq!(door("/v1/refresh", &Method::POST), Door::Read);
+        assert_eq!(door("/metrics", &Method::GET), Door::Metrics);
+        assert_eq!(door("/healthz", &Method::GET), Door::Public);
+    }
+}

@@ -1,0 +1,280 @@
+//! The files of one skill: exactly the files a confined read of that skill
+//! serves, and what was left out, with why.
+//!
+//! This is the one walk of a skill's files. Manifests, `show`, tool
+//! listings and digests all start here (through
+//! [`Catalog::skill_files`](crate::Catalog::skill_files)), so what a front
+//! end lists is what it would serve:
+//!
+//! - the walk never descends a directory link (the backend's bounded walk,
+//!   [`SkillBackendExt::walk`]), so `a -> .` lists nothing twice;
+//! - a link to a file is kept only if a read confined to the skill's
+//!   directory accepts it (probed with a zero-byte confined read, which the
+//!   backend refuses exactly as it would refuse the whole read);
+//! - a file over the read limit, a FIFO, socket or device, and anything
+//!   below the depth bound are left out;
+//! - the walk stops at a count bound and says so.
+//!
+//! Every file left out is reported with its path relative to the skill's
+//! directory and a stable kind ([`LeftOutKind::as_str`]), so each front end
+//! can turn it into a diagnostic. One refused file never fails the listing:
+//! only a skill directory that cannot be listed at all does.
+
+use serde::Serialize;
+use skillstore_backends::{
+    ErrorKind as StorageKind, PassReason, ReadOptions, SkillBackend, SkillBackendExt, VPath, Version, WalkLimits,
+    WalkedFile,
+};
+
+use crate::diagnostic::{Diagnostic, Severity};
+
+/// The bounds of a listing of a skill's files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileLimits {
+    /// How many directory levels below the skill's directory are entered.
+    pub max_depth: usize,
+    /// The most files listed; past it the listing is cut short.
+    pub max_files: usize,
+    /// The most files left out that are reported one by one; past it they
+    /// are only counted.
+    pub max_reported: usize,
+}
+
+impl Default for FileLimits {
+    /// 32 levels, 10,000 files, 1,000 reported left out.
+    fn default() -> Self {
+        FileLimits {
+            max_depth: 32,
+            max_files: 10_000,
+            max_reported: 1_000,
+        }
+    }
+}
+
+/// One file a confined read of the skill serves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkillFile {
+    /// The path relative to the skill's directory (`references/a.md`).
+    pub relative: String,
+    /// The full virtual path.
+    pub path: VPath,
+    /// The size in bytes, at most the read limit.
+    pub size: u64,
+    /// The version the listing or the confined probe reported, when known.
+    pub version: Option<Version>,
+}
+
+/// Why a file or directory of a skill is not among its files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum LeftOutKind {
+    /// A link to a directory: never descended (`directory_link`).
+    DirectoryLink,
+    /// A link the backend's policy does not resolve (`unresolved_link`).
+    UnresolvedLink,
+    /// A FIFO, socket or device (`special_file`).
+    SpecialFile,
+    /// A directory below the depth bound (`too_deep`).
+    TooDeep,
+    /// The storage refused it: a confined read or a listing failed with
+    /// this kind (`symlink_escape`, `too_large`, `permission_denied`, ...).
+    Storage(StorageKind),
+}
+
+impl LeftOutKind {
+    /// The stable snake_case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LeftOutKind::DirectoryLink => "directory_link",
+            LeftOutKind::UnresolvedLink => "unresolved_link",
+            LeftOutKind::SpecialFile => "special_file",
+            LeftOutKind::TooDeep => "too_deep",
+            LeftOutKind::Storage(kind) => kind.as_str(),
+        }
+    }
+
+    /// A sentence for a person.
+    pub fn describe(self) -> &'static str {
+        match self {
+            LeftOutKind::DirectoryLink => "a link to a directory is not followed",
+            LeftOutKind::UnresolvedLink => "a link the storage policy does not resolve",
+            LeftOutKind::SpecialFile => "not a regular file",
+            LeftOutKind::TooDeep => "below the deepest level listed",
+            LeftOutKind::Storage(kind) => kind.describe(),
+        }
+    }
+}
+
+impl Serialize for LeftOutKind {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+/// Something of the skill's directory that is not among its files.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LeftOut {
+    /// The path relative to the skill's directory.
+    pub relative: String,
+    /// Why.
+    pub kind: LeftOutKind,
+}
+
+/// A skill's files, as [`list`] found them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkillFiles {
+    /// The skill's directory.
+    pub dir: VPath,
+    /// The files a confined read serves, in walk order: names sorted within
+    /// a directory, a directory's files before its subdirectories'.
+    pub files: Vec<SkillFile>,
+    /// What was left out, at most [`FileLimits::max_reported`] of them.
+    pub left_out: Vec<LeftOut>,
+    /// How many were left out in all (more than `left_out.len()` when the
+    /// report was cut).
+    pub left_out_count: usize,
+    /// True when [`FileLimits::max_files`] cut the listing short.
+    pub truncated: bool,
+    read: ReadOptions,
+}
+
+impl SkillFiles {
+    /// The read every listed file was admitted by (confined to the skill's
+    /// directory, under the read limit): read the files with these options
+    /// to digest or serve exactly what was listed.
+    pub fn read_options(&self) -> ReadOptions {
+        self.read
+    }
+
+    /// The files' relative paths, in order.
+    pub fn relatives(&self) -> Vec<String> {
+        self.files.iter().map(|f| f.relative.clone()).collect()
+    }
+
+    /// One warning per reported file left out, naming its virtual path and
+    /// kind, for `source`.
+    pub fn diagnostics(&self, source: &str) -> Vec<Diagnostic> {
+        self.left_out
+            .iter()
+            .map(|l| {
+                let path = self.dir.join(&l.relative).ok();
+                Diagnostic::new(
+                    Severity::Warning,
+                    l.kind,
+                    Some(source),
+                    path.as_ref(),
+                    format!("left out of the skill's files: {}", l.kind.describe()),
+                )
+            })
+            .collect()
+    }
+
+    fn leave_out(&mut self, relative: String, kind: LeftOutKind, limits: &FileLimits) {
+        self.left_out_count += 1;
+        if self.left_out.len() < limits.max_reported {
+            self.left_out.push(LeftOut { relative, kind });
+        }
+    }
+}
+
+/// Lists the files of the skill whose directory is `dir` on `backend`:
+/// exactly those a read confined to `dir`, under `read_limit` bytes, would
+/// serve, within `limits`. Fails only when `dir` itself cannot be listed.
+pub async fn list(
+    backend: &dyn SkillBackend,
+    dir: &VPath,
+    read_limit: u64,
+    limits: FileLimits,
+) -> skillstore_backends::Result<SkillFiles> {
+    let walk = backend
+        .walk(
+            dir,
+            WalkLimits {
+                max_depth: limits.max_depth,
+                max_files: limits.max_files,
+            },
+        )
+        .await?;
+    let read = ReadOptions::with_limit(read_limit).confined(dir.segments().count());
+    let mut out = SkillFiles {
+        dir: dir.clone(),
+        files: Vec::with_capacity(walk.files.len()),
+        left_out: Vec::new(),
+        left_out_count: 0,
+        truncated: walk.truncated,
+        read,
+    };
+    for passed in walk.passed_over {
+        let kind = match passed.reason {
+            PassReason::DirectoryLink => LeftOutKind::DirectoryLink,
+            PassReason::UnresolvedLink => LeftOutKind::UnresolvedLink,
+            PassReason::Special => LeftOutKind::SpecialFile,
+            PassReason::TooDeep => LeftOutKind::TooDeep,
+            PassReason::Unlisted(kind) => LeftOutKind::Storage(kind),
+            _ => LeftOutKind::Storage(StorageKind::Other),
+        };
+        out.leave_out(relative_to(dir, &passed.path), kind, &limits);
+    }
+    // A link, or a file whose listing gave no size, is probed with a
+    // zero-byte read under the same confinement and limit: the backend
+    // refuses it exactly as it would refuse the whole read.
+    let probe: Vec<VPath> = walk
+        .files
+        .iter()
+        .filter(|f| needs_probe(f))
+        .map(|f| f.path.clone())
+        .collect();
+    let mut probed = if probe.is_empty() {
+        Vec::new()
+    } else {
+        backend
+            .read_many(
+                &probe,
+                ReadOptions {
+                    prefix: Some(0),
+                    ..read
+                },
+            )
+            .await
+    }
+    .into_iter();
+    for file in walk.files {
+        let (size, version) = if needs_probe(&file) {
+            match probed.next() {
+                Some(Ok(blob)) => (blob.size, Some(blob.version)),
+                Some(Err(e)) => {
+                    out.leave_out(file.relative, LeftOutKind::Storage(e.kind()), &limits);
+                    continue;
+                }
+                None => {
+                    out.leave_out(file.relative, LeftOutKind::Storage(StorageKind::Other), &limits);
+                    continue;
+                }
+            }
+        } else {
+            (file.entry.size.unwrap_or_default(), file.entry.version)
+        };
+        if size > read_limit {
+            out.leave_out(file.relative, LeftOutKind::Storage(StorageKind::TooLarge), &limits);
+            continue;
+        }
+        out.files.push(SkillFile {
+            relative: file.relative,
+            path: file.path,
+            size,
+            version,
+        });
+    }
+    Ok(out)
+}
+
+fn needs_probe(file: &WalkedFile) -> bool {
+    file.entry.symlink || file.entry.size.is_none()
+}
+
+fn relative_to(dir: &VPath, path: &VPath) -> String {
+    path.as_str().strip_prefix(dir.as_str()).map_or_else(
+        || path.as_str().to_owned(),
+        |rest| rest.trim_start_matches('/').to_owned(),
+    )
+}
