@@ -362,9 +362,9 @@ async fn writes_go_through_the_editor_with_if_match() {
         .await
         .unwrap();
     assert_eq!(r.status(), 200);
-    // Outside the supporting directories: refused.
+    // A hidden path: refused.
     let r = client
-        .put(server.url("/v1/skills/gamma/files/other/x.md"))
+        .put(server.url("/v1/skills/gamma/files/.git/config"))
         .bearer_auth(WRITER)
         .body("x")
         .send()

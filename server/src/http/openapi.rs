@@ -107,7 +107,7 @@ pub fn document() -> Value {
                     "parameters": [if_none_match],
                     "responses": with(errors(&read_errors), "200", json!({"description": "the file's bytes",
                         "content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}}))},
-                "put": {"summary": "Write a supporting file (under references/, scripts/, assets/, templates/)",
+                "put": {"summary": "Write a supporting file (references/x.md, LICENSE.txt; never a hidden path)",
                     "parameters": [if_match],
                     "requestBody": {"required": true, "content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}},
                     "responses": with(errors(&write_errors), "200", change.clone())},

@@ -64,7 +64,7 @@ pub fn available(caller: &Caller) -> Vec<Tool> {
             ),
             tool(
                 "write_skill_file",
-                "Write a supporting file of an existing skill, under references/, scripts/, assets/ or templates/.",
+                "Write a supporting file of an existing skill (references/x.md, LICENSE.txt; never a path with a segment starting with a dot).",
                 json!({"type": "object", "properties": {"name": string("The skill's name"), "path": string("The file's path inside the skill's directory"), "content": string("The file's text")}, "required": ["name", "path", "content"]}),
             ),
             tool(
