@@ -80,12 +80,12 @@ def test_catalog_reads_refuse_the_corpus_and_links_out(guarded):
     assert "x" not in catalog
     assert SECRET not in catalog.render_prompt()
     editor = ns.editor()
+    before = {p for p in tmp_path.rglob("*") if not p.is_dir()}
     for path in REFUSED[:200] + ["leak.md"]:
         relative = path.lstrip("/")
         for call in (
             lambda: catalog.read_file("pdf", relative),
             lambda: catalog.read_file("pdf", path),
-            lambda: editor.write_file("pdf", relative, b"x"),
         ):
             try:
                 data = call()
@@ -93,6 +93,17 @@ def test_catalog_reads_refuse_the_corpus_and_links_out(guarded):
                 assert str(tmp_path) not in str(e)
             else:
                 assert SECRET.encode() not in data
+        # Some corpus paths are legal names once relative to a skill (a
+        # backslash or a colon is an ordinary byte): such a write lands,
+        # but only inside the writable source.
+        try:
+            editor.write_file("pdf", relative, b"x")
+        except skillstore.SkillstoreError as e:
+            assert str(tmp_path) not in str(e)
+    created = {p for p in tmp_path.rglob("*") if not p.is_dir()} - before
+    team = tmp_path / "root" / "team"
+    assert all(team in p.parents for p in created), sorted(map(str, created))
+    assert [p.name for p in (tmp_path / "outside").iterdir()] == ["SKILL.md"]
 
 
 def test_deepagents_backend_returns_nothing_from_outside(guarded):
