@@ -4,6 +4,8 @@
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
+use skillstore_backends::VPath;
+
 use crate::catalog::{Catalog, Skill};
 use crate::error::{Error, Result};
 
@@ -48,8 +50,12 @@ pub struct PromptOptions {
     pub template: Option<String>,
     /// Where the agent finds the skills, when not at their virtual paths:
     /// a synced or mounted tree such as `/mnt/skills`. Each location is then
-    /// `ROOT/NAME/SKILL.md` (a trailing `/` on the root is dropped), the
-    /// layout `sync` and `mount` produce.
+    /// `ROOT/DIR/SKILL.md` (a trailing `/` on the root is dropped), where
+    /// `DIR` is the directory `sync` writes and `mount` shows for the skill
+    /// ([`crate::sync::dir_name`]). A skill no tree holds, or whose location
+    /// the prompt could not show exactly (a character it drops, a run of
+    /// spaces), is left out of the list and reported in
+    /// [`Prompt::left_out`].
     pub location_root: Option<String>,
 }
 
@@ -62,6 +68,33 @@ pub struct Prompt {
     pub omitted: usize,
     /// How many descriptions were shortened to fit the budget.
     pub shortened: usize,
+    /// Enabled skills left out because they have no location under
+    /// [`PromptOptions::location_root`], each with why.
+    pub left_out: Vec<LeftOut>,
+}
+
+/// An enabled skill a prompt leaves out because the tree under its
+/// location root holds no directory for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeftOut {
+    /// The skill's name, escaped for display.
+    pub skill: String,
+    /// Its SKILL.md in the namespace.
+    pub path: VPath,
+    /// A stable snake_case kind: `invalid_name` (no synced or mounted tree
+    /// holds the skill) or `unshowable_location` (the location holds
+    /// characters a prompt cannot show exactly).
+    pub kind: &'static str,
+}
+
+impl std::fmt::Display for LeftOut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let why = match self.kind {
+            "invalid_name" => "its name cannot be a directory of a synced or mounted tree",
+            _ => "its location holds characters a prompt cannot show exactly",
+        };
+        write!(f, "`{}` ({}) is left out: {why} [{}]", self.skill, self.path, self.kind)
+    }
 }
 
 const MARKDOWN_TEMPLATE: &str = "## Skills
@@ -97,29 +130,38 @@ const MIN_DESCRIPTION_CHARS: usize = 40;
 /// so no field can add an entry or a heading. With no enabled skill, the
 /// text is empty: no instructions around an empty list.
 pub fn render(catalog: &Catalog, options: &PromptOptions) -> Prompt {
-    let skills: Vec<&Skill> = catalog.enabled().collect();
+    let root = options.location_root.as_deref().map(|r| r.trim_end_matches('/'));
+    let mut left_out = Vec::new();
+    let skills: Vec<&Skill> = catalog
+        .enabled()
+        .filter(|skill| match root.map(|root| location_under(skill, root)) {
+            Some(Err(kind)) => {
+                left_out.push(LeftOut {
+                    skill: skill.name().escape_debug().to_string(),
+                    path: skill.path.clone(),
+                    kind,
+                });
+                false
+            }
+            _ => true,
+        })
+        .collect();
+    let whole = |text: String, omitted: usize, shortened: usize| Prompt {
+        text,
+        omitted,
+        shortened,
+        left_out: left_out.clone(),
+    };
     if skills.is_empty() {
-        return Prompt {
-            text: String::new(),
-            omitted: 0,
-            shortened: 0,
-        };
+        return whole(String::new(), 0, 0);
     }
     let frame = Frame::new(catalog, options);
     let full = frame.render(&skills, None, 0);
     let Some(budget) = options.max_chars else {
-        return Prompt {
-            text: full,
-            omitted: 0,
-            shortened: 0,
-        };
+        return whole(full, 0, 0);
     };
     if full.chars().count() <= budget {
-        return Prompt {
-            text: full,
-            omitted: 0,
-            shortened: 0,
-        };
+        return whole(full, 0, 0);
     }
     // Shorten descriptions: the longest cut that fits, by binary search.
     let longest = skills
@@ -134,11 +176,7 @@ pub fn render(catalog: &Catalog, options: &PromptOptions) -> Prompt {
             let mid = (low + high) / 2;
             if fits(mid) { low = mid } else { high = mid }
         }
-        return Prompt {
-            text: frame.render(&skills, Some(low), 0),
-            omitted: 0,
-            shortened: count_cut(&skills, low),
-        };
+        return whole(frame.render(&skills, Some(low), 0), 0, count_cut(&skills, low));
     }
     // Leave skills out from the end until the rest fits.
     let cut = Some(MIN_DESCRIPTION_CHARS);
@@ -153,11 +191,11 @@ pub fn render(catalog: &Catalog, options: &PromptOptions) -> Prompt {
         }
     }
     let kept = &skills[..keep_low];
-    Prompt {
-        text: frame.render(kept, cut, skills.len() - keep_low),
-        omitted: skills.len() - keep_low,
-        shortened: count_cut(kept, MIN_DESCRIPTION_CHARS),
-    }
+    whole(
+        frame.render(kept, cut, skills.len() - keep_low),
+        skills.len() - keep_low,
+        count_cut(kept, MIN_DESCRIPTION_CHARS),
+    )
 }
 
 fn count_cut(skills: &[&Skill], limit: usize) -> usize {
@@ -367,10 +405,23 @@ fn description(skill: &Skill, cut: Option<usize>) -> Cow<'_, str> {
 
 /// Where the agent reads the skill's SKILL.md.
 fn location<'a>(skill: &'a Skill, root: Option<&str>) -> Cow<'a, str> {
-    match root {
-        Some(root) => Cow::Owned(format!("{root}/{}/SKILL.md", skill.metadata.name)),
-        None => Cow::Borrowed(skill.path.as_str()),
+    match root.map(|root| location_under(skill, root)) {
+        Some(Ok(location)) => Cow::Owned(location),
+        // Left out before rendering; never reached.
+        Some(Err(_)) | None => Cow::Borrowed(skill.path.as_str()),
     }
+}
+
+/// `ROOT/DIR/SKILL.md` for the directory a synced or mounted tree holds
+/// the skill under, when there is one and a prompt shows it exactly; else
+/// the kind of [`LeftOut`].
+fn location_under(skill: &Skill, root: &str) -> std::result::Result<String, &'static str> {
+    let dir = crate::sync::dir_name(skill.name()).ok_or("invalid_name")?;
+    let location = format!("{root}/{dir}/{}", crate::SKILL_FILE);
+    if one_line(&location) != location.as_str() {
+        return Err("unshowable_location");
+    }
+    Ok(location)
 }
 
 fn markdown_list(out: &mut String, skills: &[&Skill], cut: Option<usize>, omitted: usize, root: Option<&str>) {

@@ -230,8 +230,10 @@ async fn supporting_files_follow_the_path_rules(kind: Kind) {
     }
     for bad in [
         "SKILL.md",
-        "other/x.md",
-        "references",
+        "skill.md",
+        ".git/config",
+        "references/.hidden.md",
+        ".history/1.json",
         "references/",
         "/references/x.md",
         "../pdf/references/x.md",

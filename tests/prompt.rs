@@ -207,3 +207,155 @@ async fn a_location_root_names_the_synced_tree() {
         "{markdown}"
     );
 }
+
+/// A catalog of one source whose skills live in the directories given,
+/// each SKILL.md naming the skill as given.
+async fn named_catalog(skills: &[(&str, &str)]) -> (Arc<MemoryBackend>, Catalog) {
+    let backend = Arc::new(MemoryBackend::new());
+    for (dir, name) in skills {
+        let quoted = serde_json::to_string(name).unwrap();
+        let text = format!("---\nname: {quoted}\ndescription: Skill in {dir}.\n---\nBody.\n");
+        backend
+            .put(
+                &VPath::new(format!("/base/{dir}/SKILL.md")).unwrap(),
+                text.into(),
+                PutMode::Overwrite,
+            )
+            .await
+            .unwrap();
+    }
+    let sources = SourceList::from_sources([Source::parse("/base").unwrap()]).unwrap();
+    let catalog = Catalog::load(backend.clone(), sources, LoadOptions::default()).await;
+    (backend, catalog)
+}
+
+/// Finding: `prompt --location-root ROOT` gave names `..`,
+/// `../../../tmp/evil` and `a/b` locations outside ROOT or ones sync never
+/// wrote, and gave `good` and `good` + U+200E the same location. Every
+/// location given, in both styles, is a SKILL.md a real sync wrote under
+/// ROOT for that very skill, and no two skills share one.
+#[tokio::test]
+async fn prompt_location_root_points_outside_root() {
+    let (backend, catalog) = named_catalog(&[
+        ("good", "good"),
+        ("good-lrm", "good\u{200e}"),
+        ("dots", ".."),
+        ("evil", "../../../tmp/evil"),
+        ("nested", "a/b"),
+        ("spaced", "two  spaces"),
+    ])
+    .await;
+    assert_eq!(catalog.enabled().count(), 6, "{:?}", catalog.diagnostics());
+    let out = tempfile::tempdir().unwrap();
+    let root = out.path().join("tree");
+    skillstore::sync::sync(&catalog, &root, &skillstore::SyncOptions::default())
+        .await
+        .unwrap();
+    let root_text = root.to_str().unwrap().to_owned();
+    for style in [PromptStyle::Markdown, PromptStyle::Xml] {
+        let options = PromptOptions {
+            style,
+            location_root: Some(format!("{root_text}/")),
+            ..PromptOptions::default()
+        };
+        let text = render(&catalog, &options).text;
+        let entries = match style {
+            PromptStyle::Markdown => parse_markdown(&text),
+            PromptStyle::Xml => parse_xml(&text),
+        };
+        assert_eq!(entries.len(), 1, "only `good` is both synced and shown exactly: {text}");
+        let mut seen = std::collections::HashSet::new();
+        for (_, description, location) in entries {
+            assert!(seen.insert(location.clone()), "two skills at {location}");
+            let path = std::path::Path::new(&location);
+            let relative = path
+                .strip_prefix(&root)
+                .unwrap_or_else(|_| panic!("{location} is not under the root"));
+            assert!(
+                relative
+                    .components()
+                    .all(|c| matches!(c, std::path::Component::Normal(_))),
+                "{location}"
+            );
+            // The file there is the SKILL.md of the skill the entry describes.
+            let written = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{location}: {e}"));
+            let skill = catalog
+                .skills()
+                .iter()
+                .find(|s| format!("Skill in {}.", s.dir().file_name().unwrap()) == description)
+                .unwrap();
+            let source = skillstore::backends::SkillBackendExt::read_to_string(&*backend, &skill.path)
+                .await
+                .unwrap();
+            assert_eq!(written, source, "{location}");
+        }
+    }
+}
+
+/// Pieces hostile names are made of.
+const NAME_PIECES: &[&str] = &[
+    "a", "good", "..", ".", "/", "\\", "\u{200e}", "\u{202e}", " ", "  ", "\t", "`", "<", "&", "é", "-",
+];
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(48))]
+
+    /// A location is given only for a skill a real sync wrote, at the
+    /// directory it wrote, shown exactly; every other enabled skill is
+    /// reported as left out; no two skills share a location.
+    #[test]
+    fn a_location_is_given_only_for_a_name_sync_would_write(
+        names in proptest::collection::vec(
+            proptest::collection::vec(proptest::sample::select(NAME_PIECES), 1..4),
+            1..5,
+        ),
+        long in proptest::bool::ANY,
+    ) {
+        let mut names: Vec<String> = names.iter().map(|pieces| pieces.concat()).collect();
+        if long {
+            names.push("x".repeat(256));
+        }
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(async {
+            let dirs: Vec<(String, String)> =
+                names.iter().enumerate().map(|(i, n)| (format!("s{i}"), n.clone())).collect();
+            let pairs: Vec<(&str, &str)> = dirs.iter().map(|(d, n)| (d.as_str(), n.as_str())).collect();
+            let (_, catalog) = named_catalog(&pairs).await;
+            let out = tempfile::tempdir().unwrap();
+            let root = out.path().join("tree");
+            let report = skillstore::sync::sync(&catalog, &root, &skillstore::SyncOptions::default())
+                .await
+                .unwrap();
+            let root_text = root.to_str().unwrap().to_owned();
+            let prompt = render(
+                &catalog,
+                &PromptOptions {
+                    style: PromptStyle::Xml,
+                    location_root: Some(root_text.clone()),
+                    ..PromptOptions::default()
+                },
+            );
+            let entries = if prompt.text.is_empty() { Vec::new() } else { parse_xml(&prompt.text) };
+            let mut locations = std::collections::HashSet::new();
+            for skill in catalog.enabled() {
+                let name = skill.name();
+                let synced = report.added.iter().any(|n| n == name);
+                let location = format!("{root_text}/{name}/SKILL.md");
+                let shown = entries.iter().find(|(_, _, l)| *l == location);
+                let left = prompt.left_out.iter().find(|l| l.path == skill.path);
+                assert!(shown.is_some() != left.is_some(), "{name:?}: shown {shown:?}, left out {left:?}");
+                if shown.is_some() {
+                    assert!(synced, "{name:?} is located but sync wrote no directory for it");
+                    assert!(std::path::Path::new(&location).is_file(), "{location:?}");
+                    assert!(locations.insert(location), "two skills share a location");
+                } else if !synced {
+                    assert_eq!(left.unwrap().kind, "invalid_name", "{name:?}");
+                    assert_eq!(skillstore::sync::dir_name(name), None);
+                } else {
+                    assert_eq!(left.unwrap().kind, "unshowable_location", "{name:?}");
+                }
+            }
+            assert_eq!(entries.len(), locations.len(), "{}", prompt.text);
+        });
+    }
+}

@@ -24,17 +24,8 @@ impl From<ArchiveError> for Failure {
 pub async fn pack(dir: &Path, output: Option<&Path>) -> Result<(), Failure> {
     let (name, bytes) = pack_dir(dir, &ArchiveLimits::default()).await?;
     let output = output.map_or_else(|| Path::new(&format!("{name}.skill")).to_path_buf(), Path::to_path_buf);
-    let parent = match output.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => ".".into(),
-    };
-    let temp = parent.join(format!(".{}.partial", name));
-    std::fs::write(&temp, &bytes)
-        .and_then(|()| std::fs::rename(&temp, &output))
-        .map_err(|e| {
-            let _ = std::fs::remove_file(&temp);
-            Failure::failed(format!("cannot write `{}`: {e}", output.display()))
-        })?;
+    skillstore::archive::save(&output, &bytes)
+        .map_err(|e| Failure::failed(format!("cannot write `{}`: {e}", output.display())))?;
     emit(
         format!(
             "packed {} into {} ({} bytes)\n",

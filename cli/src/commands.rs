@@ -258,6 +258,9 @@ pub async fn prompt(
     }
     let catalog = namespace.load().await;
     let prompt = render(&catalog, &options);
+    for left in &prompt.left_out {
+        eprintln!("warning: {}", shown(&left.to_string()));
+    }
     if prompt.omitted > 0 || prompt.shortened > 0 {
         eprintln!(
             "note: to fit {} characters, {} description(s) were shortened and {} skill(s) left out",

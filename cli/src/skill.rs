@@ -82,7 +82,7 @@ pub enum SkillCommand {
         #[command(flatten)]
         args: EditArgs,
     },
-    /// Write a file under references/, scripts/, assets/ or templates/.
+    /// Write a supporting file (references/x.md, LICENSE.txt; never a hidden path).
     WriteFile {
         name: String,
         relpath: String,

@@ -1556,3 +1556,38 @@ fn mount_serves_the_synced_tree_and_unmounts_on_sigterm() {
         "still mounted after exit"
     );
 }
+
+/// Finding: `pack -o` wrote a fixed temporary name with a plain write, so
+/// a link planted at `.NAME.partial` overwrote the file it pointed to. The
+/// link and its target are left alone, and the archive lands at `-o`.
+#[test]
+fn pack_o_follows_a_planted_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let victim = dir.path().join("victim");
+    std::fs::write(&victim, "precious\n").unwrap();
+    let out = dir.path().join("out");
+    std::fs::create_dir(&out).unwrap();
+    for planted in [".csv-report.partial", ".csv-report.skill.partial"] {
+        std::os::unix::fs::symlink(&victim, out.join(planted)).unwrap();
+    }
+    let archive = out.join("csv-report.skill");
+    let packed = run(skillstore().args([
+        "pack",
+        "examples/skills/base/csv-report",
+        "-o",
+        archive.to_str().unwrap(),
+    ]));
+    assert_eq!(packed.code, 0, "{}", packed.stderr);
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+    let bytes = std::fs::read(&archive).unwrap();
+    assert!(bytes.starts_with(b"PK"), "an archive at -o");
+    let mut left: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    left.sort();
+    assert_eq!(
+        left,
+        [".csv-report.partial", ".csv-report.skill.partial", "csv-report.skill"]
+    );
+}

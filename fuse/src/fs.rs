@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::SystemTime;
+use std::time::{Instant, SystemTime};
 
 use bytes::Bytes;
 use fuser::{
@@ -15,7 +15,7 @@ use skillstore::SharedCatalog;
 use skillstore::backends::{EntryKind, ErrorKind, ReadOptions, VPath, Version, is_valid_segment};
 
 use crate::MountOptions;
-use crate::cache::BlobCache;
+use crate::cache::{BlobCache, Full};
 
 /// The longest name shown, in bytes.
 const MAX_NAME_BYTES: usize = 255;
@@ -41,9 +41,16 @@ struct State {
     /// What each directory showed since the last refresh, by virtual
     /// path.
     listings: HashMap<VPath, Arc<Vec<Child>>>,
-    /// Open files' bytes by handle.
-    handles: HashMap<u64, Bytes>,
+    /// Open files by handle.
+    handles: HashMap<u64, OpenFile>,
     next_handle: u64,
+}
+
+/// An open file: the version read, whose bytes the cache holds for it.
+struct OpenFile {
+    path: VPath,
+    version: Version,
+    data: Bytes,
 }
 
 /// A child of a directory of the tree.
@@ -53,6 +60,8 @@ struct Child {
     dir: bool,
     size: Option<u64>,
     version: Option<Version>,
+    /// When its directory was listed.
+    listed_at: Instant,
 }
 
 /// Where a path of the tree leads in the namespace.
@@ -67,7 +76,11 @@ struct Resolved {
 
 impl Inner {
     pub(crate) fn new(catalog: SharedCatalog, options: MountOptions, runtime: tokio::runtime::Handle) -> Self {
-        let cache = BlobCache::new(options.cache_bytes);
+        let cache = BlobCache::new(
+            options
+                .cache_bytes
+                .max(usize::try_from(options.read_limit).unwrap_or(usize::MAX)),
+        );
         let mut state = State {
             next_handle: 1,
             ..State::default()
@@ -90,6 +103,28 @@ impl Inner {
     pub(crate) async fn refresh(&self) {
         self.catalog.refresh().await;
         self.state().listings.clear();
+    }
+
+    /// Runs one backend call to completion, or answers `EIO` once it has
+    /// taken longer than [`MountOptions::backend_timeout`], so a stalled
+    /// backend holds one request, never the mount.
+    fn call<T>(&self, what: &str, call: impl Future<Output = Result<T, Errno>>) -> Result<T, Errno> {
+        let timeout = self.options.backend_timeout;
+        // The timer is made inside the runtime, which drives it.
+        match self
+            .runtime
+            .block_on(async { tokio::time::timeout(timeout, call).await })
+        {
+            Ok(result) => result,
+            Err(_) => {
+                tracing::warn!(
+                    what,
+                    ?timeout,
+                    "the backend did not answer in time; the reader gets EIO"
+                );
+                Err(Errno::EIO)
+            }
+        }
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
@@ -141,17 +176,19 @@ impl Inner {
     fn children(&self, local: &str) -> Result<Vec<Child>, Errno> {
         if local.is_empty() {
             let catalog = self.catalog.snapshot();
+            let listed_at = Instant::now();
             return Ok(catalog
                 .skills()
                 .iter()
                 .filter(|s| self.options.all_skills || s.enabled)
-                .filter(|s| shown(s.name()))
+                .filter_map(|s| skillstore::sync::dir_name(s.name()))
                 .take(self.options.max_entries)
-                .map(|s| Child {
-                    name: s.name().to_owned(),
+                .map(|name| Child {
+                    name: name.to_owned(),
                     dir: true,
                     size: None,
                     version: None,
+                    listed_at,
                 })
                 .collect());
         }
@@ -168,7 +205,8 @@ impl Inner {
             prefix: Some(0),
             ..ReadOptions::with_limit(self.options.read_limit).confined(resolved.skill_dir.segments().count())
         };
-        let children = self.runtime.block_on(async {
+        let listed_at = Instant::now();
+        let children = self.call("list", async {
             let mut entries = backend.list(&resolved.path).await.map_err(|e| errno(&e))?;
             entries.sort_by(|a, b| a.name.cmp(&b.name));
             let mut children = Vec::new();
@@ -200,6 +238,7 @@ impl Inner {
                     dir,
                     size: e.size,
                     version: e.version,
+                    listed_at,
                 });
             }
             Ok::<_, Errno>(children)
@@ -253,6 +292,7 @@ impl Inner {
                 dir: true,
                 size: None,
                 version: None,
+                listed_at: Instant::now(),
             };
             return Ok(self.attr(ino, &root));
         }
@@ -260,37 +300,64 @@ impl Inner {
         if !child.dir && child.size.is_none() {
             let resolved = self.resolve(local)?;
             let backend = Arc::clone(self.catalog.snapshot().backend());
-            let meta = self
-                .runtime
-                .block_on(backend.stat(&resolved.path))
-                .map_err(|e| errno(&e))?;
+            let meta = self.call("stat", async {
+                backend.stat(&resolved.path).await.map_err(|e| errno(&e))
+            })?;
             child.size = meta.size;
         }
         Ok(self.attr(ino, &child))
     }
 
-    /// The whole file `local`, from the cache when its listed version is
-    /// kept, otherwise read through the backend, confined to its skill.
-    fn contents(&self, local: &str) -> Result<(Bytes, Option<u64>), Errno> {
+    /// Opens the whole file `local`: the cache's copy when it holds the
+    /// listed version (or one read since the listing), otherwise read
+    /// through the backend, confined to its skill, and kept. `ENFILE` when
+    /// the files held open fill the cache's budget. Returns the file and
+    /// the size its listing gave.
+    fn open_file(&self, local: &str) -> Result<(OpenFile, Option<u64>), Errno> {
         let child = self.child(local)?;
         if child.dir {
             return Err(Errno::EISDIR);
         }
         let resolved = self.resolve(local)?;
-        if let Some(version) = &child.version
-            && let Some(data) = self.cache().get(&resolved.path, version)
-        {
-            return Ok((data, child.size));
+        let kept = self
+            .cache()
+            .open(&resolved.path, child.version.as_ref(), child.listed_at);
+        if let Some((version, data)) = kept {
+            let file = OpenFile {
+                path: resolved.path,
+                version,
+                data,
+            };
+            return Ok((file, child.size));
         }
+        let limit = self.options.read_limit;
+        let expected = child.size.filter(|&size| size <= limit).unwrap_or(limit);
+        let reservation = self
+            .cache()
+            .reserve(usize::try_from(expected).unwrap_or(usize::MAX))
+            .map_err(|Full| Errno::ENFILE)?;
         let backend = Arc::clone(self.catalog.snapshot().backend());
-        let options = ReadOptions::with_limit(self.options.read_limit).confined(resolved.skill_dir.segments().count());
-        let blob = self
-            .runtime
-            .block_on(backend.read(&resolved.path, options))
-            .map_err(|e| errno(&e))?;
-        self.cache()
-            .insert(resolved.path.clone(), blob.version.clone(), blob.data.clone());
-        Ok((blob.data, child.size))
+        let options = ReadOptions::with_limit(limit).confined(resolved.skill_dir.segments().count());
+        let read = self.call("read", async {
+            backend.read(&resolved.path, options).await.map_err(|e| errno(&e))
+        });
+        let blob = match read {
+            Ok(blob) => blob,
+            Err(e) => {
+                self.cache().cancel(reservation);
+                return Err(e);
+            }
+        };
+        let data = self
+            .cache()
+            .insert_open(&resolved.path, blob.version.clone(), blob.data, reservation)
+            .map_err(|Full| Errno::ENFILE)?;
+        let file = OpenFile {
+            path: resolved.path,
+            version: blob.version,
+            data,
+        };
+        Ok((file, child.size))
     }
 
     fn cache(&self) -> MutexGuard<'_, BlobCache> {
@@ -378,12 +445,12 @@ impl Filesystem for SkillsFs {
         let result = inner
             .path_of(ino)
             .ok_or(Errno::ENOENT)
-            .and_then(|local| inner.contents(&local));
+            .and_then(|local| inner.open_file(&local));
         match result {
-            Ok((data, listed_size)) => {
+            Ok((file, listed_size)) => {
                 // When the bytes differ in length from what the listing
                 // said, the kernel must not trust the size it was given.
-                let flags = if listed_size == Some(data.len() as u64) {
+                let flags = if listed_size == Some(file.data.len() as u64) {
                     FopenFlags::empty()
                 } else {
                     FopenFlags::FOPEN_DIRECT_IO
@@ -391,7 +458,7 @@ impl Filesystem for SkillsFs {
                 let mut state = inner.state();
                 let handle = state.next_handle;
                 state.next_handle += 1;
-                state.handles.insert(handle, data);
+                state.handles.insert(handle, file);
                 reply.opened(FileHandle(handle), flags);
             }
             Err(e) => reply.error(e),
@@ -409,7 +476,7 @@ impl Filesystem for SkillsFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        let data = self.inner.state().handles.get(&u64::from(fh)).cloned();
+        let data = self.inner.state().handles.get(&u64::from(fh)).map(|f| f.data.clone());
         match data {
             Some(data) => {
                 let start = (offset as usize).min(data.len());
@@ -430,7 +497,10 @@ impl Filesystem for SkillsFs {
         _flush: bool,
         reply: ReplyEmpty,
     ) {
-        self.inner.state().handles.remove(&u64::from(fh));
+        let closed = self.inner.state().handles.remove(&u64::from(fh));
+        if let Some(file) = closed {
+            self.inner.cache().release(&file.path, &file.version);
+        }
         reply.ok();
     }
 

@@ -11,14 +11,22 @@
 //!   most [`MountOptions::max_entries`] entries each;
 //! - a file is read when it is opened, whole, through the backend under the
 //!   read limit and confined to its skill's directory once links resolve
-//!   (backends read whole objects or prefixes, not ranges); the bytes are
-//!   cached by path and version, up to [`MountOptions::cache_bytes`], so
-//!   reopening an unchanged file reads nothing;
+//!   (backends read whole objects or prefixes, not ranges). Each version of
+//!   a file is held once, shared by every handle open on it and kept
+//!   between opens, so reopening an unchanged file reads nothing; all the
+//!   bytes held, open and kept, stay within [`MountOptions::cache_bytes`],
+//!   and an open that would pass it fails with `ENFILE`;
+//! - requests are served by [`MountOptions::threads`] threads, and a backend
+//!   call that takes longer than [`MountOptions::backend_timeout`] answers
+//!   `EIO`, so one stalled read never holds up the rest of the tree;
 //! - the catalog is refreshed every [`MountOptions::refresh_interval`] in
 //!   the background, and at once by [`Mounted::refresh`]; a change shows
 //!   once the kernel's attribute cache ([`MountOptions::attr_ttl`]) lapses;
 //! - errors reach readers as `errno` values and are logged with virtual
-//!   paths only.
+//!   paths only;
+//! - the mount point must be an empty directory; unmounting while a reader
+//!   is still inside detaches the tree lazily (the reader keeps what it
+//!   holds, the directory shows its own contents again at once).
 //!
 //! Mounting needs `/dev/fuse` and either root (the kernel's `mount(2)` is
 //! called directly, no C library or helper involved) or the `fusermount3`
@@ -28,7 +36,7 @@ mod cache;
 mod fs;
 
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -51,8 +59,14 @@ pub struct MountOptions {
     pub max_depth: usize,
     /// The most entries shown in one directory.
     pub max_entries: usize,
-    /// The most bytes of file contents kept between opens.
+    /// The most bytes of file contents held: one copy of each file version
+    /// open or kept between opens (at least `read_limit`).
     pub cache_bytes: usize,
+    /// How many requests are served at once.
+    pub threads: usize,
+    /// How long one backend call (a listing, a stat, a read) may take
+    /// before the reader gets `EIO`.
+    pub backend_timeout: Duration,
     /// Let users other than the one mounting read the tree (a container
     /// whose processes run as another user).
     pub allow_other: bool,
@@ -61,7 +75,8 @@ pub struct MountOptions {
 impl Default for MountOptions {
     /// Enabled skills, a refresh every 30 s, a 1 s attribute cache, the
     /// default 10 MiB read limit, 32 levels, 10,000 entries a directory,
-    /// 64 MiB of cached contents, the mounting user only.
+    /// 128 MiB of file contents, 4 threads, a 30 s backend timeout, the
+    /// mounting user only.
     fn default() -> Self {
         MountOptions {
             all_skills: false,
@@ -70,7 +85,9 @@ impl Default for MountOptions {
             read_limit: DEFAULT_READ_LIMIT,
             max_depth: 32,
             max_entries: 10_000,
-            cache_bytes: 64 * 1024 * 1024,
+            cache_bytes: 128 * 1024 * 1024,
+            threads: 4,
+            backend_timeout: Duration::from_secs(30),
             allow_other: false,
         }
     }
@@ -79,7 +96,9 @@ impl Default for MountOptions {
 /// A mounted tree. Dropping it (or [`Mounted::unmount`]) unmounts it and
 /// stops the background refresh.
 pub struct Mounted {
-    session: Option<fuser::BackgroundSession>,
+    unmounter: Option<fuser::SessionUnmounter>,
+    session: Option<std::thread::JoinHandle<io::Result<()>>>,
+    mount_point: PathBuf,
     inner: Arc<fs::Inner>,
     refresher: tokio::task::JoinHandle<()>,
 }
@@ -91,14 +110,16 @@ impl std::fmt::Debug for Mounted {
 }
 
 impl Mounted {
-    /// Mounts `catalog` read-only at the directory `dir` and serves it on a
-    /// thread of its own. Must be called inside a Tokio runtime, which
-    /// serves the backend reads and the background refresh. Fails with a
-    /// message saying why when the machine cannot mount.
+    /// Mounts `catalog` read-only at the directory `dir`, which must exist
+    /// and be empty, and serves it on threads of its own. Must be called
+    /// inside a Tokio runtime, which serves the backend calls and the
+    /// background refresh. Fails with a message saying why when the machine
+    /// cannot mount.
     pub fn mount(catalog: SharedCatalog, dir: &Path, options: MountOptions) -> io::Result<Mounted> {
         let runtime = tokio::runtime::Handle::try_current()
             .map_err(|_| io::Error::other("a skills mount must be made inside a Tokio runtime"))?;
         check_can_mount(dir)?;
+        let mount_point = dir.canonicalize()?;
         let inner = Arc::new(fs::Inner::new(catalog, options.clone(), runtime));
         let mut config = fuser::Config::default();
         config.mount_options = vec![
@@ -112,8 +133,13 @@ impl Mounted {
         if options.allow_other {
             config.acl = fuser::SessionACL::All;
         }
-        let session =
-            fuser::spawn_mount(fs::SkillsFs::new(Arc::clone(&inner)), dir, &config).map_err(explain_mount_error)?;
+        config.n_threads = Some(options.threads.max(1));
+        let mut session = fuser::Session::new(fs::SkillsFs::new(Arc::clone(&inner)), &mount_point, &config)
+            .map_err(explain_mount_error)?;
+        let unmounter = session.unmount_callable();
+        let session = std::thread::Builder::new()
+            .name("skills-mount".into())
+            .spawn(move || session.run())?;
         let refresher = tokio::spawn({
             let inner = Arc::clone(&inner);
             async move {
@@ -124,7 +150,9 @@ impl Mounted {
             }
         });
         Ok(Mounted {
+            unmounter: Some(unmounter),
             session: Some(session),
+            mount_point,
             inner,
             refresher,
         })
@@ -136,22 +164,53 @@ impl Mounted {
         self.inner.refresh().await;
     }
 
-    /// Unmounts the tree and waits for its thread to end.
+    /// Unmounts the tree. When no reader is inside, waits for its threads
+    /// to end. When one is (a process's working directory, an open file),
+    /// the tree is detached lazily: the mount point shows its own, empty
+    /// directory at once, the readers inside keep what they hold and are
+    /// served until they leave, and this returns without waiting for them.
     pub fn unmount(mut self) -> io::Result<()> {
+        self.stop()
+    }
+
+    fn stop(&mut self) -> io::Result<()> {
         self.refresher.abort();
-        match self.session.take() {
-            Some(session) => session.umount_and_join(),
-            None => Ok(()),
+        let Some(mut unmounter) = self.unmounter.take() else {
+            return Ok(());
+        };
+        let detached = match unmounter.unmount() {
+            Ok(()) => false,
+            Err(e) if e.raw_os_error() == Some(rustix::io::Errno::BUSY.raw_os_error()) => {
+                rustix::mount::unmount(&self.mount_point, rustix::mount::UnmountFlags::DETACH)?;
+                tracing::warn!(
+                    "readers were still inside the skills tree; it was detached and serves them until they leave"
+                );
+                true
+            }
+            Err(e) => return Err(e),
+        };
+        let Some(session) = self.session.take() else {
+            return Ok(());
+        };
+        // Unprivileged unmounts (fusermount3) are always lazy: wait a
+        // little for the threads, and leave them serving whoever is inside.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+        while !detached && !session.is_finished() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
         }
+        if session.is_finished() {
+            match session.join() {
+                Ok(result) => result?,
+                Err(_) => return Err(io::Error::other("the skills mount's thread panicked")),
+            }
+        }
+        Ok(())
     }
 }
 
 impl Drop for Mounted {
     fn drop(&mut self) {
-        self.refresher.abort();
-        if let Some(session) = self.session.take()
-            && let Err(e) = session.umount_and_join()
-        {
+        if let Err(e) = self.stop() {
             tracing::warn!(error = %e, "cannot unmount the skills tree");
         }
     }
@@ -184,13 +243,25 @@ fn check_can_mount(dir: &Path) -> io::Result<()> {
         Err(e) => return Err(io::Error::new(e.kind(), format!("cannot mount: /dev/fuse: {e}"))),
     }
     match std::fs::metadata(dir) {
-        Ok(meta) if meta.is_dir() => Ok(()),
-        Ok(_) => Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "cannot mount: the mount point is not a directory",
-        )),
-        Err(e) => Err(io::Error::new(e.kind(), format!("cannot mount: the mount point: {e}"))),
+        Ok(meta) if meta.is_dir() => {}
+        Ok(_) => {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "cannot mount: the mount point is not a directory",
+            ));
+        }
+        Err(e) => return Err(io::Error::new(e.kind(), format!("cannot mount: the mount point: {e}"))),
     }
+    // Mounting over files would hide them while the tree is mounted.
+    let mut entries =
+        std::fs::read_dir(dir).map_err(|e| io::Error::new(e.kind(), format!("cannot mount: the mount point: {e}")))?;
+    if entries.next().is_some() {
+        return Err(io::Error::new(
+            io::ErrorKind::DirectoryNotEmpty,
+            "cannot mount: the mount point is not empty",
+        ));
+    }
+    Ok(())
 }
 
 fn explain_mount_error(e: io::Error) -> io::Error {

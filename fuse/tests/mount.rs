@@ -14,7 +14,11 @@ use skillstore::backends::testkit::s3_server::S3TestServer;
 use skillstore::backends::{FsBackend, MountTable, ObjectStoreBackend, PutMode, SkillBackend, VPath};
 use skillstore::sync::{SyncOptions, sync};
 use skillstore::{Catalog, LoadOptions, SharedCatalog, Source, SourceList};
-use skillstore_fuse::{MountOptions, Mounted, serve};
+use skillstore_fuse::{MountOptions, Mounted};
+
+mod common;
+
+use common::{Served, is_mounted};
 
 fn skill_md(name: &str, description: &str) -> String {
     format!("---\nname: {name}\ndescription: {description}\n---\n\n# {name}\n\nBody.\n")
@@ -220,41 +224,16 @@ async fn the_mount_applies_every_read_guard_and_is_read_only() {
     mounted.unmount().unwrap();
 }
 
-fn is_mounted(at: &Path) -> bool {
-    let at = at.canonicalize().unwrap();
-    std::fs::read_to_string("/proc/self/mountinfo")
-        .unwrap()
-        .lines()
-        .any(|line| line.split(' ').nth(4) == Some(at.to_str().unwrap()))
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_unmounts_when_shut_down() {
     let f = fixture().await;
     let out = tempfile::tempdir().unwrap();
     let mounted_at = out.path().join("mnt");
     std::fs::create_dir_all(&mounted_at).unwrap();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let (ready_tx, ready_rx) = tokio::sync::oneshot::channel::<()>();
-    let at = mounted_at.clone();
-    let server = tokio::spawn(async move {
-        serve(f.catalog, &at, mount_options(), async move {
-            ready_tx.send(()).unwrap();
-            stopped.await.unwrap();
-        })
-        .await
-    });
-    if ready_rx.await.is_err() {
-        let err = server.await.unwrap().unwrap_err();
-        panic!("this test needs a real FUSE mount and got none: {err}");
-    }
+    let served = Served::start(f.catalog, mounted_at.clone(), mount_options()).await;
     assert!(is_mounted(&mounted_at));
     let listed = tokio::task::block_in_place(|| run(&mounted_at, "ls", &["-1"]));
     assert_eq!(String::from_utf8(listed).unwrap(), "csv\npdf\nslides\n");
-    stop.send(()).unwrap();
-    server
-        .await
-        .unwrap()
-        .unwrap_or_else(|e| panic!("this test needs a real FUSE mount and got none: {e}"));
+    served.stop().await.unwrap();
     assert!(!is_mounted(&mounted_at));
 }

@@ -19,10 +19,9 @@
 //! **Installing** goes through the [`SkillEditor`](crate::SkillEditor), so
 //! an install is validated, content-checked, written with conditional puts
 //! and recorded in the skill's history as one [`Action::Install`](crate::Action::Install)
-//! entry. Every file of the archive is written at its own path inside the
-//! skill, including files outside the supporting directories (a
-//! `LICENSE.txt` or `reference.md` beside SKILL.md, a `python/` directory):
-//! an archive is a whole skill, checked as one, unlike a single-file write.
+//! entry. Its paths obey the rule every write obeys (SKILL.md, or a file
+//! under `references/`, `scripts/`, `assets/` or `templates/`), and it lands
+//! whole or not at all.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -51,12 +50,14 @@
 
 mod pack;
 mod read;
+mod save;
 
 use std::fmt;
 
 use bytes::Bytes;
 
 pub use pack::{pack, pack_dir};
+pub use save::save;
 
 /// Why an archive (or a skill directory being packed) was refused. Each
 /// kind has a stable snake_case name ([`Refusal::as_str`]).

@@ -12,10 +12,15 @@ use crate::error::{Error, Result};
 /// The directory, inside a source, that holds the history files.
 pub const HISTORY_DIR: &str = ".history";
 
-/// The largest history file read or written, in bytes (64 MiB). A change
-/// whose record would push the file past it is still made, and reported as
-/// not recorded.
+/// The largest history file read or written, in bytes (64 MiB). A record
+/// that would push the file past it makes room by dropping the oldest
+/// records; a change whose record alone would not fit is refused before
+/// anything is written.
 pub const MAX_HISTORY_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Room left in a record's estimate for each file's versions, which are
+/// known only once written.
+const VERSION_ROOM: u64 = 512;
 
 /// What a change did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -149,8 +154,76 @@ async fn read_raw(backend: &dyn SkillBackend, path: &VPath) -> Result<(Vec<Recor
     Ok((records, blob.data, Some(blob.version)))
 }
 
+/// Fails unless `record` can be appended to the history at `path` once its
+/// files are written: the history reads back (it is not a link, a
+/// directory or malformed), has an id left, and the record alone fits
+/// within [`MAX_HISTORY_BYTES`] (counting room for versions not yet known).
+/// Called before a change writes anything, so a change is refused rather
+/// than left unrecorded.
+pub(crate) async fn check_room(backend: &dyn SkillBackend, path: &VPath, record: &Record) -> Result<()> {
+    let text = match backend.read(path, ReadOptions::with_limit(MAX_HISTORY_BYTES)).await {
+        Ok(blob) => blob.data,
+        Err(e) if e.kind() == ErrorKind::NotFound => Bytes::new(),
+        Err(e) => return Err(e.into()),
+    };
+    // The last record's id is enough here; the append reads every record.
+    let last = text
+        .split(|&b| b == b'\n')
+        .rev()
+        .find(|line| !line.iter().all(u8::is_ascii_whitespace));
+    if let Some(line) = last {
+        let record: Record = serde_json::from_slice(line)
+            .map_err(|e| Error::History(format!("{path}: the last line is not a history record: {e}")))?;
+        if record.id == u64::MAX {
+            return Err(Error::History(format!("{path}: history ids are exhausted")));
+        }
+    }
+    let mut counter = Counter(0);
+    serde_json::to_writer(&mut counter, record).expect("records serialize");
+    let needed = counter.0 + 1 + VERSION_ROOM * record.files.len() as u64;
+    if needed > MAX_HISTORY_BYTES {
+        return Err(skillstore_backends::Error::too_large(path, needed, MAX_HISTORY_BYTES)
+            .with_detail(format!(
+                "the change's history record alone would take {needed} bytes, more than a history may hold; nothing was written"
+            ))
+            .into());
+    }
+    Ok(())
+}
+
+/// Counts the bytes written to it.
+struct Counter(u64);
+
+impl std::io::Write for Counter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len() as u64;
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The bytes of `existing` (whole lines) to keep so that `more` bytes fit
+/// after them within [`MAX_HISTORY_BYTES`]: the newest lines, dropping the
+/// oldest first. `None` when `more` alone does not fit.
+fn keep_newest(existing: &[u8], more: usize) -> Option<&[u8]> {
+    let room = usize::try_from(MAX_HISTORY_BYTES)
+        .unwrap_or(usize::MAX)
+        .checked_sub(more)?;
+    let mut start = 0;
+    while existing.len() - start > room {
+        start = match memchr::memchr(b'\n', &existing[start..]) {
+            Some(end) => start + end + 1,
+            None => existing.len(),
+        };
+    }
+    Some(&existing[start..])
+}
+
 /// Appends one record, numbering it, and retries when another writer
-/// appended first. A record whose file change follows one not yet recorded
+/// appended first. When the file would grow past [`MAX_HISTORY_BYTES`], the
+/// oldest records are dropped to make room. A record whose file change follows one not yet recorded
 /// (another writer changed the file just before, and has not appended yet)
 /// waits briefly for it, so entries keep the order the changes were made.
 pub async fn append(backend: &dyn SkillBackend, path: &VPath, mut record: Record) -> Result<Record> {
@@ -172,18 +245,18 @@ pub async fn append(backend: &dyn SkillBackend, path: &VPath, mut record: Record
                 .ok_or_else(|| Error::History(format!("{path}: history ids are exhausted")))?,
         };
         let line = serde_json::to_vec(&record).expect("records serialize");
-        let mut text = Vec::with_capacity(existing.len() + line.len() + 2);
-        text.extend_from_slice(&existing);
+        let Some(kept) = keep_newest(&existing, line.len() + 2) else {
+            return Err(Error::History(format!(
+                "{path}: one record would be larger than a history may hold ({MAX_HISTORY_BYTES} bytes)"
+            )));
+        };
+        let mut text = Vec::with_capacity(kept.len() + line.len() + 2);
+        text.extend_from_slice(kept);
         if !text.is_empty() && !text.ends_with(b"\n") {
             text.push(b'\n');
         }
         text.extend_from_slice(&line);
         text.push(b'\n');
-        if text.len() as u64 > MAX_HISTORY_BYTES {
-            return Err(Error::History(format!(
-                "{path} would grow past {MAX_HISTORY_BYTES} bytes; the change was made but not recorded"
-            )));
-        }
         let mode = match version {
             Some(v) => PutMode::IfVersion(v),
             None => PutMode::Create,
@@ -197,7 +270,7 @@ pub async fn append(backend: &dyn SkillBackend, path: &VPath, mut record: Record
         }
     }
     Err(Error::History(format!(
-        "{path}: gave up appending after {ATTEMPTS} attempts; the change was made but not recorded"
+        "{path}: gave up appending after {ATTEMPTS} attempts"
     )))
 }
 
@@ -254,6 +327,24 @@ fn rfc3339_millis(secs: u64, millis: u32) -> String {
         rest % 3_600 / 60,
         rest % 60
     )
+}
+
+#[cfg(test)]
+mod trim_tests {
+    use super::*;
+
+    #[test]
+    fn the_oldest_whole_lines_leave_first() {
+        let max = MAX_HISTORY_BYTES as usize;
+        let text = b"one\ntwo\nthree\n";
+        assert_eq!(keep_newest(text, 10), Some(&text[..]));
+        assert_eq!(keep_newest(text, max - 10), Some(&b"two\nthree\n"[..]));
+        assert_eq!(keep_newest(text, max - 9), Some(&b"three\n"[..]));
+        assert_eq!(keep_newest(text, max - 6), Some(&b"three\n"[..]));
+        assert_eq!(keep_newest(text, max - 5), Some(&b""[..]));
+        assert_eq!(keep_newest(text, max), Some(&b""[..]));
+        assert_eq!(keep_newest(text, max + 1), None);
+    }
 }
 
 #[cfg(test)]

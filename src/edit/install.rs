@@ -13,15 +13,19 @@ impl SkillEditor {
     /// Installs the skill of `archive` into the source, as one
     /// [`Action::Install`] history entry.
     ///
-    /// Every file of the archive is written at its own path inside the
-    /// skill's directory, wherever it lies (SKILL.md, `references/`, and also
-    /// a `LICENSE.txt` or any directory beside SKILL.md): the archive was
-    /// checked as a whole when it was read. SKILL.md is validated strictly
-    /// and each file goes through the content check before anything is
-    /// written; SKILL.md is written last, so the skill appears only once
-    /// complete. Each write is conditional on the version found, so a
-    /// concurrent writer makes the install fail with `version_conflict` or
-    /// `already_exists` rather than be overwritten.
+    /// Every path of the archive obeys the rule a single write obeys:
+    /// SKILL.md, or a supporting file (no hidden segment, bounded depth); an
+    /// archive holding any other path (`.git/config`, `.history/x`) is
+    /// refused whole with `invalid_path`.
+    /// SKILL.md is validated strictly and each file goes through the content
+    /// check before anything is written; SKILL.md is written last, so the
+    /// skill appears only once complete. Each write is conditional on the
+    /// version found, so a concurrent writer makes the install fail with
+    /// `version_conflict` or `already_exists` rather than be overwritten.
+    ///
+    /// An install lands whole or not at all: when a write (or its history
+    /// record) fails part-way, the files already written are put back as
+    /// they were and no history entry is written.
     ///
     /// When the source already has the skill, the install fails with
     /// `already_exists` unless [`InstallOptions::replace`] is set; then the
@@ -30,6 +34,9 @@ impl SkillEditor {
     /// bytes are left alone.
     pub async fn install(&self, archive: &SkillArchive, options: InstallOptions) -> Result<Change> {
         let name = archive.name();
+        for file in archive.files() {
+            self.changed_path(name, &file.path)?;
+        }
         let skill_md = self.file_path(name, SKILL_FILE)?;
         let exists = match self.backend.stat(&skill_md).await {
             Ok(_) => true,

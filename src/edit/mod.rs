@@ -27,8 +27,8 @@ use crate::source::Source;
 use check::{ContentCheck, DefaultContentCheck, PendingFile, Verdict};
 use history::{Action, Content, FileChange, Record};
 
-/// The directories a skill's supporting files may be written under.
-pub const SUPPORTING_DIRS: [&str; 4] = ["references", "scripts", "assets", "templates"];
+/// The most path segments a supporting file's relative path may have.
+pub const MAX_SUPPORTING_DEPTH: usize = 16;
 
 /// A find-and-replace on one file of a skill.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -90,6 +90,15 @@ struct Step {
     /// exist).
     base: Option<Version>,
     previous: Option<Bytes>,
+}
+
+/// A file a change wrote, with what to put back if the change fails.
+struct Landed {
+    path: VPath,
+    /// The bytes before the change (`None`: there was no file).
+    previous: Option<Bytes>,
+    /// The version the change wrote (`None`: it removed the file).
+    written: Option<Version>,
 }
 
 /// Writes skills into one writable source, through any backend.
@@ -268,9 +277,9 @@ impl SkillEditor {
         self.apply(name, Action::Delete, steps, None).await
     }
 
-    /// Writes a supporting file (`references/x.md`, `scripts/run.py`, under
-    /// one of [`SUPPORTING_DIRS`]) of an existing skill, only over version
-    /// `expected` when given.
+    /// Writes a supporting file (`references/x.md`, `scripts/run.py`,
+    /// `LICENSE.txt`: see [`SkillEditor::supporting_path`]) of an existing
+    /// skill, only over version `expected` when given.
     pub async fn write_file(
         &self,
         name: &str,
@@ -332,18 +341,10 @@ impl SkillEditor {
                 paths.push(&change.path);
             }
         }
-        // A rollback writes only where a change could: SKILL.md, a
-        // supporting file, or a file an install put beside SKILL.md. A
-        // history naming anything else is refused whole.
-        let installed: Vec<&str> = records
-            .iter()
-            .filter(|r| r.action == Action::Install)
-            .flat_map(|r| r.files.iter().map(|f| f.path.as_str()))
-            .collect();
+        // A rollback writes only where a change could; a history naming
+        // anything else is refused whole.
         for relative in &paths {
-            if *relative != SKILL_FILE && !installed.contains(relative) {
-                self.supporting_path(name, relative)?;
-            }
+            self.changed_path(name, relative)?;
             self.file_path(name, relative)?;
         }
         let mut steps = Vec::new();
@@ -429,10 +430,31 @@ impl SkillEditor {
             (true, true) => 2,
         });
 
-        let mut files = Vec::with_capacity(steps.len());
+        // Everything that could refuse the record is checked before a byte
+        // is written: a change is whole, record included, or not at all.
+        let history_path = self.history_path(name)?;
+        let mut record = Record {
+            id: 0,
+            time: history::now(),
+            action,
+            author: self.author.clone(),
+            rollback_to,
+            files: steps
+                .iter()
+                .map(|step| FileChange {
+                    path: step.path.clone(),
+                    previous_version: step.base.clone(),
+                    new_version: None,
+                    previous: step.previous.as_deref().map(Content::of),
+                    new: step.new.as_deref().map(Content::of),
+                })
+                .collect(),
+        };
+        history::check_room(&*self.backend, &history_path, &record).await?;
+
+        let mut landed = Vec::with_capacity(steps.len());
         let mut failure = None;
-        let mut index_change = None;
-        for step in steps {
+        for (step, change) in steps.iter().zip(&mut record.files) {
             let path = self.file_path(name, &step.path)?;
             let outcome = match (&step.new, &step.base) {
                 (Some(data), base) => {
@@ -442,59 +464,123 @@ impl SkillEditor {
                 (None, Some(base)) => self.backend.delete_if_version(&path, base).await.map(|()| None),
                 (None, None) => Ok(None),
             };
-            if step.path == SKILL_FILE
-                && let Ok(new_version) = &outcome
-            {
-                let entry = match (&step.new, new_version) {
-                    (Some(data), Some(version)) => crate::index::entry_for(name, data, version.clone()),
-                    _ => None,
-                };
-                index_change = Some((format!("{name}/{SKILL_FILE}"), entry));
-            }
             match outcome {
-                Ok(new_version) => files.push(FileChange {
-                    path: step.path,
-                    previous_version: step.base,
-                    new_version,
-                    previous: step.previous.as_deref().map(Content::of),
-                    new: step.new.as_deref().map(Content::of),
-                }),
+                Ok(written) => {
+                    change.new_version.clone_from(&written);
+                    landed.push(Landed {
+                        path,
+                        previous: step.previous.clone(),
+                        written,
+                    });
+                }
                 Err(e) => {
-                    failure = Some(e);
+                    failure = Some(Error::from(e));
                     break;
                 }
             }
         }
-        if files.is_empty()
-            && let Some(e) = failure
-        {
-            return Err(e.into());
-        }
-
-        let record = Record {
-            id: 0,
-            time: history::now(),
-            action,
-            author: self.author.clone(),
-            rollback_to,
-            files,
+        let skill_md = self.file_path(name, SKILL_FILE)?;
+        let skill_md_written = landed.iter().any(|l| l.path == skill_md);
+        let anything_written = !landed.is_empty();
+        let outcome = match failure {
+            Some(e) => Err(e),
+            None => history::append(&*self.backend, &history_path, record).await,
         };
-        let recorded = history::append(&*self.backend, &self.history_path(name)?, record).await;
-        if let Some(change) = index_change
+        match outcome {
+            Ok(record) => {
+                let skill_md_now = steps
+                    .iter()
+                    .zip(&record.files)
+                    .find(|(step, _)| step.path == SKILL_FILE)
+                    .map(|(step, change)| step.new.clone().zip(change.new_version.clone()));
+                self.after_change(name, skill_md_now).await;
+                Ok(Change { record, warnings })
+            }
+            Err(e) => {
+                let e = self.undo(landed, e).await;
+                if anything_written {
+                    let skill_md_now = match skill_md_written {
+                        true => Some(self.current(&skill_md).await.ok().flatten()),
+                        false => None,
+                    };
+                    self.after_change(name, skill_md_now).await;
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Puts back, newest first, every file a failed change wrote, each
+    /// conditional on the version the change left (so a later writer's
+    /// change is never undone), and returns `cause`, saying which files
+    /// could not be put back if any. An overwritten file is restored in
+    /// place, or, when the storage is full, removed first and then
+    /// recreated, which needs no more room than the change took.
+    async fn undo(&self, landed: Vec<Landed>, cause: Error) -> Error {
+        let mut stuck = Vec::new();
+        for step in landed.into_iter().rev() {
+            let restored = match (step.written, step.previous) {
+                (Some(written), Some(previous)) => {
+                    match self
+                        .backend
+                        .put(&step.path, previous.clone(), PutMode::IfVersion(written.clone()))
+                        .await
+                    {
+                        Err(e) if e.kind() == ErrorKind::StorageFull => {
+                            match self.backend.delete_if_version(&step.path, &written).await {
+                                Ok(()) => self.backend.put(&step.path, previous, PutMode::Create).await.map(drop),
+                                Err(e) => Err(e),
+                            }
+                        }
+                        other => other.map(drop),
+                    }
+                }
+                (Some(written), None) => self.backend.delete_if_version(&step.path, &written).await,
+                (None, Some(previous)) => self.backend.put(&step.path, previous, PutMode::Create).await.map(drop),
+                (None, None) => Ok(()),
+            };
+            if let Err(e) = restored {
+                tracing::warn!(path = %step.path, error = %e, "a file of a failed change could not be put back");
+                stuck.push(step.path.to_string());
+            }
+        }
+        if stuck.is_empty() {
+            return cause;
+        }
+        let note = format!(
+            "the change failed part-way and these files could not be put back: {}",
+            stuck.join(", ")
+        );
+        match cause {
+            Error::Backend(e) => {
+                let detail = e.detail().map_or_else(|| note.clone(), |d| format!("{d}; {note}"));
+                Error::Backend(e.with_detail(detail))
+            }
+            Error::History(message) => Error::History(format!("{message}; {note}")),
+            other => {
+                tracing::warn!(error = %other, "{note}");
+                other
+            }
+        }
+    }
+
+    /// Tells the source's index (when `skill_md` says what the SKILL.md of
+    /// `name` now is: its bytes and version, or `None` for no file) and the
+    /// shared catalog that the skill changed.
+    async fn after_change(&self, name: &str, skill_md: Option<Option<(Bytes, Version)>>) {
+        if let Some(now) = skill_md
             && self.backend.capabilities_at(self.source.path()).deep_list
-            && let Err(e) = crate::index::update(&*self.backend, self.source.path(), &[change]).await
         {
-            tracing::warn!(skill = name, error = %e, "the source's index could not take in a change; readers will read the skill");
+            let entry = now.and_then(|(data, version)| crate::index::entry_for(name, &data, version));
+            let change = (format!("{name}/{SKILL_FILE}"), entry);
+            if let Err(e) = crate::index::update(&*self.backend, self.source.path(), &[change]).await {
+                tracing::warn!(skill = name, error = %e, "the source's index could not take in a change; readers will read the skill");
+            }
         }
         if let Some(catalog) = &self.catalog
             && let Err(e) = catalog.reload_skill(self.source.name(), name).await
         {
             tracing::warn!(skill = name, error = %e, "the shared catalog could not take in a change");
-        }
-        let record = recorded?;
-        match failure {
-            Some(e) => Err(e.into()),
-            None => Ok(Change { record, warnings }),
         }
     }
 
@@ -581,7 +667,22 @@ impl SkillEditor {
         history::history_path(self.source.path(), name)
     }
 
-    /// Refuses anything but a file under one of [`SUPPORTING_DIRS`].
+    /// The rule for every path a change writes, installs included:
+    /// SKILL.md, or a supporting file (see [`SkillEditor::supporting_path`]).
+    fn changed_path(&self, name: &str, relative: &str) -> Result<()> {
+        if relative == SKILL_FILE {
+            return Ok(());
+        }
+        self.supporting_path(name, relative)
+    }
+
+    /// The rule for a supporting file: a relative path of valid segments
+    /// (the `VPath` rules), at most [`MAX_SUPPORTING_DEPTH`] deep, with no
+    /// hidden segment (`.git`, `.history`, `.skillstore`: names starting
+    /// with a dot are the editor's and tools' own), and not another
+    /// spelling of SKILL.md at the top. Conventional places are
+    /// `references/`, `scripts/` and `assets/`, but the specification lets
+    /// a skill hold any other file (`LICENSE.txt`, `python/api.md`).
     fn supporting_path(&self, name: &str, relative: &str) -> Result<()> {
         let refuse = |reason: String| Error::InvalidSkillPath {
             skill: name.to_owned(),
@@ -592,12 +693,17 @@ impl SkillEditor {
             return Err(refuse("expected a path relative to the skill's directory".into()));
         }
         let path = VPath::root().join(relative).map_err(|e| refuse(e.to_string()))?;
-        let mut segments = path.segments();
-        let top = segments.next().unwrap_or_default();
-        if !SUPPORTING_DIRS.contains(&top) || segments.next().is_none() {
+        if path.segments().any(|s| s.starts_with('.')) {
+            return Err(refuse(
+                "a name starting with `.` is reserved (hidden files are never written)".into(),
+            ));
+        }
+        if path.segments().count() > MAX_SUPPORTING_DEPTH {
+            return Err(refuse(format!("deeper than {MAX_SUPPORTING_DEPTH} segments")));
+        }
+        if path.segments().count() == 1 && relative.eq_ignore_ascii_case(SKILL_FILE) {
             return Err(refuse(format!(
-                "supporting files go under {}/",
-                SUPPORTING_DIRS.join("/, ")
+                "{SKILL_FILE} is written through create or edit, in that spelling"
             )));
         }
         Ok(())

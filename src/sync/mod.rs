@@ -70,6 +70,7 @@ mod build;
 mod compare;
 mod fsx;
 mod manifest;
+mod name;
 mod plan;
 mod state;
 mod survey;
@@ -90,6 +91,7 @@ use crate::error::Result;
 use crate::shared_catalog::SharedCatalog;
 use build::Build;
 use manifest::{FileRecord, Manifest, SkillRecord, digest};
+pub use name::{MAX_DIR_NAME_BYTES, dir_name};
 use plan::{Plan, PlannedFile, is_refusal, over_bounds, refusal};
 use state::{Live, State};
 

@@ -2,15 +2,11 @@
 //! gives them, with every name checked, bounded in files, depth and bytes.
 
 use futures::StreamExt;
-use skillstore_backends::{EntryKind, ErrorKind, SkillBackend, VPath, Version, is_valid_segment};
+use skillstore_backends::{EntryKind, ErrorKind, SkillBackend, VPath, Version};
 
-use super::{SyncOptions, SyncRefusal};
+use super::{MAX_DIR_NAME_BYTES as MAX_NAME_BYTES, SyncOptions, SyncRefusal, dir_name};
 use crate::catalog::{Catalog, SKILL_FILE, Skill};
 use crate::error::Result;
-
-/// The longest file or directory name written, in bytes (the usual limit
-/// of Linux filesystems).
-const MAX_NAME_BYTES: usize = 255;
 
 /// One skill to materialize.
 #[derive(Debug)]
@@ -111,7 +107,7 @@ async fn walk_skill(
     let name = skill.name();
     let dir = skill.dir();
     let mut refused = Vec::new();
-    if !is_valid_segment(name) || name.len() > MAX_NAME_BYTES {
+    if dir_name(name).is_none() {
         let message = "the skill's name cannot be a directory name".to_owned();
         refused.push(refusal(name, &dir, "invalid_name", message, true));
         return Ok((None, refused));

@@ -141,8 +141,8 @@ impl PyEditor {
         change(py, c)
     }
 
-    /// Writes a supporting file (under references/, scripts/, assets/ or
-    /// templates/) of an existing skill, only over version `expected` when
+    /// Writes a supporting file (`references/x.md`, `LICENSE.txt`; never a
+    /// hidden path) of an existing skill, only over version `expected` when
     /// given.
     #[pyo3(signature = (name, relative, data, *, expected=None))]
     fn write_file(
