@@ -269,8 +269,8 @@ pub async fn sync(catalog: &Catalog, dir: &Path, options: &SyncOptions) -> Resul
     state.write_manifest(&next)?;
     switch::switch_in(&state, &mut build, &next, &live)?;
     let retired = live.tree().map(|(_, m)| m.id.clone());
-    switch::clean_up(&state, &build, &mut next, retired.as_deref())?;
-    report.kept = state.kept()?;
+    switch::clean_up(&state, &build, &mut next, retired.as_deref());
+    report.kept = state.kept().unwrap_or_default();
     Ok(report)
 }
 

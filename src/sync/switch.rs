@@ -120,8 +120,15 @@ fn forget(state: &State, next: &Manifest, live: &Live) {
 /// replaced (`retired`), keeping whatever sync did not write, drops the
 /// manifests no tree needs, and brings the change times recorded for
 /// `next` (live, at `build`) and `retired` up to date where removing a
-/// link moved them.
-pub(crate) fn clean_up(state: &State, build: &Build<'_>, next: &mut Manifest, retired: Option<&str>) -> Result<()> {
+/// link moved them. The switch has landed, so nothing here fails the
+/// sync: what cannot be done is logged, and the next sync tries again.
+pub(crate) fn clean_up(state: &State, build: &Build<'_>, next: &mut Manifest, retired: Option<&str>) {
+    if let Err(e) = try_clean_up(state, build, next, retired) {
+        tracing::warn!(error = %e, "cannot remove old generations after a switch");
+    }
+}
+
+fn try_clean_up(state: &State, build: &Build<'_>, next: &mut Manifest, retired: Option<&str>) -> Result<()> {
     let manifests = state.manifests()?;
     let known = Known::of(&manifests);
     let mut unlinked: HashSet<u64> = HashSet::new();
