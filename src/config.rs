@@ -21,6 +21,10 @@
 //! prompt:
 //!   style: markdown
 //!   max_chars: 40000
+//! sync:                         # bounds of a synced tree (`sync DIR`)
+//!   max_files: 10000            # per skill
+//!   max_skill_bytes: 67108864   # per skill
+//!   max_total_bytes: 1073741824 # the whole tree
 //! cache:                        # frontmatters of S3 sources, kept by version
 //!   dir: ~/.cache/skillstore    # default: $XDG_CACHE_HOME/skillstore or ~/.cache/skillstore
 //!   max_bytes: 67108864
@@ -63,6 +67,9 @@ pub struct Config {
     /// The local cache of frontmatters.
     #[serde(default)]
     pub cache: CacheConfig,
+    /// Bounds of a synced tree.
+    #[serde(default)]
+    pub sync: SyncConfig,
     /// The directory relative locations and files are resolved against:
     /// the configuration file's directory, or the working directory.
     #[serde(skip)]
@@ -166,6 +173,22 @@ pub struct PromptConfig {
     /// `ROOT/NAME/SKILL.md` instead of the virtual path.
     #[serde(default)]
     pub location_root: Option<String>,
+}
+
+/// Bounds of a synced tree (`sync DIR`); what passes one is left out whole
+/// and reported.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SyncConfig {
+    /// The most files one skill may hold (default 10,000).
+    #[serde(default)]
+    pub max_files: Option<usize>,
+    /// The most bytes one skill may hold (default 64 MiB).
+    #[serde(default)]
+    pub max_skill_bytes: Option<u64>,
+    /// The most bytes the whole tree may hold (default 1 GiB).
+    #[serde(default)]
+    pub max_total_bytes: Option<u64>,
 }
 
 /// The local cache of frontmatters read from sources that name their

@@ -28,6 +28,7 @@ use crate::error::{Error, Result};
 use crate::location::{Location, read_local_text};
 use crate::prompt::{PromptOptions, PromptStyle};
 use crate::source::{Patterns, Source, SourceList, parse_dir};
+use crate::sync::SyncOptions;
 
 /// Everything a catalog, an editor or a prompt needs: one namespace
 /// (mounts joined in a [`MountTable`]), the ordered sources in it, and the
@@ -39,6 +40,7 @@ pub struct Namespace {
     source_locations: Vec<Location>,
     load: LoadOptions,
     prompt: PromptSettings,
+    sync: SyncOptions,
 }
 
 /// Prompt settings from the configuration, before a template is read.
@@ -84,6 +86,12 @@ impl Namespace {
     /// The prompt settings.
     pub fn prompt_settings(&self) -> &PromptSettings {
         &self.prompt
+    }
+
+    /// How a sync of this namespace runs: the read limit and the bounds of
+    /// the configuration's `sync` section, defaults elsewhere.
+    pub fn sync_options(&self) -> &SyncOptions {
+        &self.sync
     }
 
     /// The location serving the source `name` (for a front end that must
@@ -371,7 +379,19 @@ pub(crate) fn assemble(config: &Config, writable_names: &[String]) -> Result<Nam
             template,
             location_root: config.prompt.location_root.clone(),
         },
+        sync: sync_options(config, read_limit),
     })
+}
+
+fn sync_options(config: &Config, read_limit: u64) -> SyncOptions {
+    let defaults = SyncOptions::default();
+    SyncOptions {
+        read_limit,
+        max_files_per_skill: config.sync.max_files.unwrap_or(defaults.max_files_per_skill),
+        max_skill_bytes: config.sync.max_skill_bytes.unwrap_or(defaults.max_skill_bytes),
+        max_total_bytes: config.sync.max_total_bytes.unwrap_or(defaults.max_total_bytes),
+        ..defaults
+    }
 }
 
 fn parse_policy(text: &str) -> Result<SymlinkPolicy> {

@@ -142,23 +142,8 @@ pub enum Command {
     },
     /// Materialize the winning skills as DIR/NAME/... for a sandbox, switched in atomically.
     Sync {
-        /// The directory to write (created if absent; must be empty or an earlier sync's).
-        dir: PathBuf,
-        /// Disabled skills too.
-        #[arg(long)]
-        all: bool,
-        /// Trust the sources with programs: files starting with `#!` become executable.
-        #[arg(long)]
-        keep_modes: bool,
-        /// The most files one skill may hold (a skill with more is left out and reported).
-        #[arg(long, value_name = "N")]
-        max_files: Option<usize>,
-        /// Print each report as one line of JSON.
-        #[arg(long)]
-        json: bool,
-        /// Keep DIR in step: refresh and sync every INTERVAL (e.g. 30s) until SIGINT or SIGTERM.
-        #[arg(long, value_name = "INTERVAL", value_parser = shutdown::parse_interval)]
-        watch: Option<std::time::Duration>,
+        #[command(flatten)]
+        flags: sync::SyncFlags,
     },
     /// Serve the winning skills as a read-only FUSE tree at DIR until SIGINT or SIGTERM.
     Mount {
@@ -310,24 +295,7 @@ async fn run(args: Args) -> Result<(), Failure> {
             replace,
             args: edit,
         } => archive::install(&args.global, &file, replace, &edit).await,
-        Command::Sync {
-            dir,
-            all,
-            keep_modes,
-            max_files,
-            json,
-            watch,
-        } => {
-            let request = sync::SyncArgs {
-                dir: &dir,
-                all,
-                keep_modes,
-                max_files,
-                json,
-                watch,
-            };
-            sync::run(&args.global, request).await
-        }
+        Command::Sync { flags } => sync::run(&args.global, flags).await,
         Command::Mount {
             dir,
             all,

@@ -2,7 +2,7 @@
 //! them, once, kept in step, or served live through FUSE.
 
 use std::ops::ControlFlow;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use skillstore::SharedCatalog;
@@ -14,47 +14,65 @@ use super::terminal::shown;
 use super::{Failure, Global, emit, shutdown};
 
 /// What `sync` was asked to do.
-#[derive(Debug)]
-pub struct SyncArgs<'a> {
-    pub dir: &'a Path,
-    pub all: bool,
-    pub keep_modes: bool,
-    pub max_files: Option<usize>,
-    pub json: bool,
-    pub watch: Option<Duration>,
+#[derive(Debug, clap::Args)]
+pub struct SyncFlags {
+    /// The directory to write (created if absent; must be empty or an earlier sync's). It is
+    /// replaced at each switch: give a container the directory holding it, not DIR itself.
+    dir: PathBuf,
+    /// Disabled skills too.
+    #[arg(long)]
+    all: bool,
+    /// Trust the sources with programs: files starting with `#!` become executable.
+    #[arg(long)]
+    keep_modes: bool,
+    /// The most files one skill may hold (default 10,000; a skill with more is left out and reported).
+    #[arg(long, value_name = "N")]
+    max_files: Option<usize>,
+    /// The most bytes one skill may hold (default 64 MiB; a skill with more is left out and reported).
+    #[arg(long, value_name = "BYTES")]
+    max_skill_bytes: Option<u64>,
+    /// The most bytes the whole tree may hold (default 1 GiB; skills past it are left out and reported).
+    #[arg(long, value_name = "BYTES")]
+    max_total_bytes: Option<u64>,
+    /// Print each report as one line of JSON.
+    #[arg(long)]
+    json: bool,
+    /// Keep DIR in step: refresh and sync every INTERVAL (e.g. 30s) until SIGINT or SIGTERM.
+    #[arg(long, value_name = "INTERVAL", value_parser = shutdown::parse_interval)]
+    watch: Option<Duration>,
 }
 
-pub async fn run(global: &Global, args: SyncArgs<'_>) -> Result<(), Failure> {
+pub async fn run(global: &Global, flags: SyncFlags) -> Result<(), Failure> {
     let namespace = build(global)?;
     let mut options = SyncOptions {
-        all_skills: args.all,
-        keep_modes: args.keep_modes,
-        read_limit: namespace.load_options().read_limit,
-        ..SyncOptions::default()
+        all_skills: flags.all,
+        keep_modes: flags.keep_modes,
+        ..namespace.sync_options().clone()
     };
-    if let Some(max) = args.max_files {
-        options.max_files_per_skill = max;
-    }
+    options.max_files_per_skill = flags.max_files.unwrap_or(options.max_files_per_skill);
+    options.max_skill_bytes = flags.max_skill_bytes.unwrap_or(options.max_skill_bytes);
+    options.max_total_bytes = flags.max_total_bytes.unwrap_or(options.max_total_bytes);
+    let dir = flags.dir.as_path();
     let catalog = namespace.load().await;
-    let Some(interval) = args.watch else {
+    let Some(interval) = flags.watch else {
         // A source that could not be listed leaves the tree as it was: exit 3.
         let code = if degraded(&catalog).is_some() { 3 } else { 1 };
-        let report = sync(&catalog, args.dir, &options).await.map_err(|e| Failure {
+        let report = sync(&catalog, dir, &options).await.map_err(|e| Failure {
             code,
             message: e.to_string(),
         })?;
-        return print(&report, args.dir, args.json);
+        return print(&report, dir, flags.json);
     };
     let shared = SharedCatalog::new(catalog);
     let mut failure = None;
     watch(
         &shared,
-        args.dir,
+        dir,
         &options,
         interval,
         shutdown::signal(),
         |result| match result {
-            Ok(report) => match print(&report, args.dir, args.json) {
+            Ok(report) => match print(&report, dir, flags.json) {
                 Ok(()) => ControlFlow::Continue(()),
                 Err(f) => {
                     failure = Some(f);
@@ -85,6 +103,18 @@ fn print(report: &SyncReport, dir: &Path, json: bool) -> Result<(), Failure> {
             shown(&refusal.path),
             refusal.kind,
             shown(&refusal.message)
+        );
+    }
+    for file in &report.repaired {
+        eprintln!(
+            "warning: {} was changed in the tree since sync wrote it; written again from the source",
+            shown(file)
+        );
+    }
+    for tree in &report.kept {
+        eprintln!(
+            "warning: {} holds files sync did not write or that were changed; it is kept: look through it and remove it",
+            shown(tree)
         );
     }
     if json {

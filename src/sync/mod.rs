@@ -4,21 +4,43 @@
 //!
 //! Guarantees of [`sync`]:
 //! - **atomic for readers**: a new generation is built beside `DIR` and
-//!   switched in with one rename, so a path resolved under `DIR` sees one
-//!   generation whole; the generation replaced stays beside `DIR` until the
-//!   next sync (so a reader that opened it can finish) and is removed then.
-//!   A sync that fails leaves the live generation as it was;
-//! - **incremental**: each generation keeps a manifest of the source
-//!   version of every file; a file whose version is unchanged is hard-linked
-//!   from the live generation instead of read again, and when nothing
-//!   changed no generation is built at all;
-//! - **guarded**: nothing is written outside `DIR` and its state directory
-//!   `.NAME.skillstore` beside it; skill names and file paths are `VPath`
+//!   switched in with one `renameat2`, so a path resolved under `DIR` sees
+//!   one generation whole; `DIR`'s entries are real directories and files,
+//!   never links. The generation replaced stays beside `DIR` until the next
+//!   sync (so a reader that opened it can finish). A sync that fails leaves
+//!   the live generation as it was. `DIR` itself is replaced, so a
+//!   container must mount the directory holding it, not `DIR`; a `DIR`
+//!   that is a mount point is refused;
+//! - **only its own files**: a tree is taken for a generation only when
+//!   its files are the ones the generation's manifest recorded (inode,
+//!   size, mode, change time or SHA-256), never by its place or its
+//!   directory's inode. A `DIR` holding anything no sync wrote is refused
+//!   and left as it is; anything that appears in it during a sync undoes
+//!   the switch. A file of the generation changed since (even with its
+//!   modification time put back) is rewritten from the source, and the
+//!   tree holding the changed copy is kept. Old trees are removed file by
+//!   file, only where each file is still what sync wrote; a tree that
+//!   keeps anything is renamed `kept-ID` in the state and reported;
+//! - **private state**: the state directory `.NAME.skillstore` beside
+//!   `DIR` must be a directory of the caller with no group or other
+//!   permissions, and its lock a regular file of the caller's, or the sync
+//!   is refused; every file is created relative to directory handles
+//!   opened without following links;
+//! - **incremental**: a file whose source version is unchanged is
+//!   hard-linked from the live generation instead of read again; when
+//!   nothing changed (files behind links and files refused when read are
+//!   read again to know) no generation is built at all;
+//! - **complete or not at all**: a catalog missing a source (one that
+//!   could not be listed, or is served from an earlier load) is never
+//!   synced, since its skills would be removed from the tree;
+//! - **guarded and bounded**: skill names and file paths are `VPath`
 //!   segments; every read goes through the backend under the read limit,
 //!   confined to the skill's directory once links resolve; walks never
-//!   enter a directory link and stop at a file limit per skill; files are
-//!   written `0644` (see [`SyncOptions::keep_modes`]) and directories `0755`.
-//!   What a guard refuses is left out and reported, never written.
+//!   enter a directory link; a skill over its file or byte bound, or one
+//!   that would take the tree over its byte bound, is left out whole and
+//!   reported while the others are synced; files are written `0644` (see
+//!   [`SyncOptions::keep_modes`]) and directories `0755`. What a guard
+//!   refuses is left out and reported, never written.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -44,9 +66,15 @@
 //! # }).unwrap();
 //! ```
 
+mod build;
+mod compare;
+mod fsx;
 mod manifest;
 mod name;
-mod tree;
+mod plan;
+mod state;
+mod survey;
+mod switch;
 
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
@@ -55,20 +83,23 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use serde::Serialize;
-use skillstore_backends::{
-    DEFAULT_READ_LIMIT, EntryKind, ErrorKind, ReadOptions, SkillBackend, VPath, Version, is_valid_segment,
-};
+use skillstore_backends::{DEFAULT_READ_LIMIT, ErrorKind, ReadOptions};
 
-use crate::catalog::{Catalog, SKILL_FILE, Skill};
+use crate::catalog::{Catalog, SKILL_FILE};
+use crate::diagnostic::DiagnosticKind;
 use crate::error::Result;
 use crate::shared_catalog::SharedCatalog;
-use manifest::{FileRecord, Manifest, SkillRecord};
+use build::Build;
+use manifest::{FileRecord, Manifest, SkillRecord, digest};
 pub use name::{MAX_DIR_NAME_BYTES, dir_name};
-use tree::{Live, Target};
+use plan::{Plan, PlannedFile, is_refusal, over_bounds, refusal};
+use state::{Live, State};
 
-/// The longest file or directory name written, in bytes (the usual limit
-/// of Linux filesystems).
-const MAX_NAME_BYTES: usize = 255;
+/// The default bound on one skill's bytes: 64 MiB.
+pub const DEFAULT_MAX_SKILL_BYTES: u64 = 64 << 20;
+
+/// The default bound on the bytes of the whole tree: 1 GiB.
+pub const DEFAULT_MAX_TOTAL_BYTES: u64 = 1 << 30;
 
 /// How a sync runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,6 +109,15 @@ pub struct SyncOptions {
     /// The most files one skill may hold; a skill with more is left out
     /// whole and reported (`too_many_files`).
     pub max_files_per_skill: usize,
+    /// The most bytes one skill's files may hold in all (each link to a
+    /// file counts its bytes again, as a reader sees them); a skill with
+    /// more is left out whole and reported (`too_many_bytes`).
+    pub max_skill_bytes: u64,
+    /// The most bytes the whole tree may hold. Skills are admitted in
+    /// catalog order; one that would take the tree past the bound is left
+    /// out whole and reported (`over_total_bytes`), and later, smaller ones
+    /// may still fit.
+    pub max_total_bytes: u64,
     /// How many directory levels below a skill's directory are entered;
     /// deeper ones are left out and reported (`too_deep`).
     pub max_depth: usize,
@@ -93,12 +133,15 @@ pub struct SyncOptions {
 }
 
 impl Default for SyncOptions {
-    /// Enabled skills, 10,000 files and 32 levels per skill, the default
-    /// 10 MiB read limit, no execute bits, 16 reads at once.
+    /// Enabled skills, 10,000 files, 64 MiB and 32 levels per skill, 1 GiB
+    /// in all, the default 10 MiB read limit, no execute bits, 16 reads at
+    /// once.
     fn default() -> Self {
         SyncOptions {
             all_skills: false,
             max_files_per_skill: 10_000,
+            max_skill_bytes: DEFAULT_MAX_SKILL_BYTES,
+            max_total_bytes: DEFAULT_MAX_TOTAL_BYTES,
             max_depth: 32,
             read_limit: DEFAULT_READ_LIMIT,
             keep_modes: false,
@@ -127,6 +170,10 @@ pub struct SyncReport {
     pub files_updated: Vec<String>,
     /// Files gone since the last generation, as `NAME/RELPATH`.
     pub files_removed: Vec<String>,
+    /// Files of the tree that were changed since sync wrote them, written
+    /// again from the source, as `NAME/RELPATH`; the changed copies are in
+    /// a kept tree once the replaced generation is retired.
+    pub repaired: Vec<String>,
     /// Files read from the sources and written.
     pub files_copied: usize,
     /// Files reused from the live generation by hard link.
@@ -135,6 +182,10 @@ pub struct SyncReport {
     pub bytes_copied: u64,
     /// What the guards left out, each with why.
     pub refused: Vec<SyncRefusal>,
+    /// Trees in the state directory (`.NAME.skillstore/kept-ID`) kept
+    /// because they hold files sync did not write or that were changed:
+    /// look through them and remove them.
+    pub kept: Vec<String>,
 }
 
 /// Something a sync left out of the tree.
@@ -145,9 +196,9 @@ pub struct SyncRefusal {
     /// The virtual path concerned (escaped for display).
     pub path: String,
     /// A stable snake_case kind: `invalid_name`, `too_many_files`,
-    /// `too_deep`, `directory_link`, `unresolved_link`,
-    /// `not_regular_file`, or a storage kind such as `too_large` or
-    /// `symlink_escape`.
+    /// `too_many_bytes`, `over_total_bytes`, `too_deep`,
+    /// `directory_link`, `unresolved_link`, `not_regular_file`, or a
+    /// storage kind such as `too_large` or `symlink_escape`.
     pub kind: String,
     /// What happened.
     pub message: String,
@@ -158,78 +209,121 @@ pub struct SyncRefusal {
 /// Materializes the winning skills of `catalog` into `dir` as
 /// `dir/NAME/...` (see the module documentation for the guarantees). `dir`
 /// is created if absent; an existing `dir` must be a generation an earlier
-/// sync wrote, or empty. Fails, leaving the live generation in place, when
-/// a source could not be listed for `catalog` (see
-/// [`Catalog::unlisted_sources`]) or fails a read in a way that may pass
-/// (unavailable), when writing fails, or when another sync of `dir` is
-/// running.
+/// sync wrote, or an empty directory of the caller's. Fails, leaving the
+/// live generation in place, when a source could not be listed for
+/// `catalog` or is stale (see [`Catalog::unlisted_sources`]), when a read
+/// fails in a way that may pass (unavailable), when writing fails, when
+/// `dir` or the state beside it is refused, when `dir` changed during the
+/// sync, or when another sync of `dir` is running.
 pub async fn sync(catalog: &Catalog, dir: &Path, options: &SyncOptions) -> Result<SyncReport> {
-    // A source that could not be listed contributes no skills; syncing
-    // would delete its skills from the tree for as long as it is away.
-    if let Some(source) = catalog.unlisted_sources().first() {
-        return Err(skillstore_backends::Error::at(ErrorKind::Unavailable, source.path())
-            .with_detail(format!(
-                "the source `{}` could not be listed, so the synced tree keeps its generation",
-                source.name()
-            ))
-            .into());
-    }
-    let target = Target::open(dir)?;
-    let live = target.live()?;
-    let previous = match &live {
-        Live::Ours(manifest) => Some(manifest),
-        Live::Absent | Live::Empty => None,
-    };
-    let reusable = previous.filter(|m| m.keep_modes == options.keep_modes);
+    refuse_incomplete(catalog)?;
+    let state = State::open(dir)?;
+    let manifests = state.manifests()?;
+    let live = state.live(&manifests)?;
+    switch::recover(&state, &live, &manifests)?;
 
     let mut refused = Vec::new();
-    let plans = plan(catalog, options, &mut refused).await?;
+    let plans = plan::plan(catalog, options, &mut refused).await?;
 
-    if let Some(manifest) = reusable
-        && unchanged(&plans, manifest, target.live_path())
+    if let Live::Ours { manifest, survey, .. } = &live
+        && manifest.keep_modes == options.keep_modes
+        && survey.is_whole(manifest)
+        && compare::unchanged(catalog, &plans, manifest, options, &mut refused).await?
     {
+        if !survey.refreshed.is_empty() {
+            let mut fresh = manifest.clone();
+            for (local, ctime) in &survey.refreshed {
+                if let Some(record) = fresh.file_mut(local) {
+                    record.ctime = *ctime;
+                }
+            }
+            state.write_manifest(&fresh)?;
+        }
+        refused.sort_by(|a, b| (&a.skill, &a.path).cmp(&(&b.skill, &b.path)));
         return Ok(SyncReport {
             skills: manifest.skills.len(),
             refused,
+            kept: state.kept()?,
             ..SyncReport::default()
         });
     }
 
-    let mut build = target.build()?;
     let mut next = Manifest::new(options.keep_modes);
+    let mut build = Build::new(&state, &next.id)?;
+    let mut report = fill(catalog, &plans, &live, &mut build, &mut next, options, &mut refused).await?;
+    next.dirs = build.dirs().clone();
+    next.root_birth = fsx::birth(build.root());
+    let previous = match &live {
+        Live::Ours { manifest, survey, .. } => {
+            report.repaired = survey.altered.clone();
+            Some(manifest)
+        }
+        Live::Absent | Live::Empty { .. } => None,
+    };
+    compare::diff(previous, &next, &mut report);
+    refused.sort_by(|a, b| (&a.skill, &a.path).cmp(&(&b.skill, &b.path)));
+    report.skills = next.skills.len();
+    report.refused = refused;
+    report.switched = true;
+
+    state.write_manifest(&next)?;
+    switch::switch_in(&state, &mut build, &next, &live)?;
+    let retired = live.tree().map(|(_, m)| m.id.clone());
+    switch::clean_up(&state, &build, &mut next, retired.as_deref());
+    report.kept = state.kept().unwrap_or_default();
+    Ok(report)
+}
+
+/// Writes the files of `plans` into `build`: hard links to live files that
+/// are still as written and whose version is unchanged, reads for the
+/// rest. Records every file in `next`; leaves out, and reports, files
+/// refused when read and skills over their byte bounds.
+async fn fill(
+    catalog: &Catalog,
+    plans: &[Plan],
+    live: &Live,
+    build: &mut Build<'_>,
+    next: &mut Manifest,
+    options: &SyncOptions,
+    refused: &mut Vec<SyncRefusal>,
+) -> Result<SyncReport> {
+    let reusable = match live {
+        Live::Ours { root, manifest, survey } if manifest.keep_modes == options.keep_modes => {
+            Some((root, manifest, survey))
+        }
+        _ => None,
+    };
     let mut report = SyncReport::default();
-    let mut reads = Vec::new();
-    for plan in &plans {
-        build.skill_dir(&plan.name)?;
+    let mut linked: std::collections::HashSet<String> = std::collections::HashSet::new();
+    let mut bytes: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut reads: Vec<(&Plan, &PlannedFile, String)> = Vec::new();
+    for plan in plans {
+        build.dir(&plan.name)?;
         next.skills.insert(
             plan.name.clone(),
             SkillRecord {
                 source: plan.source.clone(),
                 dir: plan.dir.as_str().to_owned(),
-                files: BTreeMap::new(),
+                ..SkillRecord::default()
             },
         );
-        let old_skill = reusable
-            .and_then(|m| m.skills.get(&plan.name))
-            .filter(|s| s.dir == plan.dir.as_str());
         for file in &plan.files {
             let local = format!("{}/{}", plan.name, file.relative);
-            let reuse = old_skill
-                .and_then(|s| s.files.get(&file.relative))
-                .filter(|record| !file.symlink && file.version.as_ref().is_some_and(|v| v.as_str() == record.version));
-            if let Some(record) = reuse
-                && let Some(written) = build.link_from(target.live_path(), &local, record)
+            if let Some((root, manifest, survey)) = reusable
+                && !file.symlink
+                && let Some(record) = manifest.file(&local)
+                && file.version.as_ref().is_some_and(|v| v.as_str() == record.version)
+                && survey.intact.contains(&local)
+                && let Some(written) = build.link_from(rustix::fd::AsFd::as_fd(root), &local, record)
             {
-                report.files_linked += 1;
-                insert(
-                    &mut next,
-                    &plan.name,
-                    &file.relative,
-                    record.version.clone(),
-                    record.size,
-                    record.mode,
-                    written,
-                );
+                linked.insert(local);
+                *bytes.entry(&plan.name).or_default() += record.size;
+                let record = FileRecord {
+                    ino: written.ino,
+                    ctime: written.ctime,
+                    ..record.clone()
+                };
+                insert(next, &plan.name, &file.relative, record);
                 continue;
             }
             reads.push((plan, file, local));
@@ -239,62 +333,127 @@ pub async fn sync(catalog: &Catalog, dir: &Path, options: &SyncOptions) -> Resul
     let backend = catalog.backend();
     let mut results = futures::stream::iter(reads)
         .map(|(plan, file, local)| {
-            let options = ReadOptions::with_limit(options.read_limit).confined(plan.dir.segments().count());
-            async move { (plan, file, local, backend.read(&file.path, options).await) }
+            let read = ReadOptions::with_limit(options.read_limit).confined(plan.dir.segments().count());
+            async move { (plan, file, local, backend.read(&file.path, read).await) }
         })
         .buffer_unordered(options.concurrency.max(1));
-    let mut dropped: Vec<String> = Vec::new();
+    let mut dropped: BTreeMap<String, SyncRefusal> = BTreeMap::new();
     while let Some((plan, file, local, read)) = results.next().await {
+        if dropped.contains_key(&plan.name) {
+            continue;
+        }
         match read {
             Ok(blob) => {
-                let mode = if options.keep_modes && blob.data.starts_with(b"#!") {
-                    0o755
-                } else {
-                    0o644
-                };
+                let held = bytes.entry(&plan.name).or_default();
+                *held += blob.data.len() as u64;
+                if *held > options.max_skill_bytes {
+                    // Grown since it was listed.
+                    let refusal = over_bounds(&plan.name, &plan.dir, *held, 0, options).expect("over its bound");
+                    dropped.insert(plan.name.clone(), refusal);
+                    continue;
+                }
+                let mode = file_mode(options, &blob.data);
                 let written = build.write(&local, &blob.data, mode)?;
-                report.files_copied += 1;
-                report.bytes_copied += blob.data.len() as u64;
-                insert(
-                    &mut next,
-                    &plan.name,
-                    &file.relative,
-                    blob.version.to_string(),
-                    blob.size,
+                let record = FileRecord {
+                    version: blob.version.to_string(),
+                    size: blob.data.len() as u64,
                     mode,
-                    written,
-                );
+                    ino: written.ino,
+                    ctime: written.ctime,
+                    sha256: digest(&blob.data),
+                };
+                insert(next, &plan.name, &file.relative, record);
             }
             Err(e) if is_refusal(e.kind()) => {
-                let whole = file.relative == SKILL_FILE;
-                refused.push(refusal(&plan.name, &file.path, e.kind().as_str(), e.to_string(), whole));
-                if whole {
-                    dropped.push(plan.name.clone());
+                let kind = e.kind().as_str();
+                if file.relative == SKILL_FILE {
+                    dropped.insert(
+                        plan.name.clone(),
+                        refusal(&plan.name, &file.path, kind, e.to_string(), true),
+                    );
+                    continue;
+                }
+                refused.push(refusal(&plan.name, &file.path, kind, e.to_string(), false));
+                if let Some(skill) = next.skills.get_mut(&plan.name) {
+                    skill.refused.insert(file.relative.clone(), kind.to_owned());
                 }
             }
             Err(e) => return Err(e.into()),
         }
     }
     drop(results);
-    for name in dropped {
-        build.remove_skill(&name);
-        next.skills.remove(&name);
-    }
 
-    diff(previous, &next, &mut report);
-    report.skills = next.skills.len();
-    report.refused = refused;
-    report.switched = true;
-    target.switch(build, &next, &live)?;
+    // The whole tree's bound, on the bytes read, in catalog order.
+    let mut total = 0u64;
+    for plan in plans {
+        if dropped.contains_key(&plan.name) {
+            continue;
+        }
+        let held = bytes.get(plan.name.as_str()).copied().unwrap_or(0);
+        if let Some(refusal) = over_bounds(&plan.name, &plan.dir, held, total, options) {
+            dropped.insert(plan.name.clone(), refusal);
+            continue;
+        }
+        total += held;
+    }
+    for (name, refusal) in dropped {
+        next.skills.remove(&name);
+        build.remove_skill(&name);
+        refused.push(refusal);
+    }
+    for (local, record) in next.files() {
+        if linked.contains(&local) {
+            report.files_linked += 1;
+        } else {
+            report.files_copied += 1;
+            report.bytes_copied += record.size;
+        }
+    }
     Ok(report)
+}
+
+/// The mode a file is written with.
+pub(crate) fn file_mode(options: &SyncOptions, data: &[u8]) -> u32 {
+    if options.keep_modes && data.starts_with(b"#!") {
+        0o755
+    } else {
+        0o644
+    }
+}
+
+/// Refuses a catalog that is not the whole namespace: a source that could
+/// not be listed contributes no skills, and one served from an earlier
+/// load (stale) may not even have the skills it lists; syncing either would
+/// remove or empty that source's skills in the tree for as long as it is
+/// away.
+fn refuse_incomplete(catalog: &Catalog) -> Result<()> {
+    let unlisted = catalog
+        .unlisted_sources()
+        .first()
+        .map(|s| (s.name().to_owned(), s.path().clone()));
+    let stale = catalog
+        .diagnostics()
+        .iter()
+        .find(|d| d.kind == DiagnosticKind::SourceStale)
+        .and_then(|d| Some((d.source.clone()?, d.path.clone()?)));
+    let Some((name, path)) = unlisted.or(stale) else {
+        return Ok(());
+    };
+    Err(skillstore_backends::Error::at(ErrorKind::Unavailable, &path)
+        .with_detail(format!(
+            "the source `{}` could not be listed now, so the synced tree keeps its generation",
+            name.escape_debug()
+        ))
+        .into())
 }
 
 /// Keeps `dir` in step with `catalog`: syncs, hands the result to
 /// `on_report`, waits `interval`, refreshes the catalog, and again, until
-/// `shutdown` completes or `on_report` breaks. A failed sync is handed to
-/// `on_report` like a report and leaves the live generation in place; the
-/// loop goes on unless `on_report` breaks. A sync cut short by `shutdown`
-/// leaves nothing behind.
+/// `shutdown` completes or `on_report` breaks. A failed sync (also one
+/// refused because a source could not be listed at the last refresh) is
+/// handed to `on_report` like a report and leaves the live generation in
+/// place; the loop goes on unless `on_report` breaks. A sync cut short by
+/// `shutdown` leaves nothing behind.
 pub async fn watch<S, F>(
     catalog: &SharedCatalog,
     dir: &Path,
@@ -309,7 +468,10 @@ pub async fn watch<S, F>(
     tokio::pin!(shutdown);
     loop {
         let snapshot = catalog.snapshot();
+        // `biased`: `shutdown` is polled first, so it is listening before a
+        // sync that ends at once (one refused) hands over its result.
         let result = tokio::select! {
+            biased;
             () = &mut shutdown => return,
             result = sync(&snapshot, dir, options) => result,
         };
@@ -317,263 +479,19 @@ pub async fn watch<S, F>(
             return;
         }
         tokio::select! {
+            biased;
             () = &mut shutdown => return,
             () = tokio::time::sleep(interval) => {}
         }
         tokio::select! {
+            biased;
             () = &mut shutdown => return,
             () = catalog.refresh() => {}
         }
     }
 }
 
-/// One skill to materialize.
-#[derive(Debug)]
-struct Plan {
-    name: String,
-    source: String,
-    dir: VPath,
-    files: Vec<PlannedFile>,
-}
-
-/// One file of a skill, as its listing gave it.
-#[derive(Debug)]
-struct PlannedFile {
-    relative: String,
-    path: VPath,
-    version: Option<Version>,
-    symlink: bool,
-}
-
-/// Walks every skill to materialize, concurrently, keeping catalog order.
-async fn plan(catalog: &Catalog, options: &SyncOptions, refused: &mut Vec<SyncRefusal>) -> Result<Vec<Plan>> {
-    let skills: Vec<&Skill> = catalog
-        .skills()
-        .iter()
-        .filter(|s| options.all_skills || s.enabled)
-        .collect();
-    let backend = catalog.backend();
-    let walked: Vec<Result<(Option<Plan>, Vec<SyncRefusal>)>> = futures::stream::iter(skills)
-        .map(|skill| walk_skill(&**backend, skill, options))
-        .buffered(options.concurrency.max(1))
-        .collect()
-        .await;
-    let mut plans = Vec::new();
-    for result in walked {
-        let (plan, found) = result?;
-        refused.extend(found);
-        plans.extend(plan);
-    }
-    Ok(plans)
-}
-
-/// Lists one skill's files: bounded, never into a directory link, with
-/// every name checked. `None` when the whole skill is refused.
-async fn walk_skill(
-    backend: &dyn SkillBackend,
-    skill: &Skill,
-    options: &SyncOptions,
-) -> Result<(Option<Plan>, Vec<SyncRefusal>)> {
-    let name = skill.name();
-    let dir = skill.dir();
-    let mut refused = Vec::new();
-    if !is_valid_segment(name) || name.len() > MAX_NAME_BYTES {
-        let message = "the skill's name cannot be a directory name".to_owned();
-        refused.push(refusal(name, &dir, "invalid_name", message, true));
-        return Ok((None, refused));
-    }
-    let mut files = Vec::new();
-    let mut pending = vec![(dir.clone(), String::new(), 0usize)];
-    while let Some((current, relative, depth)) = pending.pop() {
-        let listing = match backend.list_detailed(&current).await {
-            Ok(listing) => listing,
-            Err(e) if is_refusal(e.kind()) => {
-                let whole = current == dir;
-                refused.push(refusal(name, &current, e.kind().as_str(), e.to_string(), whole));
-                if whole {
-                    return Ok((None, refused));
-                }
-                continue;
-            }
-            Err(e) => return Err(e.into()),
-        };
-        for odd in listing.invalid {
-            refused.push(SyncRefusal {
-                skill: name.escape_debug().to_string(),
-                path: format!("{current}/{odd}"),
-                kind: "invalid_name".into(),
-                message: "the name is not a valid path segment".into(),
-                whole_skill: false,
-            });
-        }
-        let mut entries = listing.entries;
-        entries.sort_by(|a, b| a.name.cmp(&b.name));
-        let mut subdirs = Vec::new();
-        for entry in entries {
-            let path = current.join(&entry.name)?;
-            let below = if relative.is_empty() {
-                entry.name.clone()
-            } else {
-                format!("{relative}/{}", entry.name)
-            };
-            if entry.name.len() > MAX_NAME_BYTES {
-                let message = format!("the name is longer than {MAX_NAME_BYTES} bytes");
-                refused.push(refusal(name, &path, "invalid_name", message, false));
-                continue;
-            }
-            let (kind, message) = match (entry.kind, entry.symlink) {
-                (EntryKind::File, _) => {
-                    if files.len() == options.max_files_per_skill {
-                        let message = format!("the skill holds more than {} files", options.max_files_per_skill);
-                        refused.push(refusal(name, &dir, "too_many_files", message, true));
-                        return Ok((None, refused));
-                    }
-                    files.push(PlannedFile {
-                        relative: below,
-                        path,
-                        version: entry.version,
-                        symlink: entry.symlink,
-                    });
-                    continue;
-                }
-                (EntryKind::Dir, true) => ("directory_link", "a link to a directory is never followed"),
-                (EntryKind::Dir, false) if depth < options.max_depth => {
-                    subdirs.push((path, below, depth + 1));
-                    continue;
-                }
-                (EntryKind::Dir, false) => ("too_deep", "deeper than the depth limit"),
-                (EntryKind::Other, true) => ("unresolved_link", "a link the source's policy does not resolve"),
-                (EntryKind::Other, false) => ("not_regular_file", "neither a file nor a directory"),
-            };
-            refused.push(refusal(name, &path, kind, message.to_owned(), false));
-        }
-        pending.extend(subdirs.into_iter().rev());
-    }
-    if !files.iter().any(|f| f.relative == SKILL_FILE) {
-        let message = format!("no {SKILL_FILE} is listed in the skill's directory now");
-        refused.push(refusal(name, &dir, "not_found", message, true));
-        return Ok((None, refused));
-    }
-    Ok((
-        Some(Plan {
-            name: name.to_owned(),
-            source: skill.source.clone(),
-            dir,
-            files,
-        }),
-        refused,
-    ))
-}
-
-/// True when the plans describe exactly the live generation of `manifest`
-/// and every live file is still the one written.
-fn unchanged(plans: &[Plan], manifest: &Manifest, live: &Path) -> bool {
-    plans.len() == manifest.skills.len()
-        && plans.iter().all(|plan| {
-            let Some(old) = manifest.skills.get(&plan.name) else {
-                return false;
-            };
-            old.source == plan.source
-                && old.dir == plan.dir.as_str()
-                && old.files.len() == plan.files.len()
-                && plan.files.iter().all(|file| {
-                    old.files.get(&file.relative).is_some_and(|record| {
-                        !file.symlink
-                            && file.version.as_ref().is_some_and(|v| v.as_str() == record.version)
-                            && tree::live_matches(live, &format!("{}/{}", plan.name, file.relative), record)
-                    })
-                })
-        })
-}
-
-/// Fills the report's added, updated and removed lists.
-fn diff(previous: Option<&Manifest>, next: &Manifest, report: &mut SyncReport) {
-    let empty = Manifest::default();
-    let previous = previous.unwrap_or(&empty);
-    for (name, skill) in &next.skills {
-        let Some(old) = previous.skills.get(name) else {
-            report.added.push(name.clone());
-            report
-                .files_added
-                .extend(skill.files.keys().map(|f| format!("{name}/{f}")));
-            continue;
-        };
-        let before = report.files_added.len() + report.files_updated.len() + report.files_removed.len();
-        for (relative, record) in &skill.files {
-            match old.files.get(relative) {
-                None => report.files_added.push(format!("{name}/{relative}")),
-                Some(was) if was.version != record.version || was.mode != record.mode => {
-                    report.files_updated.push(format!("{name}/{relative}"));
-                }
-                Some(_) => {}
-            }
-        }
-        for relative in old.files.keys().filter(|f| !skill.files.contains_key(*f)) {
-            report.files_removed.push(format!("{name}/{relative}"));
-        }
-        let after = report.files_added.len() + report.files_updated.len() + report.files_removed.len();
-        if after != before || old.source != skill.source || old.dir != skill.dir {
-            report.updated.push(name.clone());
-        }
-    }
-    for (name, old) in &previous.skills {
-        if !next.skills.contains_key(name) {
-            report.removed.push(name.clone());
-            report
-                .files_removed
-                .extend(old.files.keys().map(|f| format!("{name}/{f}")));
-        }
-    }
-}
-
-fn insert(
-    next: &mut Manifest,
-    name: &str,
-    relative: &str,
-    version: String,
-    size: u64,
-    mode: u32,
-    written: tree::Written,
-) {
+fn insert(next: &mut Manifest, name: &str, relative: &str, record: FileRecord) {
     let skill = next.skills.get_mut(name).expect("the skill was recorded first");
-    skill.files.insert(
-        relative.to_owned(),
-        FileRecord {
-            version,
-            size,
-            mode,
-            ino: written.ino,
-            mtime: written.mtime,
-        },
-    );
-}
-
-/// Kinds of a read or listing that a guard refused, or that are settled
-/// (the file is gone): left out and reported. Every other kind fails the
-/// sync, since it may pass on a later try.
-fn is_refusal(kind: ErrorKind) -> bool {
-    matches!(
-        kind,
-        ErrorKind::NotFound
-            | ErrorKind::NotADirectory
-            | ErrorKind::IsADirectory
-            | ErrorKind::InvalidPath
-            | ErrorKind::PermissionDenied
-            | ErrorKind::TooLarge
-            | ErrorKind::NotRegularFile
-            | ErrorKind::SymlinkRefused
-            | ErrorKind::SymlinkEscape
-            | ErrorKind::SymlinkLoop
-            | ErrorKind::DanglingSymlink
-    )
-}
-
-fn refusal(skill: &str, path: &VPath, kind: &str, message: String, whole_skill: bool) -> SyncRefusal {
-    SyncRefusal {
-        skill: skill.escape_debug().to_string(),
-        path: path.as_str().escape_debug().to_string(),
-        kind: kind.to_owned(),
-        message,
-        whole_skill,
-    }
+    skill.files.insert(relative.to_owned(), record);
 }

@@ -1,0 +1,126 @@
+//! A plan compared with the live generation's manifest: whether a sync
+//! would change anything, and what it changed.
+
+use futures::StreamExt;
+use skillstore_backends::ReadOptions;
+
+use super::manifest::{Manifest, digest};
+use super::plan::{Plan, PlannedFile, is_refusal, refusal};
+use super::{SyncOptions, SyncRefusal, SyncReport, file_mode};
+use crate::catalog::Catalog;
+use crate::error::Result;
+
+/// True when writing `plans` would give exactly the generation `manifest`
+/// describes (the caller has checked that the tree is still whole). A file
+/// reached through a link, and one refused when read last time, is read
+/// again, since its listing does not say what a read would give: it is
+/// unchanged when the read gives the recorded version and bytes, or the
+/// recorded refusal (added to `refused`).
+pub(crate) async fn unchanged(
+    catalog: &Catalog,
+    plans: &[Plan],
+    manifest: &Manifest,
+    options: &SyncOptions,
+    refused: &mut Vec<SyncRefusal>,
+) -> Result<bool> {
+    if plans.len() != manifest.skills.len() {
+        return Ok(false);
+    }
+    let mut again: Vec<(&Plan, &PlannedFile)> = Vec::new();
+    for plan in plans {
+        let Some(old) = manifest.skills.get(&plan.name) else {
+            return Ok(false);
+        };
+        if old.source != plan.source
+            || old.dir != plan.dir.as_str()
+            || old.files.len() + old.refused.len() != plan.files.len()
+        {
+            return Ok(false);
+        }
+        for file in &plan.files {
+            let same_version = old
+                .files
+                .get(&file.relative)
+                .is_some_and(|r| file.version.as_ref().is_some_and(|v| v.as_str() == r.version));
+            if file.symlink || old.refused.contains_key(&file.relative) {
+                again.push((plan, file));
+            } else if !same_version {
+                return Ok(false);
+            }
+        }
+    }
+    let backend = catalog.backend();
+    let mut reads = futures::stream::iter(again)
+        .map(|(plan, file)| {
+            let read = ReadOptions::with_limit(options.read_limit).confined(plan.dir.segments().count());
+            async move { (plan, file, backend.read(&file.path, read).await) }
+        })
+        .buffer_unordered(options.concurrency.max(1));
+    let mut found = Vec::new();
+    while let Some((plan, file, read)) = reads.next().await {
+        let old = &manifest.skills[&plan.name];
+        match read {
+            Ok(blob) => {
+                let same = old.files.get(&file.relative).is_some_and(|r| {
+                    r.version == blob.version.as_str()
+                        && r.mode == file_mode(options, &blob.data)
+                        && r.sha256 == digest(&blob.data)
+                });
+                if !same {
+                    return Ok(false);
+                }
+            }
+            Err(e) if is_refusal(e.kind()) => {
+                if old.refused.get(&file.relative).map(String::as_str) != Some(e.kind().as_str()) {
+                    return Ok(false);
+                }
+                found.push(refusal(&plan.name, &file.path, e.kind().as_str(), e.to_string(), false));
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    refused.extend(found);
+    Ok(true)
+}
+
+/// Fills the report's added, updated and removed lists.
+pub(crate) fn diff(previous: Option<&Manifest>, next: &Manifest, report: &mut SyncReport) {
+    let empty = Manifest::default();
+    let previous = previous.unwrap_or(&empty);
+    for (name, skill) in &next.skills {
+        let Some(old) = previous.skills.get(name) else {
+            report.added.push(name.clone());
+            report
+                .files_added
+                .extend(skill.files.keys().map(|f| format!("{name}/{f}")));
+            continue;
+        };
+        let before = report.files_added.len() + report.files_updated.len() + report.files_removed.len();
+        for (relative, record) in &skill.files {
+            match old.files.get(relative) {
+                None => report.files_added.push(format!("{name}/{relative}")),
+                Some(was)
+                    if was.version != record.version || was.mode != record.mode || was.sha256 != record.sha256 =>
+                {
+                    report.files_updated.push(format!("{name}/{relative}"));
+                }
+                Some(_) => {}
+            }
+        }
+        for relative in old.files.keys().filter(|f| !skill.files.contains_key(*f)) {
+            report.files_removed.push(format!("{name}/{relative}"));
+        }
+        let after = report.files_added.len() + report.files_updated.len() + report.files_removed.len();
+        if after != before || old.source != skill.source || old.dir != skill.dir {
+            report.updated.push(name.clone());
+        }
+    }
+    for (name, old) in &previous.skills {
+        if !next.skills.contains_key(name) {
+            report.removed.push(name.clone());
+            report
+                .files_removed
+                .extend(old.files.keys().map(|f| format!("{name}/{f}")));
+        }
+    }
+}
