@@ -549,3 +549,32 @@ async fn finding_8_an_unchanged_catalog_with_links_and_refused_files_is_a_no_op(
     assert!(changed.switched);
     assert_eq!(std::fs::read(target.join("good/alias.md")).unwrap(), b"ok, changed\n");
 }
+
+/// A process spawned by another thread shares the lock's open file
+/// description until its exec; the lock is released explicitly, so the
+/// next sync is never told another one is running.
+#[tokio::test]
+async fn back_to_back_syncs_beside_a_thread_spawning_processes_never_see_a_held_lock() {
+    let (memory, catalog) = team().await;
+    let out = tempfile::tempdir().unwrap();
+    let target = out.path().join("skills");
+    let stop = Arc::new(AtomicBool::new(false));
+    let spawner = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut spawned = 0;
+            while !stop.load(Ordering::SeqCst) {
+                Command::new("true").status().unwrap();
+                spawned += 1;
+            }
+            spawned
+        })
+    };
+    for round in 0..100 {
+        put(&*memory, "/team/pdf/a.md", format!("round {round}\n")).await;
+        let report = sync(&catalog, &target, &SyncOptions::default()).await;
+        assert!(report.is_ok(), "round {round}: {report:?}");
+    }
+    stop.store(true, Ordering::SeqCst);
+    assert!(spawner.join().unwrap() > 0);
+}

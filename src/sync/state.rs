@@ -61,7 +61,20 @@ pub(crate) struct State {
     /// The state directory's name, for messages.
     shown: String,
     /// Holds the lock while the target is open.
-    _lock: OwnedFd,
+    _lock: SyncLock,
+}
+
+/// The target's lock, released explicitly when dropped: a process spawned
+/// by another thread may briefly share the open file description (until
+/// its exec closes it), and only an explicit unlock frees the lock for the
+/// next sync at once.
+#[derive(Debug)]
+struct SyncLock(OwnedFd);
+
+impl Drop for SyncLock {
+    fn drop(&mut self) {
+        let _ = rustix::fs::flock(&self.0, FlockOperation::Unlock);
+    }
 }
 
 impl State {
@@ -389,7 +402,7 @@ fn check_target(parent: BorrowedFd<'_>, target: &OsStr) -> Result<()> {
 }
 
 /// Opens the lock without following a link or waiting, and takes it.
-fn open_lock(state: BorrowedFd<'_>, me: u32) -> Result<OwnedFd> {
+fn open_lock(state: BorrowedFd<'_>, me: u32) -> Result<SyncLock> {
     let flags = OFlags::RDWR | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
     let not_a_lock = || {
         Error::Usage(
@@ -412,7 +425,7 @@ fn open_lock(state: BorrowedFd<'_>, me: u32) -> Result<OwnedFd> {
             io_error("cannot lock the sync target", e.into())
         }
     })?;
-    Ok(lock)
+    Ok(SyncLock(lock))
 }
 
 fn state_refused(shown: &str, e: io::Error) -> Error {
