@@ -38,7 +38,7 @@ log=$(mktemp)
 moto_pid=$!
 trap 'kill "$moto_pid" 2>/dev/null || true; rm -f "$log"' EXIT
 for _ in $(seq 1 150); do
-  if curl -fsS -o /dev/null "http://127.0.0.1:$port/moto-api/"; then break; fi
+  if curl -fs -o /dev/null "http://127.0.0.1:$port/moto-api/"; then break; fi
   sleep 0.2
 done
 bucket=skillstore-ci
