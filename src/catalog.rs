@@ -637,6 +637,37 @@ impl Catalog {
         self.diagnostics.iter().any(|d| d.kind == DiagnosticKind::SourceStale)
     }
 
+    /// The sources this catalog may not hold whole, by name, in source
+    /// order: those that could not be listed ([`Catalog::unlisted_sources`]),
+    /// those served from an earlier load (`source_stale`), and those where
+    /// the storage refused or failed a skill's `SKILL.md` (an error-level
+    /// `permission_denied`, `unavailable` or `other`), which leaves that
+    /// skill unloaded for a reason that is not the skill's own. A command
+    /// that prints such a catalog must not let it pass for a whole one.
+    pub fn incomplete_sources(&self) -> Vec<&Source> {
+        let storage_failed = |d: &Diagnostic| {
+            d.severity == Severity::Error
+                && matches!(
+                    d.kind,
+                    DiagnosticKind::SourceUnavailable
+                        | DiagnosticKind::SourceStale
+                        | DiagnosticKind::Storage(
+                            ErrorKind::PermissionDenied | ErrorKind::Unavailable | ErrorKind::Other
+                        )
+                )
+        };
+        let mut names: Vec<&str> = self.unlisted_sources().iter().map(|s| s.name()).collect();
+        for d in &self.diagnostics {
+            if let Some(name) = d.source.as_deref()
+                && (d.kind == DiagnosticKind::SourceStale || storage_failed(d))
+                && !names.contains(&name)
+            {
+                names.push(name);
+            }
+        }
+        self.sources.iter().filter(|s| names.contains(&s.name())).collect()
+    }
+
     /// The sources that could not be listed at the last load and have no
     /// earlier load to stand in for them: the catalog holds none of their
     /// skills, so it is not the whole namespace. A stale source (served
