@@ -40,9 +40,11 @@ impl std::str::FromStr for PromptStyle {
 pub struct PromptOptions {
     /// The list's shape.
     pub style: PromptStyle,
-    /// The most characters the result may have. Descriptions are shortened
-    /// first; if that is not enough, skills are left out from the end and
-    /// the text says how many.
+    /// The most characters the result may have, a hard cap. Descriptions
+    /// are shortened first; if that is not enough, skills are left out from
+    /// the end and the text says how many. When even the text around an
+    /// empty list is longer, the result is empty and
+    /// [`Prompt::frame_chars`] says how long that text is.
     pub max_chars: Option<usize>,
     /// A template replacing the built-in one. `{sources}`, `{skills}` and
     /// `{warnings}` are replaced by the rendered parts; nothing else in it
@@ -71,6 +73,10 @@ pub struct Prompt {
     /// Enabled skills left out because they have no location under
     /// [`PromptOptions::location_root`], each with why.
     pub left_out: Vec<LeftOut>,
+    /// Set when nothing fits [`PromptOptions::max_chars`]: the characters
+    /// of the fixed text (instructions, sources, the note on skills left
+    /// out) with every skill left out. The text is then empty.
+    pub frame_chars: Option<usize>,
 }
 
 /// An enabled skill a prompt leaves out because the tree under its
@@ -151,6 +157,7 @@ pub fn render(catalog: &Catalog, options: &PromptOptions) -> Prompt {
         omitted,
         shortened,
         left_out: left_out.clone(),
+        frame_chars: None,
     };
     if skills.is_empty() {
         return whole(String::new(), 0, 0);
@@ -188,6 +195,15 @@ pub fn render(catalog: &Catalog, options: &PromptOptions) -> Prompt {
             keep_low = mid
         } else {
             keep_high = mid - 1
+        }
+    }
+    if keep_low == 0 {
+        let frame_chars = frame.render(&[], cut, skills.len()).chars().count();
+        if frame_chars > budget {
+            return Prompt {
+                frame_chars: Some(frame_chars),
+                ..whole(String::new(), skills.len(), 0)
+            };
         }
     }
     let kept = &skills[..keep_low];

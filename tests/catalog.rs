@@ -405,7 +405,49 @@ async fn a_budget_shortens_descriptions_then_drops_skills(f: Fixture) {
     );
 }
 
+/// The budget is a hard cap: below the fixed text, nothing is rendered and
+/// the prompt says how long that text is; at every budget the text fits.
+async fn prompt_max_chars_is_a_hard_cap(f: Fixture) {
+    let files: Vec<(String, Vec<u8>)> = (0..8)
+        .map(|i| {
+            (
+                format!("/base/s{i}/SKILL.md"),
+                skill_md(&format!("s{i}"), &"d".repeat(120)),
+            )
+        })
+        .collect();
+    let files: Vec<(&str, &[u8])> = files.iter().map(|(p, d)| (p.as_str(), d.as_slice())).collect();
+    let (catalog, _tree) = load(f, &files, &["/base"]).await;
+    let at = |budget: usize| {
+        render(
+            &catalog,
+            &PromptOptions {
+                max_chars: Some(budget),
+                ..PromptOptions::default()
+            },
+        )
+    };
+    let nothing = at(500);
+    assert_eq!(nothing.text, "");
+    assert_eq!(nothing.omitted, 8);
+    let frame = nothing.frame_chars.expect("the fixed text is over 500 characters");
+    assert!(frame > 500);
+    assert_eq!(at(frame).frame_chars, None);
+    assert!(!at(frame).text.is_empty());
+    let full = render(&catalog, &PromptOptions::default()).text.chars().count();
+    for budget in (0..full + 10).step_by(13) {
+        let prompt = at(budget);
+        assert!(
+            prompt.text.chars().count() <= budget,
+            "{budget}: {}",
+            prompt.text.chars().count()
+        );
+        assert_eq!(prompt.frame_chars.is_some(), prompt.text.is_empty(), "{budget}");
+    }
+}
+
 skillstore::backends::backend_matrix!(
+    prompt_max_chars_is_a_hard_cap,
     merge_order_matches_deepagents,
     the_frontmatter_name_is_the_override_key,
     one_bad_skill_never_hides_the_others,

@@ -494,7 +494,7 @@ impl ServerHandler for SkillsServer {
             options.max_chars = Some(usize::try_from(max).unwrap_or(usize::MAX));
         }
         let view = caller.tenant.view().map_err(protocol_error)?;
-        let text = String::from_utf8_lossy(&view.prompt(&options).body).into_owned();
+        let text = String::from_utf8_lossy(&view.prompt(&options).map_err(protocol_error)?.body).into_owned();
         Ok(GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)])
             .with_description("The available skills")
             .into())

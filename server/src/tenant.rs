@@ -139,18 +139,27 @@ impl View {
     }
 
     /// The rendered system-prompt section for these options, built once
-    /// per snapshot and options.
-    pub fn prompt(&self, options: &PromptOptions) -> Rendered {
+    /// per snapshot and options. A `max_chars` below the section's fixed
+    /// text is a bad request that says how long that text is, never an
+    /// empty or over-long answer.
+    pub fn prompt(&self, options: &PromptOptions) -> Result<Rendered, ApiError> {
         let key = (format!("{:?}", options.style), options.max_chars);
         if let Some(hit) = lock(&self.prompts).get(&key) {
-            return hit.clone();
+            return Ok(hit.clone());
         }
-        let rendered = Rendered::new(skillstore::render(&self.catalog, options).text);
+        let prompt = skillstore::render(&self.catalog, options);
+        if let Some(frame) = prompt.frame_chars {
+            return Err(ApiError::bad_request(format!(
+                "nothing fits in {} characters: the prompt's fixed text alone is {frame} characters",
+                options.max_chars.unwrap_or(0)
+            )));
+        }
+        let rendered = Rendered::new(prompt.text);
         let mut prompts = lock(&self.prompts);
         if prompts.len() < 64 {
             prompts.insert(key, rendered.clone());
         }
-        rendered
+        Ok(rendered)
     }
 }
 

@@ -191,6 +191,10 @@ async fn statuses_name_what_went_wrong() {
     assert_eq!(error_kind(r).await, (StatusCode::BAD_REQUEST, "usage".into()));
     let r = get(&client, server.url("/v1/prompt?max_chars=many"), READER).await;
     assert_eq!(error_kind(r).await.0, StatusCode::BAD_REQUEST);
+    // A budget below the fixed text is refused and says how long that is.
+    let r = get(&client, server.url("/v1/prompt?max_chars=20"), READER).await;
+    let (status, kind) = error_kind(r).await;
+    assert_eq!((status, kind.as_str()), (StatusCode::BAD_REQUEST, "bad_request"));
     // 403: a read token writing.
     let r = client
         .put(server.url("/v1/skills/gamma"))

@@ -66,7 +66,7 @@ pub async fn prompt(
         options.max_chars = query.max_chars;
     }
     let view = caller.tenant.view()?;
-    Ok(answer(&headers, &view.prompt(&options), "text/plain; charset=utf-8"))
+    Ok(answer(&headers, &view.prompt(&options)?, "text/plain; charset=utf-8"))
 }
 
 /// `POST /v1/refresh`: refreshes the caller's catalog now.
