@@ -31,6 +31,17 @@ impl Version {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// True when both name the same version, with or without the double
+    /// quotes an ETag carries: `"7c61..."` and `7c61...` are one version,
+    /// so a version copied from any output may be given back either way.
+    pub fn same_as(&self, other: &Version) -> bool {
+        unquoted(&self.0) == unquoted(&other.0)
+    }
+}
+
+fn unquoted(v: &str) -> &str {
+    v.strip_prefix('"').and_then(|v| v.strip_suffix('"')).unwrap_or(v)
 }
 
 impl fmt::Display for Version {

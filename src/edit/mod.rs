@@ -586,7 +586,7 @@ impl SkillEditor {
 
     fn expect(&self, name: &str, relative: &str, expected: Option<&Version>, found: Option<&Version>) -> Result<()> {
         match expected {
-            Some(expected) if Some(expected) != found => {
+            Some(expected) if !found.is_some_and(|found| found.same_as(expected)) => {
                 let path = self.file_path(name, relative)?;
                 Err(skillstore_backends::Error::version_conflict(&path, expected, found).into())
             }
