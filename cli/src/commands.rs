@@ -38,27 +38,39 @@ pub async fn list(global: &Global, json: bool) -> Result<(), Failure> {
     degraded.map_or(Ok(()), Err)
 }
 
-/// Exit code 3 when a source could not be listed (unreachable, refused)
-/// or is served from an earlier load: what loaded was printed, but it may
-/// not be the whole catalog.
+/// Exit code 3 when a source could not be listed, is served from an
+/// earlier load, or had skills left unloaded because its storage refused
+/// or failed them (credentials, endpoint, permissions): what loaded was
+/// printed, but it may not be the whole catalog, and a script must not
+/// take it for one.
 pub fn degraded(catalog: &Catalog) -> Option<Failure> {
-    let mut names: Vec<&str> = catalog.unlisted_sources().iter().map(|s| s.name()).collect();
-    for d in catalog.diagnostics() {
-        if d.kind.as_str() == "source_stale"
-            && let Some(name) = d.source.as_deref()
-            && !names.contains(&name)
-        {
-            names.push(name);
-        }
-    }
-    if names.is_empty() {
+    let sources = catalog.incomplete_sources();
+    if sources.is_empty() {
         return None;
     }
-    let names: Vec<String> = names.iter().map(|n| format!("`{}`", shown(n))).collect();
+    let mut kinds: Vec<&str> = Vec::new();
+    for d in catalog.diagnostics() {
+        if d.severity == skillstore::Severity::Error
+            && d.source
+                .as_deref()
+                .is_some_and(|n| sources.iter().any(|s| s.name() == n))
+            && !kinds.contains(&d.kind.as_str())
+        {
+            kinds.push(d.kind.as_str());
+        }
+    }
+    let names: Vec<String> = sources.iter().map(|s| format!("`{}`", shown(s.name()))).collect();
+    let why = if kinds.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", kinds.join(", "))
+    };
     Some(Failure {
         code: 3,
         message: format!(
-            "incomplete: the source(s) {} could not be read now; the output holds the others",
+            "incomplete: the source(s) {} could not be read whole now{why}; the output holds the rest. \
+             Check the credentials (the AWS_* variables) and the endpoint of s3:// locations, \
+             or the permissions of local directories",
             names.join(", ")
         ),
     })
@@ -137,6 +149,8 @@ fn report_diagnostics(diagnostics: &[Diagnostic]) {
 struct ShowOutput<'a> {
     #[serde(flatten)]
     skill: &'a Skill,
+    /// The version of its SKILL.md, as `skill edit --if-version` takes it.
+    version: &'a str,
     files: Vec<String>,
     diagnostics: Vec<std::borrow::Cow<'a, Diagnostic>>,
 }
@@ -175,6 +189,7 @@ pub async fn show(global: &Global, name: &str, json: bool) -> Result<(), Failure
     if json {
         let output = ShowOutput {
             skill,
+            version: skill.version.as_str(),
             files,
             diagnostics,
         };
@@ -188,6 +203,7 @@ pub async fn show(global: &Global, name: &str, json: bool) -> Result<(), Failure
     let _ = writeln!(out, "name:          {}", shown(&meta.name));
     let _ = writeln!(out, "description:   {}", shown(&meta.description));
     let _ = writeln!(out, "source:        {} ({})", shown(&skill.source), skill.path);
+    let _ = writeln!(out, "version:       {}", shown(skill.version.as_str()));
     if let Some(license) = &meta.license {
         let _ = writeln!(out, "license:       {}", shown(license));
     }
@@ -275,6 +291,13 @@ pub async fn prompt(
     let prompt = render(&catalog, &options);
     for left in &prompt.left_out {
         eprintln!("warning: {}", shown(&left.to_string()));
+    }
+    if let Some(frame_chars) = prompt.frame_chars {
+        return Err(Failure::failed(format!(
+            "nothing fits in {} characters: the prompt's fixed text alone is {frame_chars} characters; \
+             raise --max-chars or use a shorter --template",
+            options.max_chars.unwrap_or(0)
+        )));
     }
     if prompt.omitted > 0 || prompt.shortened > 0 {
         eprintln!(

@@ -194,6 +194,16 @@ fn cli_prompt_in_both_styles_and_under_a_budget() {
     assert_eq!(small.code, 0);
     assert!(small.text().chars().count() <= 2001);
     assert!(small.stderr.contains("left out"), "{}", small.stderr);
+    // The budget is a hard cap: below the fixed text nothing is printed and
+    // the command fails, saying how long that text is.
+    let tiny = run(skillstore().args(["prompt", "--max-chars", "500"]));
+    assert_eq!(tiny.code, 1, "{}", tiny.stderr);
+    assert_eq!(tiny.stdout, b"");
+    assert!(
+        tiny.stderr.contains("nothing fits in 500 characters"),
+        "{}",
+        tiny.stderr
+    );
     assert_eq!(run(skillstore().args(["prompt", "--style", "html"])).code, 2);
 }
 
@@ -1590,4 +1600,83 @@ fn pack_o_follows_a_planted_link() {
         left,
         [".csv-report.partial", ".csv-report.skill.partial", "csv-report.skill"]
     );
+}
+
+/// `show` prints the SKILL.md version an S3 source gives (an ETag, with its
+/// quotes), and `skill edit --if-version` takes it back with or without
+/// them; a version that is not the current one is still a conflict.
+#[test]
+fn cli_an_s3_version_from_show_is_taken_back_with_or_without_quotes() {
+    let server = S3TestServer::shared();
+    let (_, location, _) = publish_examples(server);
+    let mount = format!("/={location}");
+    let on_s3 = |args: &[&str]| {
+        let mut cmd = skillstore();
+        s3_env(&mut cmd, server);
+        cmd.args([
+            "--mount",
+            &mount,
+            "--source",
+            "/base/",
+            "--source",
+            "/team/",
+            "--writable",
+            "team",
+        ])
+        .args(args);
+        run(&mut cmd)
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let edited = dir.path().join("SKILL.md");
+    let show = |name: &str| {
+        let out = on_s3(&["show", name, "--json"]);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        out.json()["version"].as_str().unwrap().to_owned()
+    };
+    let quoted = show("changelog");
+    assert!(quoted.starts_with('"') && quoted.ends_with('"'), "{quoted}");
+    let text = on_s3(&["show", "changelog"]).text();
+    assert!(text.contains(&format!("version:       {quoted}\n")), "{text}");
+
+    std::fs::write(&edited, "---\nname: changelog\ndescription: Edited once.\n---\nBody.\n").unwrap();
+    let bare = quoted.trim_matches('"').to_owned();
+    let out = on_s3(&[
+        "skill",
+        "edit",
+        "changelog",
+        "--from",
+        edited.to_str().unwrap(),
+        "--if-version",
+        &bare,
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+
+    let second = show("changelog");
+    std::fs::write(
+        &edited,
+        "---\nname: changelog\ndescription: Edited twice.\n---\nBody.\n",
+    )
+    .unwrap();
+    let out = on_s3(&[
+        "skill",
+        "edit",
+        "changelog",
+        "--from",
+        edited.to_str().unwrap(),
+        "--if-version",
+        &second,
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+
+    let stale = on_s3(&[
+        "skill",
+        "edit",
+        "changelog",
+        "--from",
+        edited.to_str().unwrap(),
+        "--if-version",
+        &bare,
+    ]);
+    assert_eq!(stale.code, 1, "{}", stale.stderr);
+    assert!(stale.stderr.contains("version conflict"), "{}", stale.stderr);
 }
