@@ -3,7 +3,8 @@
 # environments the tests drive (moto, a second S3 server; skills-ref, the
 # specification's reference validator) under target/, starts moto on a free
 # loopback port, and runs `cargo test` with the tests that need them
-# included, then the server through the official Python MCP SDK
+# included, then every bash block of README.md and docs/src/*.md as
+# written (scripts/docs_test.py), the server through the official Python MCP SDK
 # (server/tests/python/run.sh), a 60 s soak of the server
 # (scripts/soak_serve.py) and the Python package's tests
 # (scripts/test-python.sh).
@@ -48,6 +49,9 @@ export SKILLSTORE_AGENTSKILLS="$PWD/$venvs/skills-ref/bin/agentskills"
 
 echo "== cargo test (every crate, the tests needing moto and skills-ref included)"
 cargo test --workspace --all-features -- --include-ignored
+
+echo "== README and docs pages: every bash block runs as written (scripts/docs_test.py)"
+python3 scripts/docs_test.py --binary "${CARGO_TARGET_DIR:-target}/debug/skillstore" --s3 "http://127.0.0.1:$port"
 
 echo "== the server through the official Python MCP SDK (server/tests/python/run.sh)"
 bash server/tests/python/run.sh
