@@ -4,6 +4,7 @@
 //! where the bearer token names the tenant as on every other route.
 
 mod content;
+mod params;
 pub mod sessions;
 mod tools;
 mod uri;
@@ -17,12 +18,13 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, GetPromptRequestParams, GetPromptResponse, GetPromptResult,
-    GetSkillRequestParams, GetSkillResult, Implementation, ListPromptsResult, ListResourceTemplatesResult,
-    ListResourcesResult, ListSkillsResult, ListToolsResult, MetaObject, PaginatedRequestParams, Prompt, PromptArgument,
-    PromptMessage, ReadResourceDirectoryRequestParams, ReadResourceDirectoryResult, ReadResourceRequestParams,
-    ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, ResourceTemplate, Role, ServerCapabilities,
-    ServerConfig, Skill as McpSkill, SkillFrontmatter, SkillResource, SkillResources, SubscriptionFilter,
+    CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, GetPromptRequestParams, GetPromptResponse,
+    GetPromptResult, GetSkillRequestParams, GetSkillResult, Implementation, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListSkillsResult, ListToolsResult, MetaObject,
+    PaginatedRequestParams, Prompt, PromptArgument, PromptMessage, ReadResourceDirectoryRequestParams,
+    ReadResourceDirectoryResult, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
+    ResourceContents, ResourceTemplate, Role, ServerCapabilities, ServerConfig, Skill as McpSkill, SkillFrontmatter,
+    SkillResource, SkillResources, SubscriptionFilter,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, ServiceExt};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -171,14 +173,65 @@ pub fn http_router(service: Arc<Service>) -> Router {
 
 /// Serves one MCP session over stdin and stdout until the client closes it.
 pub async fn serve_stdio(service: Arc<Service>) -> Result<(), ServerError> {
+    let (lines, to_stdout) = tokio::sync::mpsc::channel::<String>(64);
+    let writer = tokio::spawn(write_lines(to_stdout));
+    let incoming = Box::pin(stdin_messages(lines.clone()));
+    let outgoing = Box::pin(futures::sink::unfold(
+        lines,
+        |lines, message: rmcp::service::TxJsonRpcMessage<RoleServer>| async move {
+            let line = serde_json::to_string(&message).map_err(std::io::Error::other)?;
+            lines
+                .send(line)
+                .await
+                .map_err(|_| std::io::Error::from(std::io::ErrorKind::BrokenPipe))?;
+            Ok::<_, std::io::Error>(lines)
+        },
+    ));
     let running = SkillsServer::local(service)
-        .serve(rmcp::transport::stdio())
+        .serve((outgoing, incoming))
         .await
         .map_err(|e| ServerError::Listen(format!("cannot start the MCP session: {e}")))?;
-    running
+    let ended = running
         .waiting()
         .await
-        .map_err(|e| ServerError::Listen(format!("the MCP session failed: {e}")))?;
+        .map_err(|e| ServerError::Listen(format!("the MCP session failed: {e}")));
+    let _ = writer.await;
+    ended.map(|_| ())
+}
+
+/// The messages read from standard input, one JSON-RPC message a line. A
+/// line that is not JSON is answered `-32700`, one that is JSON but no
+/// message `-32600`, on standard output; neither ends the session.
+fn stdin_messages(
+    answers: tokio::sync::mpsc::Sender<String>,
+) -> impl futures::Stream<Item = rmcp::service::RxJsonRpcMessage<RoleServer>> + Send {
+    use tokio::io::AsyncBufReadExt;
+    let lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+    futures::stream::unfold((lines, answers), |(mut lines, answers)| async move {
+        loop {
+            let line = lines.next_line().await.ok().flatten()?;
+            if line.trim().is_empty() {
+                continue;
+            }
+            match serde_json::from_str(&line) {
+                Ok(message) => return Some((message, (lines, answers))),
+                Err(refused) => {
+                    answers.send(params::unreadable_line(&line, &refused)).await.ok()?;
+                }
+            }
+        }
+    })
+}
+
+/// Writes each line to standard output as it comes, until every sender is gone.
+async fn write_lines(mut lines: tokio::sync::mpsc::Receiver<String>) -> std::io::Result<()> {
+    use tokio::io::AsyncWriteExt;
+    let mut stdout = tokio::io::stdout();
+    while let Some(mut line) = lines.recv().await {
+        line.push('\n');
+        stdout.write_all(line.as_bytes()).await?;
+        stdout.flush().await?;
+    }
     Ok(())
 }
 
@@ -523,6 +576,14 @@ impl ServerHandler for SkillsServer {
         let mut result = ListSkillsResult::with_all_items(page);
         result.next_cursor = next_cursor(start, taken, names.len());
         Ok(result)
+    }
+
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, McpError> {
+        Err(params::unread_request(&request.method, request.params))
     }
 
     async fn get_skill(

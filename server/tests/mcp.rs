@@ -160,3 +160,65 @@ async fn digests_are_computed_once_per_file_version() {
     let _ = client.cancel().await;
     server.stop().await;
 }
+
+/// Raw lines to `skillstore mcp`: a line that is not JSON is answered
+/// -32700 and the session goes on; JSON that is no message is -32600; a
+/// known method with parameters it cannot take (skills/get with `name`
+/// instead of `uri`) is -32602 naming what is missing, an unknown method
+/// -32601; a good request after all that is answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stdio_answers_unreadable_lines_and_bad_params_as_json_rpc_says() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let dir = tempfile::tempdir().unwrap();
+    layered_tree(dir.path());
+    write(
+        dir.path(),
+        "skillstore.yaml",
+        "sources:\n  - path: /base\n  - path: /team\n",
+    );
+    let mut child = tokio::process::Command::new(skillstore_binary())
+        .arg("mcp")
+        .current_dir(dir.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut exchange = async |line: &str| -> serde_json::Value {
+        stdin.write_all(format!("{line}\n").as_bytes()).await.unwrap();
+        let answer = tokio::time::timeout(std::time::Duration::from_secs(20), stdout.next_line())
+            .await
+            .expect("an answer")
+            .unwrap()
+            .expect("a line");
+        serde_json::from_str(&answer).unwrap()
+    };
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}});
+    let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+    let first = format!("{init}\n{initialized}");
+    assert!(exchange(&first).await["result"].is_object());
+
+    let parse = exchange("this is not json").await;
+    assert_eq!(parse["error"]["code"], -32700, "{parse}");
+    assert_eq!(parse["id"], serde_json::Value::Null);
+    let invalid = exchange(r#"{"id": 7, "no": "method"}"#).await;
+    assert_eq!(
+        (invalid["error"]["code"].clone(), invalid["id"].clone()),
+        (json!(-32600), json!(7)),
+        "{invalid}"
+    );
+    let params = exchange(r#"{"jsonrpc":"2.0","id":2,"method":"skills/get","params":{"name":"alpha"}}"#).await;
+    assert_eq!(params["error"]["code"], -32602, "{params}");
+    assert!(params["error"]["message"].as_str().unwrap().contains("uri"), "{params}");
+    let unknown = exchange(r#"{"jsonrpc":"2.0","id":3,"method":"skills/nothing","params":{}}"#).await;
+    assert_eq!(unknown["error"]["code"], -32601, "{unknown}");
+    let good =
+        exchange(r#"{"jsonrpc":"2.0","id":4,"method":"skills/get","params":{"uri":"skill://alpha/SKILL.md"}}"#).await;
+    assert_eq!(good["id"], 4, "{good}");
+    assert!(good["result"].is_object(), "{good}");
+    drop(stdin);
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(20), child.wait()).await;
+}
