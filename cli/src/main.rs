@@ -255,8 +255,10 @@ fn init_tracing() {
     if !std::env::var("RUST_LOG").unwrap_or_default().contains("rmcp") {
         filter = filter.add_directive("rmcp=warn".parse().expect("a valid directive"));
     }
+    // Colour only for a terminal: a log written to a file or a pipe stays plain text.
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr)
         .try_init();
 }
