@@ -279,10 +279,15 @@ pub(crate) fn assemble(config: &Config, writable_names: &[String]) -> Result<Nam
         sources.push((source, s.symlinks.as_deref().map(parse_policy).transpose()?));
     }
     for name in writable_names {
-        let (source, _) = sources
-            .iter_mut()
-            .find(|(s, _)| s.name() == name)
-            .ok_or_else(|| Error::Usage(format!("--writable names no source: `{name}`")))?;
+        let Some(at) = sources.iter().position(|(s, _)| s.name() == name) else {
+            let known: Vec<&str> = sources.iter().map(|(s, _)| s.name()).collect();
+            return Err(Error::Usage(format!(
+                "--writable names no source: `{name}`{}; the sources are {}",
+                crate::suggest::did_you_mean(name, known.iter().copied()),
+                known.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+            )));
+        };
+        let source = &mut sources[at].0;
         *source = source.clone().with_writable(true);
     }
     if sources.is_empty() {

@@ -166,7 +166,11 @@ pub async fn show(global: &Global, name: &str, json: bool) -> Result<(), Failure
     let catalog = build(global)?.load().await;
     let degraded = degraded(&catalog);
     let Some(skill) = catalog.get(name) else {
-        return Err(degraded.unwrap_or_else(|| Failure::failed(format!("no skill named `{name}` in the catalog"))));
+        return Err(degraded.unwrap_or_else(|| {
+            let names = catalog.skills().iter().map(|s| s.name());
+            let hint = skillstore::suggest::did_you_mean(name, names);
+            Failure::failed(format!("no skill named `{name}` in the catalog{hint}"))
+        }));
     };
     let listed = catalog.skill_files(name, SHOW_LIMITS).await?;
     let (files, truncated) = (listed.relatives(), listed.truncated);
@@ -255,6 +259,10 @@ pub async fn read(global: &Global, name: &str, relpath: Option<&str>) -> Result<
             if let Some(degraded) = degraded {
                 eprintln!("error: {}", shown(&e.to_string()));
                 return Err(degraded);
+            }
+            if let skillstore::Error::SkillNotFound(_) = &e {
+                let hint = skillstore::suggest::did_you_mean(name, catalog.skills().iter().map(|s| s.name()));
+                return Err(Failure::failed(format!("{e}{hint}")));
             }
             return Err(e.into());
         }

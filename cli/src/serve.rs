@@ -21,14 +21,27 @@ fn failure(err: ServerError) -> Failure {
     }
 }
 
+/// As [`failure`], for a server of the command line's own namespace (no
+/// tenants file): a namespace it cannot open fails as any command's would,
+/// without naming a tenant the user never made.
+fn own_namespace_failure(err: ServerError) -> Failure {
+    match err {
+        ServerError::Tenant { source, .. } => Failure::from(source),
+        other => failure(other),
+    }
+}
+
 pub async fn serve(global: &Global, listen: Option<&str>, tenants: Option<&Path>) -> Result<(), Failure> {
-    skillstore_server::run::serve_http(settings(global, tenants)?, listen)
-        .await
-        .map_err(failure)
+    let served = skillstore_server::run::serve_http(settings(global, tenants)?, listen).await;
+    served.map_err(if tenants.is_some() {
+        failure
+    } else {
+        own_namespace_failure
+    })
 }
 
 pub async fn mcp(global: &Global) -> Result<(), Failure> {
     skillstore_server::run::serve_stdio(settings(global, None)?)
         .await
-        .map_err(failure)
+        .map_err(own_namespace_failure)
 }

@@ -137,6 +137,31 @@ fn cli_show_gives_provenance() {
     let missing = run(skillstore().args(["show", "nope"]));
     assert_eq!(missing.code, 1);
     assert_eq!(missing.stderr.trim(), "error: no skill named `nope` in the catalog");
+    // A typo gets the name it was likely meant as; a wrong source, the valid ones.
+    for command in ["show", "read"] {
+        let typo = run(skillstore().args([command, "chnagelog"]));
+        assert_eq!(typo.code, 1, "{}", typo.stderr);
+        assert!(typo.stderr.contains("(did you mean `changelog`?)"), "{}", typo.stderr);
+    }
+    let source = run(skillstore().args([
+        "--mount",
+        "/=examples/skills",
+        "--source",
+        "/base/",
+        "--source",
+        "/team/",
+        "--writable",
+        "tem",
+        "list",
+    ]));
+    assert_eq!(source.code, 2, "{}", source.stderr);
+    assert!(
+        source
+            .stderr
+            .contains("`tem` (did you mean `team`?); the sources are `base`, `team`"),
+        "{}",
+        source.stderr
+    );
 }
 
 #[test]
@@ -647,6 +672,8 @@ fn cli_rust_log_turns_on_tracing() {
     let out = run(skillstore().env("RUST_LOG", "debug").args(["list", "--json"]));
     assert_eq!(out.code, 0);
     assert!(out.stderr.contains("DEBUG"), "{}", out.stderr);
+    // Standard error is a pipe here, so the log carries no colour codes.
+    assert!(!out.stderr.contains('\u{1b}'), "{}", out.stderr);
 }
 
 /// A command over a temporary tree with a read-only base and a writable team.
@@ -1679,4 +1706,17 @@ fn cli_an_s3_version_from_show_is_taken_back_with_or_without_quotes() {
     ]);
     assert_eq!(stale.code, 1, "{}", stale.stderr);
     assert!(stale.stderr.contains("version conflict"), "{}", stale.stderr);
+}
+
+/// `mcp` and `serve` without a tenants file fail as any command does when
+/// there is nothing to open: a usage error that names no tenant.
+#[test]
+fn cli_mcp_without_sources_is_a_usage_error_naming_no_tenant() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut mcp = skillstore();
+    mcp.current_dir(dir.path()).arg("mcp").write_stdin("");
+    let out = run(&mut mcp);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.starts_with("error: no sources:"), "{}", out.stderr);
+    assert!(!out.stderr.contains("tenant"), "{}", out.stderr);
 }
