@@ -74,6 +74,9 @@ pub struct Config {
     /// the configuration file's directory, or the working directory.
     #[serde(skip)]
     pub base_dir: Option<PathBuf>,
+    /// The file it was loaded from: errors of [`Config::open`] name it.
+    #[serde(skip)]
+    file: Option<PathBuf>,
     /// Source names made writable beyond the file's `writable: true`.
     #[serde(skip)]
     writable_names: Vec<String>,
@@ -227,6 +230,7 @@ impl Config {
             Error::Config(m) => Error::Config(format!("{}: {m}", path.display())),
             other => other,
         })?;
+        config.file = Some(path.to_path_buf());
         let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
         config.base_dir = Some(if base.as_os_str().is_empty() {
             PathBuf::from(".")
@@ -320,7 +324,11 @@ impl Config {
     /// options. Every front end calls this; it is the one place where
     /// locations become backends.
     pub fn open(&self) -> Result<Namespace> {
-        crate::namespace::assemble(self, &self.writable_names)
+        crate::namespace::assemble(self, &self.writable_names).map_err(|e| match (e, &self.file) {
+            (Error::Config(m), Some(file)) => Error::Config(format!("{}: {m}", file.display())),
+            (Error::Usage(m), Some(file)) => Error::Usage(format!("{}: {m}", file.display())),
+            (e, _) => e,
+        })
     }
 }
 
