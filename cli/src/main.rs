@@ -5,6 +5,7 @@
 
 mod archive;
 mod commands;
+mod config_check;
 mod list_json;
 mod namespace;
 mod publish;
@@ -159,6 +160,9 @@ pub enum Command {
         #[arg(long, value_name = "INTERVAL", value_parser = shutdown::parse_interval)]
         refresh: Option<std::time::Duration>,
     },
+    /// Check a skillstore.yaml or a server file and say what it would open.
+    #[command(subcommand)]
+    Config(ConfigCommand),
     /// Serve the catalog over HTTP, with MCP (streamable HTTP) at /mcp.
     Serve {
         /// The address to listen on (default 127.0.0.1:8080).
@@ -170,6 +174,18 @@ pub enum Command {
     },
     /// Serve the catalog over MCP on standard input and output.
     Mcp,
+}
+
+/// `skillstore config ...`.
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Read and assemble FILE (default: --config, else ./skillstore.yaml) as
+    /// the commands would, without reading storage; print its mounts and
+    /// sources (each tenant's, for a server file); exit 2 when refused.
+    Check {
+        /// A skillstore.yaml or a server file (one with `tenants:`).
+        file: Option<PathBuf>,
+    },
 }
 
 /// Why a command failed, and with which exit code.
@@ -284,6 +300,9 @@ async fn run(args: Args) -> Result<(), Failure> {
             .await
         }
         Command::Validate { json, paths } => validate::run(&paths, json).await,
+        Command::Config(ConfigCommand::Check { file }) => {
+            config_check::run(file.as_deref(), args.global.config.as_deref())
+        }
         Command::Publish {
             dir,
             location,

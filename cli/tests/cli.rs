@@ -1720,3 +1720,63 @@ fn cli_mcp_without_sources_is_a_usage_error_naming_no_tenant() {
     assert!(out.stderr.starts_with("error: no sources:"), "{}", out.stderr);
     assert!(!out.stderr.contains("tenant"), "{}", out.stderr);
 }
+
+/// `config check` reads a configuration or a server file as the commands
+/// would and says what it would open; a refused file names itself, there
+/// and in every other command.
+#[test]
+fn cli_config_check_names_the_file_and_says_what_it_would_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.yaml");
+    std::fs::write(
+        &bad,
+        "mounts: [{at: /, location: \"s3://b\"}]\nsources: [{path: /base}, {path: /team, symlinks: deny}]\n",
+    )
+    .unwrap();
+    let bad = bad.to_str().unwrap();
+    for args in [&["config", "check", bad][..], &["--config", bad, "list"]] {
+        let out = run(skillstore().args(args));
+        assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
+        assert!(
+            out.stderr.starts_with(&format!(
+                "error: {bad}: a symlink policy applies to local directories only"
+            )),
+            "{args:?}: {}",
+            out.stderr
+        );
+    }
+
+    let good = run(skillstore().args(["config", "check"]));
+    assert_eq!(good.code, 0, "{}", good.stderr);
+    assert_eq!(
+        good.text(),
+        "skillstore.yaml: a skillstore configuration\nmount / = .\nsource base (/examples/skills/base)\n\
+         source user (/examples/skills/user)\nsource project (/examples/skills/project)\n\
+         source team (/examples/skills/team)\n"
+    );
+
+    let server = dir.path().join("server.yaml");
+    std::fs::write(
+        &server,
+        "tenants:\n  - name: acme\n    tokens: [{env: CHECK_ACME_TOKEN, scope: write}]\n    \
+         config: {mounts: [{at: /, location: \"s3://acme\"}], sources: [{path: /base}, {path: /team, writable: true}]}\n",
+    )
+    .unwrap();
+    let server = server.to_str().unwrap();
+    let out = run(skillstore()
+        .env("CHECK_ACME_TOKEN", "t0ken")
+        .args(["config", "check", server]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(
+        out.text(),
+        format!(
+            "{server}: a server file with 1 tenant(s)\ntenant acme: 1 token(s)\n  mount / = s3://acme\n  \
+             source base (/base)\n  source team (/team, writable)\n"
+        )
+    );
+    let unset = run(skillstore()
+        .env_remove("CHECK_ACME_TOKEN")
+        .args(["config", "check", server]));
+    assert_eq!(unset.code, 2, "{}", unset.stderr);
+    assert!(unset.stderr.contains(server), "{}", unset.stderr);
+}

@@ -1,0 +1,58 @@
+//! `config check [FILE]`: a configuration or a server file read and
+//! assembled as `list` or `serve` would (so a refused policy, a missing
+//! directory or a token without a value is an error naming the file), and
+//! what it would open, without listing or reading any storage.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use skillstore::Config;
+use skillstore_server::Settings;
+
+use crate::Failure;
+
+/// Checks `file` (by default the `--config` file, else
+/// `./skillstore.yaml`): a file with a top-level `tenants:` is a server
+/// file, any other a skillstore configuration. Prints what each namespace
+/// mounts and which sources it reads; a file that would be refused fails
+/// with exit code 2.
+pub fn run(file: Option<&Path>, global_config: Option<&Path>) -> Result<(), Failure> {
+    let path: PathBuf = file
+        .or(global_config)
+        .map_or_else(|| PathBuf::from("skillstore.yaml"), Path::to_path_buf);
+    let text = skillstore::location::read_local_text(&path, skillstore::backends::DEFAULT_READ_LIMIT, "configuration")
+        .map_err(|e| Failure::usage(e.to_string()))?;
+    let shown = path.display();
+    let mut out = String::new();
+    if text.lines().any(|line| line.starts_with("tenants:")) {
+        let settings = Settings::load(&path).map_err(|e| Failure::usage(e.to_string()))?;
+        let _ = writeln!(out, "{shown}: a server file with {} tenant(s)", settings.tenants.len());
+        if let Some(listen) = &settings.listen {
+            let _ = writeln!(out, "listen: {listen}");
+        }
+        for tenant in &settings.tenants {
+            let namespace = tenant
+                .config
+                .open()
+                .map_err(|e| Failure::usage(format!("{shown}: tenant `{}`: {e}", tenant.name)))?;
+            let _ = writeln!(out, "tenant {}: {} token(s)", tenant.name, tenant.tokens.len());
+            describe(&mut out, &tenant.config, &namespace, "  ");
+        }
+    } else {
+        let config = Config::load(&path)?;
+        let namespace = config.open()?;
+        let _ = writeln!(out, "{shown}: a skillstore configuration");
+        describe(&mut out, &config, &namespace, "");
+    }
+    crate::emit(out.as_bytes())
+}
+
+fn describe(out: &mut String, config: &Config, namespace: &skillstore::Namespace, indent: &str) {
+    for mount in &config.mounts {
+        let _ = writeln!(out, "{indent}mount {} = {}", mount.at, mount.location);
+    }
+    for source in namespace.sources().iter() {
+        let writable = if source.is_writable() { ", writable" } else { "" };
+        let _ = writeln!(out, "{indent}source {} ({}{writable})", source.name(), source.path());
+    }
+}
