@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Runs every ```bash block of README.md and docs/src/*.md as written.
+"""Runs every ```bash block of README.md and docs/src/*.md as written, and
+checks every ```yaml block as the file it says it is.
 
     python3 scripts/docs_test.py --binary target/debug/skillstore [--s3 ENDPOINT]
 
@@ -10,8 +11,14 @@ later block may use what an earlier one made. A block whose info string
 says `bash norun` (the commands that build, test or benchmark the whole
 project, which this test is part of) is not run. With --s3, the AWS_*
 variables point at that S3-compatible server, where a bucket `skills`
-is created first. Fails, naming the file and line, on the first block
-that exits non-zero or runs over 120 s.
+is created first.
+
+A ```yaml block's info string says what it is: `yaml config` (a
+skillstore.yaml) or `yaml server` (a server file) is written into the
+scratch copy's root and checked with `skillstore config check`, with the
+token variables the examples name set; `yaml norun` is a part of a file,
+shown alone. Fails, naming the file and line, on the first block that
+exits non-zero or runs over 120 s, or on a yaml block that says neither.
 """
 
 import argparse
@@ -25,14 +32,15 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-BLOCK = re.compile(r"^```bash([^\n]*)\n(.*?)^```", re.S | re.M)
+BLOCK = re.compile(r"^```(bash|ya?ml)([^\n]*)\n(.*?)^```", re.S | re.M)
+TOKEN_VARIABLES = ("ACME_READ_TOKEN", "GLOBEX_TOKEN", "METRICS_TOKEN")
 
 
 def blocks(path: Path):
     text = path.read_text()
     for m in BLOCK.finditer(text):
         line = text[: m.start()].count("\n") + 1
-        yield line, m.group(1).split(), m.group(2)
+        yield line, m.group(1), m.group(2).split(), m.group(3)
 
 
 def scratch_copy() -> Path:
@@ -58,6 +66,7 @@ def main() -> int:
     (bindir / "skillstore").symlink_to(binary)
     env = dict(os.environ, PATH=f"{bindir}:{os.environ['PATH']}")
     env.pop("RUST_LOG", None)
+    env.update({name: f"docs-test-{name.lower()}" for name in TOKEN_VARIABLES})
     if args.s3:
         endpoint = args.s3.rstrip("/")
         env.update(
@@ -74,11 +83,17 @@ def main() -> int:
     for page in pages:
         copy = scratch_copy()
         try:
-            for line, flags, code in blocks(page):
+            for line, language, flags, code in blocks(page):
                 where = f"{page.relative_to(ROOT)}:{line}"
                 if "norun" in flags:
                     skipped += 1
                     continue
+                if language != "bash":
+                    if not {"config", "server"} & set(flags):
+                        print(f"{where}: a yaml block says neither config, server nor norun", file=sys.stderr)
+                        return 1
+                    (copy / "docs-check.yaml").write_text(code)
+                    code = "skillstore config check docs-check.yaml"
                 if "s3" in flags and not args.s3:
                     print(f"{where}: needs --s3", file=sys.stderr)
                     return 1
@@ -103,7 +118,7 @@ def main() -> int:
         finally:
             shutil.rmtree(copy, ignore_errors=True)
     shutil.rmtree(bindir, ignore_errors=True)
-    print(f"docs: {ran} bash block(s) ran as written; {skipped} marked norun")
+    print(f"docs: {ran} block(s) ran or checked as written; {skipped} marked norun")
     return 0 if ran else 1
 
 
