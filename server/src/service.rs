@@ -131,9 +131,12 @@ impl Service {
         futures::future::join_all(self.tenants.iter().map(|t| t.refresh())).await;
     }
 
-    /// True once every tenant's first load is done.
+    /// True once every tenant's first load is done and some tenant can
+    /// read a source: a server whose storage is wholly out of reach is not
+    /// ready, while one tenant's broken source does not take the others'
+    /// server out of a load balancer.
     pub fn is_ready(&self) -> bool {
-        self.tenants.iter().all(|t| t.is_ready())
+        self.tenants.iter().all(|t| t.is_ready()) && self.tenants.iter().any(|t| t.reads_a_source())
     }
 
     /// The caller a request's `Authorization` header names. A missing or

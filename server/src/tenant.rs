@@ -295,6 +295,17 @@ impl Tenant {
         self.catalog.get().is_some()
     }
 
+    /// True when the current catalog has some source it could list (or
+    /// serves from an earlier load); false before the first load and when
+    /// every source is unreachable or refused.
+    pub fn reads_a_source(&self) -> bool {
+        self.catalog.get().is_some_and(|shared| {
+            let catalog = shared.snapshot();
+            let sources = catalog.sources().iter().count();
+            sources == 0 || catalog.unlisted_sources().len() < sources
+        })
+    }
+
     /// A counter that moves each time the skills change (a refresh that
     /// found changes, or a write through this server).
     pub fn changes(&self) -> watch::Receiver<u64> {

@@ -573,3 +573,39 @@ async fn the_openapi_document_matches_the_routes() {
     }
     server.stop().await;
 }
+
+/// `/readyz` is 503 while no tenant has a source it could read (the only
+/// source is a file, not a directory), and 200 once one can be read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readyz_is_unavailable_while_a_tenant_can_read_none_of_its_sources() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("team"), "not a directory\n").unwrap();
+    let mut config = skillstore::Config::parse("sources:\n  - path: /team\n").unwrap();
+    config
+        .set_mount("/", dir.path().to_str().unwrap(), std::path::Path::new("."))
+        .unwrap();
+    let server = Served::start_unready(settings(vec![("acme", config, vec![("reader", Scope::Read)])])).await;
+    let tenant = server.service.tenants()[0].clone();
+    for _ in 0..2000 {
+        if tenant.snapshot().is_ok() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    assert!(tenant.snapshot().is_ok(), "the first load never ended");
+    let client = reqwest::Client::new();
+    let ready = client.get(server.url("/readyz")).send().await.unwrap();
+    assert_eq!(ready.status(), StatusCode::SERVICE_UNAVAILABLE);
+
+    std::fs::remove_file(dir.path().join("team")).unwrap();
+    std::fs::create_dir(dir.path().join("team")).unwrap();
+    let refresh = client
+        .post(server.url("/v1/refresh"))
+        .bearer_auth("reader")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refresh.status(), 200);
+    assert_eq!(client.get(server.url("/readyz")).send().await.unwrap().status(), 200);
+    server.stop().await;
+}

@@ -96,7 +96,7 @@ pub async fn readyz(State(state): State<AppState>) -> Response {
     } else {
         (
             StatusCode::SERVICE_UNAVAILABLE,
-            Json(serde_json::json!({"error": {"kind": "unavailable", "message": "catalogs are still loading"}})),
+            Json(serde_json::json!({"error": {"kind": "unavailable", "message": "a catalog is still loading, or none of its sources could be read"}})),
         )
             .into_response()
     }

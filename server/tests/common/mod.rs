@@ -22,6 +22,13 @@ pub struct Served {
 
 impl Served {
     pub async fn start(settings: Settings) -> Served {
+        let served = Served::start_unready(settings).await;
+        served.wait_ready().await;
+        served
+    }
+
+    /// Starts serving without waiting for `/readyz`.
+    pub async fn start_unready(settings: Settings) -> Served {
         let service = Service::open(&settings).expect("tenants open");
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
@@ -47,14 +54,12 @@ impl Served {
                 .unwrap();
             }
         });
-        let served = Served {
+        Served {
             base: format!("http://{addr}"),
             service,
             stop: Some(tx),
             done: Some(done),
-        };
-        served.wait_ready().await;
-        served
+        }
     }
 
     /// Polls /readyz until every tenant is loaded.
