@@ -48,6 +48,48 @@ impl Finding {
     }
 }
 
+/// The skill directories `path` stands for: itself when it holds a
+/// `SKILL.md` or is not a directory; otherwise, in name order, the
+/// directories under it (one level, or two for a root of layers such as
+/// `examples/skills`) that hold one. Hidden names and links are not
+/// followed. A directory with no skill anywhere stands for itself, so its
+/// validation says what is missing.
+pub fn skill_dirs(path: &Path) -> Vec<PathBuf> {
+    fn holds_skill(dir: &Path) -> bool {
+        [SKILL_FILE, LOWERCASE_SKILL_FILE].iter().any(|f| dir.join(f).is_file())
+    }
+    fn subdirs(dir: &Path) -> Vec<PathBuf> {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return Vec::new();
+        };
+        let mut dirs: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok())
+            .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .map(|e| e.path())
+            .collect();
+        dirs.sort();
+        dirs
+    }
+    let is_dir = std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir());
+    if !is_dir || holds_skill(path) {
+        return vec![path.to_path_buf()];
+    }
+    let mut found = Vec::new();
+    for child in subdirs(path) {
+        if holds_skill(&child) {
+            found.push(child);
+        } else {
+            found.extend(subdirs(&child).into_iter().filter(|d| holds_skill(d)));
+        }
+    }
+    if found.is_empty() {
+        vec![path.to_path_buf()]
+    } else {
+        found
+    }
+}
+
 /// Validates the skill at `path`: a skill directory, or its `SKILL.md` (or
 /// `skill.md`). Any other path (a directory's supporting file, say) is an
 /// error that says so. Never fails as a whole: what cannot be read is a

@@ -103,7 +103,8 @@ pub enum Command {
         /// Print JSON.
         #[arg(long)]
         json: bool,
-        /// Skill directories or SKILL.md files.
+        /// Skill directories, SKILL.md files, or directories of skills (a
+        /// layer, or a root of layers): each skill in them is validated.
         #[arg(required = true, value_name = "PATH")]
         paths: Vec<PathBuf>,
     },
@@ -163,6 +164,10 @@ pub enum Command {
     /// Check a skillstore.yaml or a server file and say what it would open.
     #[command(subcommand)]
     Config(ConfigCommand),
+    /// Print the `sha256:` line a server file takes for a token read from
+    /// standard input (one line; never from the command line, where other
+    /// users and the shell's history would see it).
+    TokenHash,
     /// Serve the catalog over HTTP, with MCP (streamable HTTP) at /mcp.
     Serve {
         /// The address to listen on (default 127.0.0.1:8080).
@@ -300,6 +305,7 @@ async fn run(args: Args) -> Result<(), Failure> {
             .await
         }
         Command::Validate { json, paths } => validate::run(&paths, json).await,
+        Command::TokenHash => serve::token_hash(),
         Command::Config(ConfigCommand::Check { file }) => {
             config_check::run(file.as_deref(), args.global.config.as_deref())
         }

@@ -61,7 +61,12 @@ pub async fn run(dir: &Path, location: &str, concurrency: usize, checked: bool) 
             };
             (Arc::new(memory.clone()), Some((memory, file.as_path())))
         }
-        other => (other.open(SymlinkPolicy::WithinRoot, DEFAULT_READ_LIMIT)?, None),
+        other => {
+            if let Location::Dir(target) = other {
+                create_target(target)?;
+            }
+            (other.open(SymlinkPolicy::WithinRoot, DEFAULT_READ_LIMIT)?, None)
+        }
     };
     if !destination.capabilities().write {
         return Err(Failure::usage(format!("`{location}` cannot be written to")));
@@ -279,5 +284,19 @@ async fn unchanged(destination: &dyn SkillBackend, path: &VPath, meta: &Metadata
     match destination.read(path, ReadOptions::default()).await {
         Ok(blob) => blob.data == *data,
         Err(_) => false,
+    }
+}
+
+/// A local destination is made when absent, as `sync` makes its target:
+/// the directory itself, never the directories above it.
+fn create_target(target: &Path) -> Result<(), Failure> {
+    match std::fs::create_dir(target) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(Failure::usage(format!(
+            "cannot make `{}`: the directory above it does not exist",
+            target.display()
+        ))),
+        Err(e) => Err(Failure::failed(format!("cannot make `{}`: {e}", target.display()))),
     }
 }

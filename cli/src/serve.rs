@@ -45,3 +45,19 @@ pub async fn mcp(global: &Global) -> Result<(), Failure> {
         .await
         .map_err(own_namespace_failure)
 }
+
+/// `token-hash`: one token read from standard input, printed as the
+/// `sha256: HEX` a server file's token list takes.
+pub fn token_hash() -> Result<(), Failure> {
+    let mut line = String::new();
+    std::io::stdin()
+        .read_line(&mut line)
+        .map_err(|e| Failure::failed(format!("cannot read standard input: {e}")))?;
+    let token = line.strip_suffix('\n').unwrap_or(&line);
+    let token = token.strip_suffix('\r').unwrap_or(token);
+    if token.is_empty() {
+        return Err(Failure::usage("no token on standard input".to_owned()));
+    }
+    let hash = skillstore_server::TokenHash::of(token);
+    crate::emit(format!("sha256: {}\n", hash.to_hex()).as_bytes())
+}

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use serde::Serialize;
-use skillstore::validate::{Outcome, validate_path};
+use skillstore::validate::{Outcome, skill_dirs, validate_path};
 
 use super::terminal::shown;
 use super::{Failure, emit};
@@ -17,8 +17,8 @@ struct Report {
 
 pub async fn run(paths: &[PathBuf], json: bool) -> Result<(), Failure> {
     let mut results = Vec::with_capacity(paths.len());
-    for path in paths {
-        results.push(validate_path(path).await);
+    for path in paths.iter().flat_map(|p| skill_dirs(p)) {
+        results.push(validate_path(&path).await);
     }
     let invalid = results.iter().filter(|r| !r.valid).count();
     let total = results.len();

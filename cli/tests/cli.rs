@@ -1780,3 +1780,65 @@ fn cli_config_check_names_the_file_and_says_what_it_would_open() {
     assert_eq!(unset.code, 2, "{}", unset.stderr);
     assert!(unset.stderr.contains(server), "{}", unset.stderr);
 }
+
+/// `validate` of a layer validates every skill in it, and of a root of
+/// layers every skill of every layer; a directory with none says so.
+#[test]
+fn cli_validate_of_a_layer_or_a_root_of_layers_validates_each_skill() {
+    let layer = run(skillstore().args(["validate", "examples/skills/base"]));
+    assert_eq!(layer.code, 0, "{}", layer.stderr);
+    assert_eq!(
+        layer.text(),
+        "ok       examples/skills/base/changelog\nok       examples/skills/base/code-review\n\
+         ok       examples/skills/base/commit-messages\nok       examples/skills/base/csv-report\n"
+    );
+    let root = run(skillstore().args(["validate", "examples/skills", "--json"]));
+    assert_eq!(root.code, 0, "{}", root.stderr);
+    let skills = root.json()["results"].as_array().unwrap().len();
+    let on_disk = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/skills"))
+        .unwrap()
+        .flat_map(|layer| std::fs::read_dir(layer.unwrap().path()).unwrap())
+        .filter(|skill| skill.as_ref().unwrap().path().join("SKILL.md").is_file())
+        .count();
+    assert_eq!(skills, on_disk);
+    let empty = tempfile::tempdir().unwrap();
+    let none = run(skillstore().args(["validate", empty.path().to_str().unwrap()]));
+    assert_eq!(none.code, 1);
+    assert!(none.text().contains("[missing_skill_md]"), "{}", none.text());
+}
+
+/// `publish` to a local directory that does not exist yet makes it (as
+/// `sync` makes its target), and refuses one whose parent is missing.
+#[test]
+fn cli_publish_makes_a_missing_local_destination() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("published");
+    let out = run(skillstore().args(["publish", "examples/skills", target.to_str().unwrap()]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(target.join("base/csv-report/SKILL.md").is_file());
+    let deep = dir.path().join("no/such/place");
+    let out = run(skillstore().args(["publish", "examples/skills", deep.to_str().unwrap()]));
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("the directory above it does not exist"),
+        "{}",
+        out.stderr
+    );
+}
+
+/// `token-hash` prints the line a server file takes, and the server file
+/// accepts it for that token.
+#[test]
+fn cli_token_hash_prints_what_the_server_file_takes() {
+    let mut cmd = skillstore();
+    cmd.arg("token-hash").write_stdin("test\n");
+    let out = run(&mut cmd);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(
+        out.text(),
+        "sha256: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08\n"
+    );
+    let mut empty = skillstore();
+    empty.arg("token-hash").write_stdin("");
+    assert_eq!(run(&mut empty).code, 2);
+}

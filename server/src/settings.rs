@@ -213,6 +213,11 @@ impl TokenHash {
         TokenHash(Sha256::digest(token.as_bytes()).into())
     }
 
+    /// The 64 lowercase hex digits a server file's `sha256:` takes.
+    pub fn to_hex(&self) -> String {
+        self.0.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
     /// Parses 64 hex digits.
     pub fn from_hex(hex: &str) -> Option<Self> {
         let bytes = hex.as_bytes();
