@@ -124,6 +124,60 @@ pub struct Record {
     pub files: Vec<FileChange>,
 }
 
+/// One file of a [`RecordSummary`]: its path and versions, not its bytes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FileSummary<'a> {
+    /// The path inside the skill's directory.
+    pub path: &'a str,
+    /// The version before the change; `None` when the file did not exist.
+    pub previous_version: Option<&'a Version>,
+    /// The version after the change; `None` when the file was removed.
+    pub new_version: Option<&'a Version>,
+}
+
+/// A [`Record`] without file contents: what changed, when, by whom, and
+/// each file's versions. What a history travels as over the network, where
+/// a reader may see the skill as it is now but not bytes a later change
+/// removed (a secret taken out of a file stays in the source's history).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RecordSummary<'a> {
+    /// The entry's number.
+    pub id: u64,
+    /// When the change was made (RFC 3339, UTC).
+    pub time: &'a str,
+    /// What was done.
+    pub action: Action,
+    /// Who did it.
+    pub author: &'a str,
+    /// The entry a rollback restored.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rollback_to: Option<u64>,
+    /// Every file the change touched.
+    pub files: Vec<FileSummary<'a>>,
+}
+
+impl Record {
+    /// This record without file contents.
+    pub fn summary(&self) -> RecordSummary<'_> {
+        RecordSummary {
+            id: self.id,
+            time: &self.time,
+            action: self.action,
+            author: &self.author,
+            rollback_to: self.rollback_to,
+            files: self
+                .files
+                .iter()
+                .map(|f| FileSummary {
+                    path: &f.path,
+                    previous_version: f.previous_version.as_ref(),
+                    new_version: f.new_version.as_ref(),
+                })
+                .collect(),
+        }
+    }
+}
+
 /// The history file of `skill` in the source at `source`.
 pub fn history_path(source: &VPath, skill: &str) -> Result<VPath> {
     Ok(source.join(HISTORY_DIR)?.join(&format!("{skill}.jsonl"))?)

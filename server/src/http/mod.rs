@@ -57,6 +57,8 @@ pub fn router(service: Arc<Service>, mcp: Option<Router>) -> Router {
             "/v1/skills/{name}/files/{*path}",
             get(read::file).put(write::put_file).delete(write::delete_file),
         )
+        .route("/v1/skills/{name}/history", get(write::history))
+        .route("/v1/skills/{name}/rollback", post(write::rollback))
         .route("/v1/archives", post(write::install))
         .route("/v1/prompt", get(read::prompt))
         .route("/v1/refresh", post(read::refresh))

@@ -267,3 +267,46 @@ pub async fn install(
     let name = archive.name().to_owned();
     Ok(changed(&caller, StatusCode::CREATED, &name, &change))
 }
+
+/// `GET /v1/skills/{name}/history` (any scope): the history of `name` in
+/// the tenant's highest-priority writable source, oldest entry first, as
+/// summaries (what changed, when, by whom, each file's versions; never
+/// earlier contents). A skill with no history answers an empty list; a
+/// tenant with no writable source answers 403 `read_only`.
+pub async fn history(Extension(caller): Extension<Caller>, Path(name): Path<String>) -> Result<Response, ApiError> {
+    let (_, editor) = writer(caller)?;
+    let records = editor.history(&name).await?;
+    let entries: Vec<skillstore::RecordSummary<'_>> = records.iter().map(skillstore::Record::summary).collect();
+    Ok(Json(serde_json::json!({"skill": name, "entries": entries})).into_response())
+}
+
+/// The body of `POST /v1/skills/{name}/rollback`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RollbackBody {
+    id: u64,
+}
+
+/// `POST /v1/skills/{name}/rollback` (write scope), body `{"id": N}`:
+/// restores every file the history mentions to what it was right after
+/// entry N; the rollback is itself a history entry. Answers 200 with the
+/// change, 404 `not_found` for an entry the skill's history does not have.
+pub async fn rollback(
+    Extension(caller): Extension<Caller>,
+    Path(name): Path<String>,
+    data: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let data = body(data)?;
+    let (caller, editor) = writer(caller)?;
+    let request: RollbackBody = serde_json::from_slice(&data)
+        .map_err(|e| ApiError::bad_request(format!("expected {{\"id\": N}}, the history entry to restore: {e}")))?;
+    if !editor.history(&name).await?.iter().any(|r| r.id == request.id) {
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "not_found",
+            format!("`{name}` has no history entry {}", request.id),
+        ));
+    }
+    let change = editor.rollback(&name, request.id).await?;
+    Ok(changed(&caller, StatusCode::OK, &name, &change))
+}
