@@ -56,3 +56,16 @@ fn describe(out: &mut String, config: &Config, namespace: &skillstore::Namespace
         let _ = writeln!(out, "{indent}source {} ({}{writable})", source.name(), source.path());
     }
 }
+
+/// `config schema config|server`: the JSON Schema of the file, pretty
+/// printed. The copies in `docs/schema/` are this output (a test holds them
+/// equal).
+pub fn schema(kind: crate::SchemaKind) -> Result<(), Failure> {
+    let schema = match kind {
+        crate::SchemaKind::Config => Config::json_schema(),
+        crate::SchemaKind::Server => skillstore_server::ServerFile::json_schema(),
+    };
+    let mut text = serde_json::to_vec_pretty(&schema).map_err(|e| Failure::failed(e.to_string()))?;
+    text.push(b'\n');
+    crate::emit(&text)
+}

@@ -22,7 +22,7 @@ pub mod tenant;
 
 pub use error::{ApiError, ServerError};
 pub use service::{Caller, Service};
-pub use settings::{Limits, Scope, Settings, TenantSettings, TokenHash};
+pub use settings::{Limits, Scope, ServerFile, Settings, TenantSettings, TokenHash};
 pub use tenant::Tenant;
 pub mod mcp;
 pub mod run;

@@ -50,7 +50,7 @@ use crate::error::ServerError;
 pub const DEFAULT_REFRESH: Duration = Duration::from_secs(30);
 
 /// What a token allows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Scope {
     /// Reading skills.
@@ -62,7 +62,7 @@ pub enum Scope {
 
 /// One token of a tenant: its SHA-256 (hex), or the name of an
 /// environment variable holding the token itself.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TokenSpec {
     /// The token's SHA-256, 64 hex digits.
@@ -77,7 +77,7 @@ pub struct TokenSpec {
 }
 
 /// One tenant.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TenantSpec {
     /// The tenant's name: lowercase ASCII letters, digits, `-` and `_`.
@@ -91,7 +91,7 @@ pub struct TenantSpec {
 }
 
 /// Request limits.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LimitsSpec {
     /// The largest request body, in bytes.
@@ -125,7 +125,7 @@ pub struct LimitsSpec {
 }
 
 /// The server file as written.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ServerFile {
     /// The address to listen on.
@@ -151,6 +151,15 @@ pub struct ServerFile {
     /// The tokens that may read `/metrics` (their scope is ignored).
     #[serde(default)]
     pub metrics_tokens: Vec<TokenSpec>,
+}
+
+impl ServerFile {
+    /// The JSON Schema (draft 2020-12) of a server file, generated from
+    /// these types (a tenant's `config` and the `template` are
+    /// `skillstore.yaml` configurations).
+    pub fn json_schema() -> serde_json::Value {
+        schemars::schema_for!(ServerFile).to_value()
+    }
 }
 
 /// Limits applied to every request.

@@ -45,7 +45,14 @@ pub(crate) async fn guard(State(state): State<AppState>, mut request: Request, n
     let route = route_of(&request);
     let service = &state.service;
     let _in_flight = service.metrics.begin();
-    let response = match admit(&state, &route, &mut request) {
+    let method = request.method().clone();
+    let path = request.uri().path().to_owned();
+    let admitted = admit(&state, &route, &mut request);
+    let tenant = request
+        .extensions()
+        .get::<crate::service::Caller>()
+        .map(|c| c.tenant.name().to_owned());
+    let response = match admitted {
         Err(refused) => refused.into_response(),
         Ok(Door::Public | Door::Metrics) => next.run(request).await,
         Ok(_) => match state.permits.clone().acquire_owned().await {
@@ -57,9 +64,9 @@ pub(crate) async fn guard(State(state): State<AppState>, mut request: Request, n
             Err(_) => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", "shutting down").into_response(),
         },
     };
-    service
-        .metrics
-        .request(&route, response.status().as_u16(), started.elapsed());
+    let status = response.status().as_u16();
+    service.metrics.request(&route, status, started.elapsed());
+    super::log_request(&method, &path, tenant.as_deref(), status, started);
     response
 }
 

@@ -85,12 +85,36 @@ async fn not_found() -> ApiError {
 async fn count_only(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let started = Instant::now();
     let route = route_of(&request);
+    let method = request.method().clone();
+    let path = request.uri().path().to_owned();
     let response = next.run(request).await;
-    state
-        .service
-        .metrics
-        .request(&route, response.status().as_u16(), started.elapsed());
+    let status = response.status().as_u16();
+    state.service.metrics.request(&route, status, started.elapsed());
+    log_request(&method, &path, None, status, started);
     response
+}
+
+/// One line per answered request, at info level under the target
+/// `skillstore::request`: method, path (quoted and escaped as written),
+/// tenant once a token named one, status and milliseconds. Never a header,
+/// a query string or a body, so no token or content reaches the log.
+pub(crate) fn log_request(
+    method: &axum::http::Method,
+    path: &str,
+    tenant: Option<&str>,
+    status: u16,
+    started: Instant,
+) {
+    let ms = started.elapsed().as_secs_f64() * 1000.0;
+    tracing::info!(
+        target: "skillstore::request",
+        method = %method,
+        path = ?path,
+        tenant = tenant.unwrap_or("-"),
+        status,
+        ms = format_args!("{ms:.1}"),
+        "request"
+    );
 }
 
 pub(crate) fn route_of(request: &Request) -> String {
