@@ -359,7 +359,7 @@ fn main() -> ExitCode {
         Err(e) => e.exit(),
     };
     let serving = matches!(args.command, Command::Serve { .. });
-    init_tracing(args.log_format, serving);
+    let log_guard = init_tracing(args.log_format, serving);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(e) => {
@@ -374,28 +374,32 @@ fn main() -> ExitCode {
             failure.code
         }
     };
+    // The log lines still queued are written before leaving.
+    drop(log_guard);
     // Output is flushed and nothing is left to do: leave without tearing
     // down the runtime and the catalog, which only returns memory to a
     // process that is ending.
     std::process::exit(i32::from(code))
 }
 
-fn init_tracing(format: LogFormat, serving: bool) {
+/// Turns logging on (see [`Args::log_format`]). Lines go through a bounded
+/// queue to a writer thread: a slow or unread standard error drops log
+/// lines rather than stalling a request.
+fn init_tracing(format: LogFormat, serving: bool) -> Option<tracing_appender::non_blocking::WorkerGuard> {
     let asked = std::env::var("RUST_LOG").ok();
     let mut filter = match &asked {
         Some(_) => tracing_subscriber::EnvFilter::from_default_env(),
         // A server says what it answers; other commands stay quiet.
         None if serving => tracing_subscriber::EnvFilter::new("warn,skillstore=info,skillstore_server=info"),
-        None => return,
+        None => return None,
     };
     // The MCP SDK logs session ids at info level; they are bearer
     // credentials of a kind, so they show only when asked for by name.
     if !asked.unwrap_or_default().contains("rmcp") {
         filter = filter.add_directive("rmcp=warn".parse().expect("a valid directive"));
     }
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
+    let (writer, guard) = tracing_appender::non_blocking(std::io::stderr());
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(writer);
     let _ = match format {
         LogFormat::Json => builder.json().with_current_span(false).try_init(),
         // Colour only for a terminal: a log written to a file or a pipe stays plain text.
@@ -403,6 +407,7 @@ fn init_tracing(format: LogFormat, serving: bool) {
             .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
             .try_init(),
     };
+    Some(guard)
 }
 
 async fn run(args: Args) -> Result<(), Failure> {

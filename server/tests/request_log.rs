@@ -100,3 +100,47 @@ async fn serve_logs_one_json_line_per_request_without_secrets() {
     );
     let _ = child.kill().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unread_standard_error_never_stalls_requests() {
+    let dir = tempfile::tempdir().unwrap();
+    layered_tree(dir.path());
+    write(
+        dir.path(),
+        "skillstore.yaml",
+        "sources:\n  - path: /base\n  - path: /team\n",
+    );
+    let mut child = tokio::process::Command::new(skillstore_binary())
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .current_dir(dir.path())
+        .env_remove("RUST_LOG")
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    // Read up to the address, then never again: the pipe fills after a
+    // few hundred request lines.
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut base = None;
+    while let Some(line) = lines.next_line().await.unwrap() {
+        if let Some(rest) = line.split("on http://").nth(1) {
+            base = Some(format!("http://{}", rest.split_whitespace().next().unwrap()));
+            break;
+        }
+    }
+    let base = base.expect("the address it listens on");
+    let client = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(20))
+        .build()
+        .unwrap();
+    for n in 0..3000 {
+        let answer = client
+            .get(format!("{base}/v1/skills/alpha/files/references/guide.md"))
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("request {n} stalled or failed: {e}"));
+        assert_eq!(answer.status(), 200, "request {n}");
+    }
+    drop(lines);
+    let _ = child.kill().await;
+}
