@@ -3,7 +3,8 @@
 # environments the tests drive (moto, a second S3 server; skills-ref, the
 # specification's reference validator) under target/, starts moto on a free
 # loopback port, and runs `cargo test` with the tests that need them
-# included, then every bash block of README.md and docs/src/*.md as
+# included, then builds the book (docs/, mdBook), checks that every link of
+# README.md and the book resolves and runs every bash block as
 # written (scripts/docs_test.py), the server through the official Python MCP SDK
 # (server/tests/python/run.sh), a 60 s soak of the server
 # (scripts/soak_serve.py) and the Python package's tests
@@ -50,7 +51,14 @@ export SKILLSTORE_AGENTSKILLS="$PWD/$venvs/skills-ref/bin/agentskills"
 echo "== cargo test (every crate, the tests needing moto and skills-ref included)"
 cargo test --workspace --all-features -- --include-ignored
 
-echo "== README and docs pages: every bash block runs as written (scripts/docs_test.py)"
+echo "== the book: mdBook (installed once into target/tools) builds docs/ into target/book"
+mdbook=target/tools/bin/mdbook
+if [ ! -x "$mdbook" ] || [ "$("$mdbook" --version)" != "mdbook v0.5.4" ]; then
+  cargo install mdbook --version 0.5.4 --no-default-features --locked --root target/tools --quiet
+fi
+"$mdbook" build docs
+
+echo "== README and the book: links resolve, every bash block runs as written (scripts/docs_test.py)"
 python3 scripts/docs_test.py --binary "${CARGO_TARGET_DIR:-target}/debug/skillstore" --s3 "http://127.0.0.1:$port"
 
 echo "== the server through the official Python MCP SDK (server/tests/python/run.sh)"

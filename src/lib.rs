@@ -83,3 +83,9 @@ pub use sync::{SyncOptions, SyncRefusal, SyncReport};
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
+
+/// The book's Rust examples (`docs/src/`), compiled and run as doctests.
+#[doc = include_str!("../docs/src/library.md")]
+#[doc = include_str!("../docs/src/writing.md")]
+#[cfg(doctest)]
+pub struct BookDoctests;
