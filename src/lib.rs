@@ -63,7 +63,7 @@ pub use catalog::{Catalog, LoadOptions, Shadowed, Skill, SkillFilter};
 pub use config::Config;
 pub use diagnostic::{Diagnostic, DiagnosticKind};
 pub use edit::check::{ContentCheck, DefaultContentCheck, PendingFile, Verdict};
-pub use edit::history::{Action, Record, RecordSummary};
+pub use edit::history::{Action, FileEntry, FileEvent, HistoryEntry, Record};
 pub use edit::{Change, Patch, SkillEditor};
 pub use error::{Error, Result};
 pub use frontmatter::MAX_FRONTMATTER_BYTES;

@@ -38,6 +38,11 @@ impl Rendered {
 }
 
 /// How far `GET /v1/skills/{name}` lists a skill's files.
+/// How many histories the whole server reads at once.
+pub const HISTORY_READS: usize = 2;
+
+static HISTORY_PERMITS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(HISTORY_READS);
+
 const SHOW_LIMITS: FileLimits = FileLimits {
     max_depth: 6,
     max_files: 500,
@@ -412,6 +417,37 @@ impl Tenant {
         Ok(editor.with_catalog(shared).with_author(format!("server:{}", self.name)))
     }
 
+    /// The history of `name` in `editor`'s source as a reader sees it
+    /// ([`skillstore::HistoryEntry`]). At most [`HISTORY_READS`] histories
+    /// are read at once in the whole server: each may be 64 MiB, and the
+    /// answer is small whatever its size.
+    pub async fn history_entries(
+        &self,
+        editor: &SkillEditor,
+        name: &str,
+    ) -> Result<Vec<skillstore::HistoryEntry>, ApiError> {
+        let _permit = HISTORY_PERMITS.acquire().await.map_err(|_| {
+            ApiError::new(
+                axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+                "shutting down",
+            )
+        })?;
+        Ok(editor.history_entries(name).await?)
+    }
+
+    /// Fails with 404 `not_found` unless the history of `name` has entry `id`.
+    pub async fn check_history_entry(&self, editor: &SkillEditor, name: &str, id: u64) -> Result<(), ApiError> {
+        if self.history_entries(editor, name).await?.iter().any(|e| e.id == id) {
+            return Ok(());
+        }
+        Err(ApiError::new(
+            axum::http::StatusCode::NOT_FOUND,
+            "not_found",
+            format!("`{name}` has no history entry {id}"),
+        ))
+    }
+
     /// Fails with 403 `read_only` when no source of the tenant is writable.
     pub fn check_writable(&self) -> Result<(), ApiError> {
         if self.namespace.sources().iter().any(|s| s.is_writable()) {
@@ -420,7 +456,7 @@ impl Tenant {
             Err(ApiError::new(
                 axum::http::StatusCode::FORBIDDEN,
                 "read_only",
-                "no source of this tenant is writable",
+                "no source of this tenant is writable (a source is made writable with `writable: true` in the tenant's configuration)",
             ))
         }
     }

@@ -87,17 +87,28 @@ async fn count_only(State(state): State<AppState>, request: Request, next: Next)
     let route = route_of(&request);
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
+    // The MCP handler authenticates for itself; this names the tenant for
+    // the log line only (a token lookup, no body read).
+    let tenant = state
+        .service
+        .authenticate(request.headers())
+        .ok()
+        .map(|caller| caller.tenant.name().to_owned());
     let response = next.run(request).await;
     let status = response.status().as_u16();
     state.service.metrics.request(&route, status, started.elapsed());
-    log_request(&method, &path, None, status, started);
+    log_request(&method, &path, tenant.as_deref(), status, started);
     response
 }
 
+/// The most bytes of a request's path a log line keeps.
+const LOGGED_PATH_BYTES: usize = 256;
+
 /// One line per answered request, at info level under the target
-/// `skillstore::request`: method, path (quoted and escaped as written),
-/// tenant once a token named one, status and milliseconds. Never a header,
-/// a query string or a body, so no token or content reaches the log.
+/// `skillstore::request`: method, path (its first 256 bytes, control and
+/// invisible characters escaped), tenant once a token named one, status
+/// and milliseconds. Never a header, a query string or a body, so no token
+/// or content reaches the log.
 pub(crate) fn log_request(
     method: &axum::http::Method,
     path: &str,
@@ -106,10 +117,15 @@ pub(crate) fn log_request(
     started: Instant,
 ) {
     let ms = started.elapsed().as_secs_f64() * 1000.0;
+    let mut end = path.len().min(LOGGED_PATH_BYTES);
+    while !path.is_char_boundary(end) {
+        end -= 1;
+    }
+    let cut = if end < path.len() { "..." } else { "" };
     tracing::info!(
         target: "skillstore::request",
         method = %method,
-        path = ?path,
+        path = %format_args!("{}{cut}", path[..end].escape_debug()),
         tenant = tenant.unwrap_or("-"),
         status,
         ms = format_args!("{ms:.1}"),

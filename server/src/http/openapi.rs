@@ -118,7 +118,7 @@ pub fn document() -> Value {
                     "responses": with(errors(&write_errors), "200", change.clone())}
             },
             "/v1/skills/{name}/history": {"get": {
-                "summary": "The skill's recorded changes in the writable source, oldest first (no earlier contents)",
+                "summary": "The skill's recorded changes in the writable source, oldest first (no contents, no versions)",
                 "parameters": [name],
                 "responses": with(errors(&read_errors), "200", json!({"description": "the entries",
                     "content": {"application/json": {"schema": {"$ref": "#/components/schemas/History"}}}}))
@@ -173,8 +173,7 @@ pub fn document() -> Value {
                         "rollback_to": {"type": "integer"},
                         "files": {"type": "array", "items": {"type": "object", "properties": {
                             "path": {"type": "string"},
-                            "previous_version": {"type": ["string", "null"]},
-                            "new_version": {"type": ["string", "null"]}}}}}}}}},
+                            "event": {"enum": ["created", "modified", "removed"]}}}}}}}}},
                 "Change": {"type": "object", "properties": {
                     "action": {"type": "string"}, "skill": {"type": "string"}, "history_id": {"type": "integer"},
                     "files": {"type": "array", "items": {"type": "object", "properties": {

@@ -270,13 +270,14 @@ pub async fn install(
 
 /// `GET /v1/skills/{name}/history` (any scope): the history of `name` in
 /// the tenant's highest-priority writable source, oldest entry first, as
-/// summaries (what changed, when, by whom, each file's versions; never
-/// earlier contents). A skill with no history answers an empty list; a
-/// tenant with no writable source answers 403 `read_only`.
+/// entries without contents or versions (what changed, when, by whom,
+/// which files). A skill with no history answers an empty list; a tenant
+/// with no writable source answers 403 `read_only`. Histories are read a
+/// few at a time across the server (each may be 64 MiB) and parsed off the
+/// async runtime.
 pub async fn history(Extension(caller): Extension<Caller>, Path(name): Path<String>) -> Result<Response, ApiError> {
-    let (_, editor) = writer(caller)?;
-    let records = editor.history(&name).await?;
-    let entries: Vec<skillstore::RecordSummary<'_>> = records.iter().map(skillstore::Record::summary).collect();
+    let (caller, editor) = writer(caller)?;
+    let entries = caller.tenant.history_entries(&editor, &name).await?;
     Ok(Json(serde_json::json!({"skill": name, "entries": entries})).into_response())
 }
 
@@ -300,13 +301,7 @@ pub async fn rollback(
     let (caller, editor) = writer(caller)?;
     let request: RollbackBody = serde_json::from_slice(&data)
         .map_err(|e| ApiError::bad_request(format!("expected {{\"id\": N}}, the history entry to restore: {e}")))?;
-    if !editor.history(&name).await?.iter().any(|r| r.id == request.id) {
-        return Err(ApiError::new(
-            StatusCode::NOT_FOUND,
-            "not_found",
-            format!("`{name}` has no history entry {}", request.id),
-        ));
-    }
+    caller.tenant.check_history_entry(&editor, &name, request.id).await?;
     let change = editor.rollback(&name, request.id).await?;
     Ok(changed(&caller, StatusCode::OK, &name, &change))
 }

@@ -74,7 +74,7 @@ pub fn available(caller: &Caller) -> Vec<Tool> {
             ),
             tool(
                 "skill_history",
-                "List the recorded changes of a skill in the writable source, oldest first: id, time, action, author and each file's versions (no earlier contents).",
+                "List the recorded changes of a skill in the writable source, oldest first: id, time, action, author and which files were created, modified or removed (no contents).",
                 json!({"type": "object", "properties": {"name": string("The skill's name")}, "required": ["name"]}),
             ),
             tool(
@@ -211,8 +211,7 @@ async fn write(caller: &Caller, tool: &str, arguments: &JsonObject) -> Result<Ca
     let editor = caller.tenant.editor()?;
     let change = match tool {
         "skill_history" => {
-            let records = editor.history(name).await?;
-            let entries: Vec<skillstore::RecordSummary<'_>> = records.iter().map(skillstore::Record::summary).collect();
+            let entries = caller.tenant.history_entries(&editor, name).await?;
             return Ok(CallToolResult::structured(json!({"skill": name, "entries": entries})));
         }
         "rollback_skill" => {
@@ -220,6 +219,7 @@ async fn write(caller: &Caller, tool: &str, arguments: &JsonObject) -> Result<Ca
                 .get("id")
                 .and_then(Value::as_u64)
                 .ok_or_else(|| ApiError::bad_request("the argument `id` (a whole number) is required"))?;
+            caller.tenant.check_history_entry(&editor, name, id).await?;
             editor.rollback(name, id).await?
         }
         "create_skill" => editor.create(name, argument(arguments, "content")?.to_owned()).await?,

@@ -277,8 +277,13 @@ pub async fn exercise(client: &Client, writable: bool) {
         let actions: Vec<&str> = entries.iter().map(|e| e["action"].as_str().unwrap()).collect();
         assert_eq!(actions, ["create", "write_file", "patch"]);
         assert!(!text_of(&history).contains("Gamma from MCP."), "no earlier contents");
+        assert!(!text_of(&history).contains("version"), "no versions");
+        assert_eq!(
+            entries[1]["files"],
+            json!([{"path": "references/notes.md", "event": "created"}])
+        );
         let missing = call(client, "rollback_skill", json!({"name": "gamma", "id": 9})).await;
-        assert!(text_of(&missing).starts_with("history"), "{}", text_of(&missing));
+        assert_eq!(text_of(&missing), "not_found: `gamma` has no history entry 9");
         let rolled = call(client, "rollback_skill", json!({"name": "gamma", "id": 1})).await;
         assert_eq!(rolled.is_error, Some(false), "{}", text_of(&rolled));
         let gamma = client
