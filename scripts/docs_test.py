@@ -16,7 +16,8 @@ is created first.
 A ```yaml block's info string says what it is: `yaml config` (a
 skillstore.yaml) or `yaml server` (a server file) is written into the
 scratch copy's root and checked with `skillstore config check`, with the
-token variables the examples name set; `yaml norun` is a part of a file,
+token variables the examples name set (as `file=NAME` in the info string
+names it, for the blocks after it to use); `yaml norun` is a part of a file,
 shown alone. Fails, naming the file and line, on the first block that
 exits non-zero or runs over 120 s, or on a yaml block that says neither.
 
@@ -139,8 +140,9 @@ def main() -> int:
                     if not {"config", "server"} & set(flags):
                         print(f"{where}: a yaml block says neither config, server nor norun", file=sys.stderr)
                         return 1
-                    (copy / "docs-check.yaml").write_text(code)
-                    code = "skillstore config check docs-check.yaml"
+                    name = next((f[5:] for f in flags if f.startswith("file=")), "docs-check.yaml")
+                    (copy / name).write_text(code)
+                    code = f"skillstore config check {name}"
                 if "s3" in flags and not args.s3:
                     print(f"{where}: needs --s3", file=sys.stderr)
                     return 1

@@ -234,11 +234,13 @@ pub async fn show(global: &Global, name: &str, json: bool) -> Result<(), Failure
         if truncated { ", ..." } else { "" }
     );
     for d in diagnostics {
+        let path = d.path.as_ref().map(|p| p.as_str()).unwrap_or("-");
         let _ = writeln!(
             out,
-            "{}:       [{}] {}",
+            "{}:       [{}] {}: {}",
             d.severity.as_str(),
             shown(d.kind.as_str()),
+            shown(path),
             shown(&d.message)
         );
     }

@@ -1922,6 +1922,40 @@ fn cli_man_pages_cover_every_command() {
         "{sync}"
     );
     assert_eq!(run(skillstore().args(["man", "--dir", "/nonexistent/dir"])).code, 2);
+
+    // A link or a FIFO planted under a page's name is replaced, never
+    // written through or waited on.
+    let planted = tempfile::tempdir().unwrap();
+    let precious = planted.path().join("precious.txt");
+    std::fs::write(&precious, "keep me\n").unwrap();
+    let pages = planted.path().join("man");
+    std::fs::create_dir(&pages).unwrap();
+    std::os::unix::fs::symlink(&precious, pages.join("skillstore.1")).unwrap();
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        pages.join("skillstore-list.1").as_path(),
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap();
+    let out = run(skillstore().arg("man").arg("--dir").arg(&pages));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(std::fs::read_to_string(&precious).unwrap(), "keep me\n");
+    for page in ["skillstore.1", "skillstore-list.1"] {
+        let meta = std::fs::symlink_metadata(pages.join(page)).unwrap();
+        assert!(meta.is_file(), "{page} is a regular file now");
+        assert_eq!(
+            std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o777,
+            0o644
+        );
+    }
+    let leftovers: Vec<_> = std::fs::read_dir(&pages)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('.'))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
 }
 
 #[test]
@@ -2006,4 +2040,56 @@ fn serde_yaml_keys(text: &str) -> serde_json::Value {
         }
     }
     Value::Object(map)
+}
+
+#[test]
+fn cli_publish_leaves_histories_behind_and_refuses_one_skill() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("tree");
+    let skill = tree.join("team/notes");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: notes\ndescription: Take notes.\n---\nBody.\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(tree.join("team/.history")).unwrap();
+    std::fs::write(tree.join("team/.history/notes.jsonl"), "{\"secret\": \"sk-live-1\"}\n").unwrap();
+    let target = dir.path().join("published");
+    let out = run(skillstore().args(["publish", tree.to_str().unwrap(), target.to_str().unwrap()]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(target.join("team/notes/SKILL.md").is_file());
+    assert!(!target.join("team/.history").exists(), "a history is never published");
+    assert!(
+        out.text().contains("skipped /team/.history/notes.jsonl"),
+        "the skipped path is named: {}",
+        out.text()
+    );
+
+    let out = run(skillstore().args(["publish", skill.to_str().unwrap(), target.to_str().unwrap()]));
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("one skill's directory"), "{}", out.stderr);
+}
+
+#[test]
+fn cli_show_names_each_left_out_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let skill = dir.path().join("team/evil");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: evil\ndescription: Points out.\n---\nBody.\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("outside.txt"), "not the skill's\n").unwrap();
+    std::os::unix::fs::symlink("../../outside.txt", skill.join("leak.txt")).unwrap();
+    let out = run(skillstore()
+        .current_dir(dir.path())
+        .args(["--mount", "/=.", "--source", "/team/", "show", "evil"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.text().contains("[symlink_escape] /team/evil/leak.txt: left out"),
+        "{}",
+        out.text()
+    );
 }

@@ -161,7 +161,12 @@ impl Service {
         match bearer(headers)? {
             Some(token) if self.metrics_tokens.contains(&TokenHash::of(token)) => Ok(()),
             None if self.open => Ok(()),
-            _ => Err(ApiError::unauthorized()),
+            // Says no more than any 401: not whether the token is a tenant's.
+            _ => Err(ApiError::new(
+                axum::http::StatusCode::UNAUTHORIZED,
+                "unauthorized",
+                "a metrics token is required (one of the server file's metrics_tokens)",
+            )),
         }
     }
 
