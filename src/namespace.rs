@@ -161,6 +161,7 @@ enum Opened {
     Fs(FsBackend),
     Object(ObjectStoreBackend),
     Memory(Arc<MemoryBackend>),
+    Discovery(Arc<skillstore_backends::DiscoveryBackend>),
 }
 
 impl Opened {
@@ -178,6 +179,12 @@ impl Opened {
                     .map_err(|e| Error::Usage(format!("cannot load the memory file `{}`: {e}", file.display())))?;
                 Ok(Opened::Memory(Arc::new(backend)))
             }
+            Location::Discovery(url) => {
+                let unpack = Arc::new(crate::archive::RootedUnpack::new(read_limit));
+                skillstore_backends::DiscoveryBackend::new(url, unpack, Default::default(), false)
+                    .map(|b| Opened::Discovery(Arc::new(b)))
+                    .map_err(|e| Error::Usage(format!("cannot use `{location}`: {e}")))
+            }
         }
     }
 
@@ -189,6 +196,7 @@ impl Opened {
             Opened::Memory(b) => {
                 Arc::new(Subtree::new(Arc::clone(b) as Arc<dyn SkillBackend>, VPath::root()).read_only())
             }
+            Opened::Discovery(b) => Arc::clone(b) as Arc<dyn SkillBackend>,
         }
     }
 
@@ -207,6 +215,14 @@ impl Opened {
                 let sub = Subtree::new(Arc::clone(b) as Arc<dyn SkillBackend>, inner.clone());
                 Arc::new(if writable { sub } else { sub.read_only() })
             }
+            Opened::Discovery(_) if writable => {
+                return Err(Error::Usage(
+                    "a discovery endpoint is read-only: its source cannot be writable".into(),
+                ));
+            }
+            Opened::Discovery(b) => {
+                Arc::new(Subtree::new(Arc::clone(b) as Arc<dyn SkillBackend>, inner.clone()).read_only())
+            }
         })
     }
 }
@@ -222,6 +238,7 @@ impl Location {
             Opened::Fs(b) => Arc::new(b),
             Opened::Object(b) => Arc::new(b),
             Opened::Memory(b) => b,
+            Opened::Discovery(b) => b,
         })
     }
 }
@@ -436,6 +453,11 @@ fn identity(mount: &Mount, mounts: &[Mount], inner: &VPath) -> Identity {
         Location::S3 { bucket, prefix } => {
             let mut key = vec![format!("s3:{bucket}")];
             key.extend(prefix.split('/').filter(|s| !s.is_empty()).map(str::to_owned));
+            key.extend(inner.segments().map(str::to_owned));
+            Identity::Keyed(key)
+        }
+        Location::Discovery(url) => {
+            let mut key = vec![format!("discovery:{url}")];
             key.extend(inner.segments().map(str::to_owned));
             Identity::Keyed(key)
         }

@@ -70,6 +70,34 @@ impl SkillArchive {
     }
 }
 
+/// The archive reader a discovery backend unpacks rooted archives with:
+/// [`SkillArchive::read_rooted`] under the default limits, each file
+/// bounded by the namespace's read limit.
+#[derive(Debug)]
+pub(crate) struct RootedUnpack {
+    limits: ArchiveLimits,
+}
+
+impl RootedUnpack {
+    pub(crate) fn new(read_limit: u64) -> Self {
+        RootedUnpack {
+            limits: ArchiveLimits {
+                max_file_bytes: read_limit,
+                ..ArchiveLimits::default()
+            },
+        }
+    }
+}
+
+impl skillstore_backends::Unpack for RootedUnpack {
+    fn unpack(&self, name: &str, bytes: &[u8]) -> std::result::Result<Vec<(String, Bytes)>, (String, String)> {
+        match SkillArchive::read_rooted(bytes, name, &self.limits) {
+            Ok(archive) => Ok(archive.files.into_iter().map(|f| (f.path, f.data)).collect()),
+            Err(e) => Err((e.kind().to_owned(), e.to_string())),
+        }
+    }
+}
+
 /// Every check but SKILL.md's validation; `rooted` names the skill of a
 /// rooted archive, `None` reads the `.skill` layout.
 fn read_checked(bytes: &[u8], limits: &ArchiveLimits, rooted: Option<&str>) -> Result<SkillArchive> {
