@@ -18,7 +18,11 @@
 //!
 //! **Refresh.** Listing the root revalidates the index (`If-None-Match`
 //! with its ETag: one request when nothing changed) and downloads only the
-//! entries whose digest changed. Verified files are held in memory and
+//! entries whose digest changed. With a cache directory
+//! ([`DiscoveryBackend::with_cache`]), verified artifacts are kept on disk
+//! by digest, so a new process downloads only what it has not verified
+//! before; a cached artifact is checked against its digest again before
+//! use. Verified files are held in memory and
 //! read from there under every read guard of [`MemoryBackend`], so a
 //! file's version is stable while its entry's digest is.
 
@@ -109,6 +113,87 @@ pub struct DiscoveryBackend {
     limits: DiscoveryLimits,
     files: MemoryBackend,
     known: tokio::sync::Mutex<Known>,
+    cache: Option<ArtifactCache>,
+}
+
+/// Verified artifacts on disk, one file per digest.
+#[derive(Debug, Clone)]
+struct ArtifactCache {
+    dir: std::path::PathBuf,
+    max_bytes: u64,
+}
+
+impl ArtifactCache {
+    /// The cached artifact of `hex`, if any, no larger than `bound`, and
+    /// still matching its name.
+    fn get(&self, hex_digest: &str, bound: u64) -> Option<Bytes> {
+        let path = self.dir.join(hex_digest);
+        let meta = std::fs::symlink_metadata(&path).ok()?;
+        if !meta.is_file() || meta.len() > bound {
+            return None;
+        }
+        let bytes = std::fs::read(&path).ok()?;
+        if hex(&Sha256::digest(&bytes)) == hex_digest {
+            Some(Bytes::from(bytes))
+        } else {
+            let _ = std::fs::remove_file(&path);
+            None
+        }
+    }
+
+    /// Keeps `bytes` under `hex`, written to a temporary name and renamed;
+    /// then trims the directory to its bound, oldest files first. Failures
+    /// only cost a later download.
+    fn keep(&self, hex_digest: &str, bytes: &[u8]) {
+        use std::io::Write as _;
+        #[cfg(unix)]
+        use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
+        let mut builder = std::fs::DirBuilder::new();
+        builder.recursive(true);
+        #[cfg(unix)]
+        builder.mode(0o700);
+        if builder.create(&self.dir).is_err() || bytes.len() as u64 > self.max_bytes {
+            return;
+        }
+        let temporary = self.dir.join(format!(".{hex_digest}.{}", std::process::id()));
+        let mut open = std::fs::OpenOptions::new();
+        open.write(true).create_new(true);
+        #[cfg(unix)]
+        open.mode(0o600);
+        let written = open
+            .open(&temporary)
+            .and_then(|mut f| f.write_all(bytes))
+            .and_then(|()| std::fs::rename(&temporary, self.dir.join(hex_digest)));
+        if written.is_err() {
+            let _ = std::fs::remove_file(&temporary);
+            return;
+        }
+        self.trim();
+    }
+
+    fn trim(&self) {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return;
+        };
+        let mut files: Vec<(std::time::SystemTime, u64, std::path::PathBuf)> = entries
+            .filter_map(|e| e.ok())
+            .filter_map(|e| {
+                let meta = e.metadata().ok()?;
+                meta.is_file()
+                    .then(|| (meta.modified().unwrap_or(std::time::UNIX_EPOCH), meta.len(), e.path()))
+            })
+            .collect();
+        let mut total: u64 = files.iter().map(|(_, len, _)| len).sum();
+        files.sort();
+        for (_, len, path) in files {
+            if total <= self.max_bytes {
+                break;
+            }
+            if std::fs::remove_file(&path).is_ok() {
+                total -= len;
+            }
+        }
+    }
 }
 
 impl fmt::Debug for DiscoveryBackend {
@@ -175,7 +260,15 @@ impl DiscoveryBackend {
             limits,
             files: MemoryBackend::new(),
             known: tokio::sync::Mutex::new(Known::default()),
+            cache: None,
         })
+    }
+
+    /// Keeps verified artifacts in `dir` (made private to the user if
+    /// missing), at most `max_bytes` of them, oldest dropped first.
+    pub fn with_cache(mut self, dir: std::path::PathBuf, max_bytes: u64) -> Self {
+        self.cache = Some(ArtifactCache { dir, max_bytes });
+        self
     }
 
     /// Fetches the index again (conditionally) and loads what changed.
@@ -333,14 +426,24 @@ impl DiscoveryBackend {
         } else {
             crate::DEFAULT_READ_LIMIT
         };
-        let bytes = self.download(url, bound, dir).await?;
-        let found = hex(&Sha256::digest(&bytes));
-        if found != expected {
-            return Err(refuse(
-                ErrorKind::Other,
-                format!("digest mismatch: the artifact is sha256:{found}, the index says {digest}"),
-            ));
-        }
+        let cached = self.cache.as_ref().and_then(|c| c.get(expected, bound));
+        let bytes = match cached {
+            Some(bytes) => bytes,
+            None => {
+                let bytes = self.download(url, bound, dir).await?;
+                let found = hex(&Sha256::digest(&bytes));
+                if found != expected {
+                    return Err(refuse(
+                        ErrorKind::Other,
+                        format!("digest mismatch: the artifact is sha256:{found}, the index says {digest}"),
+                    ));
+                }
+                if let Some(cache) = &self.cache {
+                    cache.keep(expected, &bytes);
+                }
+                bytes
+            }
+        };
         if kind == "skill-md" {
             return Ok(vec![("SKILL.md".to_owned(), bytes)]);
         }

@@ -45,10 +45,20 @@ async fn contents(catalog: &Catalog) -> BTreeMap<String, (String, BTreeMap<Strin
     out
 }
 
-/// A catalog of one source `/org` mounted from `location`.
+/// A catalog of one source `/org` mounted from `location`, without the
+/// local cache.
 async fn read_from(location: &str) -> Catalog {
+    read_cached(location, None).await
+}
+
+/// [`read_from`] with the local cache in `cache` (none when `None`).
+async fn read_cached(location: &str, cache: Option<&Path>) -> Catalog {
+    let cache = match cache {
+        Some(dir) => format!("cache:\n  dir: \"{}\"\n", dir.display()),
+        None => "cache:\n  enabled: false\n".to_owned(),
+    };
     let config = Config::parse(&format!(
-        "mounts:\n  - at: /org\n    location: \"{location}\"\nsources:\n  - path: /org\n"
+        "mounts:\n  - at: /org\n    location: \"{location}\"\nsources:\n  - path: /org\n{cache}"
     ))
     .unwrap();
     config.open().unwrap().load().await
@@ -364,6 +374,35 @@ async fn a_hostile_endpoint_is_refused_entry_by_entry_and_revalidated_with_its_e
     assert_eq!(counts.index.load(Ordering::SeqCst), index_before + 1);
     assert_eq!(counts.artifacts.load(Ordering::SeqCst), artifacts_before);
     assert_eq!(again.skills().len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_process_downloads_only_what_the_local_cache_lacks() {
+    let counts = Arc::new(Counts::default());
+    let base = hostile_server(Arc::clone(&counts)).await;
+    let cache = tempfile::tempdir().unwrap();
+    let first = read_cached(&base, Some(cache.path())).await;
+    let downloads = counts.artifacts.load(Ordering::SeqCst);
+    // good, kept, linked, bomb and mismatch are downloaded; the four whose
+    // digests match are kept, the mismatch is not.
+    assert_eq!(downloads, 5);
+    let kept = std::fs::read_dir(cache.path().join("discovery")).unwrap().count();
+    assert_eq!(kept, 4);
+
+    // A cold catalog (a new namespace, as a new process opens) over the
+    // same cache downloads only the mismatch again, and loads the same.
+    let second = read_cached(&base, Some(cache.path())).await;
+    assert_eq!(counts.artifacts.load(Ordering::SeqCst), downloads + 1);
+    assert_eq!(contents(&second).await, contents(&first).await);
+
+    // A cached artifact that no longer matches its digest is downloaded
+    // again, never used.
+    for entry in std::fs::read_dir(cache.path().join("discovery")).unwrap() {
+        std::fs::write(entry.unwrap().path(), b"tampered").unwrap();
+    }
+    let third = read_cached(&base, Some(cache.path())).await;
+    assert_eq!(counts.artifacts.load(Ordering::SeqCst), downloads + 1 + 5);
+    assert_eq!(contents(&third).await, contents(&first).await);
 }
 
 /// The archive reader of the skillstore crate, for a backend built here.
