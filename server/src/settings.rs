@@ -78,7 +78,7 @@ pub struct TokenSpec {
 }
 
 /// Whether a tenant's skills are published for Agent Skills discovery.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Discovery {
     /// Not published (the default): the tenant's discovery paths answer
