@@ -58,7 +58,9 @@ pub mod validate;
 
 pub use skillstore_backends as backends;
 
-pub use archive::{ArchiveError, ArchiveFile, ArchiveLimits, InstallOptions, Refusal, SkillArchive, pack, pack_dir};
+pub use archive::{
+    ArchiveError, ArchiveFile, ArchiveLimits, InstallOptions, Refusal, SkillArchive, pack, pack_dir, pack_rooted,
+};
 pub use catalog::{Catalog, LoadOptions, Shadowed, Skill, SkillFilter};
 pub use config::Config;
 pub use diagnostic::{Diagnostic, DiagnosticKind};

@@ -1,5 +1,6 @@
-//! Where a mount's bytes live: a local directory, an object-store URL or a
-//! `memory:` file, parsed once for every front end.
+//! Where a mount's bytes live: a local directory, an object-store URL, a
+//! `memory:` file or an Agent Skills discovery endpoint, parsed once for
+//! every front end.
 
 use std::fmt;
 use std::io::Read as _;
@@ -30,6 +31,9 @@ pub enum Location {
     },
     /// A JSON file whose contents are held in memory.
     Memory(PathBuf),
+    /// An Agent Skills discovery endpoint: `https://host[/path]` (or
+    /// `http://` on a loopback host), without query or fragment.
+    Discovery(String),
 }
 
 impl Location {
@@ -54,6 +58,9 @@ impl Location {
         }
         let url =
             url::Url::parse(text).map_err(|e| Error::Usage(format!("bad location `{}`: {e}", text.escape_debug())))?;
+        if matches!(url.scheme(), "https" | "http") {
+            return discovery(url);
+        }
         let (scheme, path) = ObjectStoreScheme::parse(&url).map_err(|_| {
             Error::Usage(format!(
                 "unknown location scheme `{}://`; expected a directory, s3://bucket[/prefix] or memory:FILE.json",
@@ -97,6 +104,25 @@ impl Location {
     }
 }
 
+/// A discovery endpoint's URL, checked: a host, no credentials, query or
+/// fragment, and `http://` only for a loopback host.
+fn discovery(url: url::Url) -> Result<Location> {
+    let refuse = |why: &str| Err(Error::Usage(format!("`{url}` is not a discovery endpoint: {why}")));
+    let loopback = match url.host() {
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+        None => return refuse("it names no host"),
+    };
+    if url.scheme() == "http" && !loopback {
+        return refuse("plain http:// is taken only for a loopback host; use https://");
+    }
+    if !url.username().is_empty() || url.password().is_some() || url.query().is_some() || url.fragment().is_some() {
+        return refuse("it may hold no credentials, query or fragment");
+    }
+    Ok(Location::Discovery(url.as_str().trim_end_matches('/').to_owned()))
+}
+
 fn scheme_name(scheme: &ObjectStoreScheme) -> &'static str {
     match scheme {
         ObjectStoreScheme::GoogleCloudStorage => "Google Cloud Storage",
@@ -115,6 +141,7 @@ impl fmt::Display for Location {
             Location::S3 { bucket, prefix } if prefix.is_empty() => write!(f, "s3://{bucket}"),
             Location::S3 { bucket, prefix } => write!(f, "s3://{bucket}/{prefix}"),
             Location::Memory(path) => write!(f, "memory:{}", path.display()),
+            Location::Discovery(url) => f.write_str(url),
         }
     }
 }
@@ -206,7 +233,7 @@ mod tests {
 
     #[test]
     fn other_object_stores_are_recognized_and_refused() {
-        for url in ["gs://bucket/x", "az://container/x", "https://example.com/x"] {
+        for url in ["gs://bucket/x", "az://container/x"] {
             let err = Location::parse(url).unwrap_err().to_string();
             assert!(err.contains("does not support"), "{url}: {err}");
         }
@@ -218,6 +245,33 @@ mod tests {
         );
         assert!(Location::parse("").is_err());
         assert!(Location::parse("memory:").is_err());
+    }
+
+    #[test]
+    fn web_addresses_are_discovery_endpoints() {
+        for (text, url) in [
+            ("https://example.com", "https://example.com"),
+            ("https://example.com/", "https://example.com"),
+            ("https://example.com/t/acme/", "https://example.com/t/acme"),
+            ("http://127.0.0.1:8080", "http://127.0.0.1:8080"),
+            ("http://localhost:8080/docs", "http://localhost:8080/docs"),
+            ("http://[::1]:8080", "http://[::1]:8080"),
+        ] {
+            assert_eq!(
+                Location::parse(text).unwrap(),
+                Location::Discovery(url.into()),
+                "{text}"
+            );
+        }
+        for bad in [
+            "http://example.com",
+            "http://10.0.0.1/x",
+            "https://user:pw@example.com",
+            "https://example.com/?q=1",
+            "https://example.com/#x",
+        ] {
+            assert!(Location::parse(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

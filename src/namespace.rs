@@ -161,10 +161,16 @@ enum Opened {
     Fs(FsBackend),
     Object(ObjectStoreBackend),
     Memory(Arc<MemoryBackend>),
+    Discovery(Arc<skillstore_backends::DiscoveryBackend>),
 }
 
 impl Opened {
-    fn open(location: &Location, policy: SymlinkPolicy, read_limit: u64) -> Result<Opened> {
+    fn open(
+        location: &Location,
+        policy: SymlinkPolicy,
+        read_limit: u64,
+        cache: Option<&crate::cache::CacheSettings>,
+    ) -> Result<Opened> {
         match location {
             Location::Dir(path) => FsBackend::with_policy(path, policy)
                 .map(Opened::Fs)
@@ -178,6 +184,18 @@ impl Opened {
                     .map_err(|e| Error::Usage(format!("cannot load the memory file `{}`: {e}", file.display())))?;
                 Ok(Opened::Memory(Arc::new(backend)))
             }
+            Location::Discovery(url) => {
+                let unpack = Arc::new(crate::archive::RootedUnpack::new(read_limit));
+                skillstore_backends::DiscoveryBackend::new(url, unpack, Default::default(), false)
+                    .map(
+                        |b| match cache.and_then(|c| c.resolved_dir().map(|d| (d, c.max_bytes))) {
+                            Some((dir, max_bytes)) => b.with_cache(dir.join("discovery"), max_bytes),
+                            None => b,
+                        },
+                    )
+                    .map(|b| Opened::Discovery(Arc::new(b)))
+                    .map_err(|e| Error::Usage(format!("cannot use `{location}`: {e}")))
+            }
         }
     }
 
@@ -189,6 +207,7 @@ impl Opened {
             Opened::Memory(b) => {
                 Arc::new(Subtree::new(Arc::clone(b) as Arc<dyn SkillBackend>, VPath::root()).read_only())
             }
+            Opened::Discovery(b) => Arc::clone(b) as Arc<dyn SkillBackend>,
         }
     }
 
@@ -207,6 +226,14 @@ impl Opened {
                 let sub = Subtree::new(Arc::clone(b) as Arc<dyn SkillBackend>, inner.clone());
                 Arc::new(if writable { sub } else { sub.read_only() })
             }
+            Opened::Discovery(_) if writable => {
+                return Err(Error::Usage(
+                    "a discovery endpoint is read-only: its source cannot be writable".into(),
+                ));
+            }
+            Opened::Discovery(b) => {
+                Arc::new(Subtree::new(Arc::clone(b) as Arc<dyn SkillBackend>, inner.clone()).read_only())
+            }
         })
     }
 }
@@ -218,10 +245,11 @@ impl Location {
     /// servers go through [`Config::open`], which applies the namespace's
     /// rules.
     pub fn open(&self, policy: SymlinkPolicy, read_limit: u64) -> Result<Arc<dyn SkillBackend>> {
-        Ok(match Opened::open(self, policy, read_limit)? {
+        Ok(match Opened::open(self, policy, read_limit, None)? {
             Opened::Fs(b) => Arc::new(b),
             Opened::Object(b) => Arc::new(b),
             Opened::Memory(b) => b,
+            Opened::Discovery(b) => b,
         })
     }
 }
@@ -240,6 +268,13 @@ pub(crate) fn assemble(config: &Config, writable_names: &[String]) -> Result<Nam
             ..MountConfig::default()
         });
     }
+    let cache = (config.cache.enabled != Some(false)).then(|| crate::cache::CacheSettings {
+        dir: config.cache.dir.as_deref().map(|dir| match dir.strip_prefix("~/") {
+            Some(rest) => std::env::var_os("HOME").map_or_else(|| base.join(dir), |home| Path::new(&home).join(rest)),
+            None => base.join(dir),
+        }),
+        max_bytes: config.cache.max_bytes.unwrap_or(crate::cache::DEFAULT_CACHE_BYTES),
+    });
     let mut mounts: Vec<Mount> = Vec::with_capacity(mount_configs.len());
     for m in &mount_configs {
         let at = parse_dir(&m.at)?;
@@ -255,7 +290,7 @@ pub(crate) fn assemble(config: &Config, writable_names: &[String]) -> Result<Nam
         }
         let opened = match &m.contents {
             Some(files) => Opened::Memory(Arc::clone(files)),
-            None => Opened::open(&location, policy, read_limit)?,
+            None => Opened::open(&location, policy, read_limit, cache.as_ref())?,
         };
         mounts.retain(|existing| existing.at != at);
         mounts.push(Mount {
@@ -351,13 +386,6 @@ pub(crate) fn assemble(config: &Config, writable_names: &[String]) -> Result<Nam
         config.skills.enabled.clone().map(Patterns::new).transpose()?,
         Patterns::new(config.skills.disabled.iter().cloned())?,
     );
-    let cache = (config.cache.enabled != Some(false)).then(|| crate::cache::CacheSettings {
-        dir: config.cache.dir.as_deref().map(|dir| match dir.strip_prefix("~/") {
-            Some(rest) => std::env::var_os("HOME").map_or_else(|| base.join(dir), |home| Path::new(&home).join(rest)),
-            None => base.join(dir),
-        }),
-        max_bytes: config.cache.max_bytes.unwrap_or(crate::cache::DEFAULT_CACHE_BYTES),
-    });
     let load = LoadOptions {
         concurrency: config.limits.concurrency.unwrap_or(defaults.concurrency).max(1),
         read_limit,
@@ -436,6 +464,11 @@ fn identity(mount: &Mount, mounts: &[Mount], inner: &VPath) -> Identity {
         Location::S3 { bucket, prefix } => {
             let mut key = vec![format!("s3:{bucket}")];
             key.extend(prefix.split('/').filter(|s| !s.is_empty()).map(str::to_owned));
+            key.extend(inner.segments().map(str::to_owned));
+            Identity::Keyed(key)
+        }
+        Location::Discovery(url) => {
+            let mut key = vec![format!("discovery:{url}")];
             key.extend(inner.segments().map(str::to_owned));
             Identity::Keyed(key)
         }

@@ -38,6 +38,7 @@ pub mod cases;
 #[cfg(feature = "s3-server")]
 pub mod fault_proxy;
 pub mod hostile;
+pub mod read_only;
 #[cfg(feature = "s3-server")]
 pub mod s3_server;
 

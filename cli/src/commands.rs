@@ -70,7 +70,7 @@ pub fn degraded(catalog: &Catalog) -> Option<Failure> {
         message: format!(
             "incomplete: the source(s) {} could not be read whole now{why}; the output holds the rest. \
              Check the credentials (the AWS_* variables) and the endpoint of s3:// locations, \
-             or the permissions of local directories",
+             the address of https:// discovery endpoints, or the permissions of local directories",
             names.join(", ")
         ),
     })

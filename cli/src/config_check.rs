@@ -35,7 +35,16 @@ pub fn run(file: Option<&Path>, global_config: Option<&Path>) -> Result<(), Fail
                 .config
                 .open()
                 .map_err(|e| Failure::usage(format!("{shown}: tenant `{}`: {e}", tenant.name)))?;
-            let _ = writeln!(out, "tenant {}: {} token(s)", tenant.name, tenant.tokens.len());
+            let published = match tenant.discovery {
+                skillstore_server::Discovery::Public => ", published for discovery",
+                skillstore_server::Discovery::Private => "",
+            };
+            let _ = writeln!(
+                out,
+                "tenant {}: {} token(s){published}",
+                tenant.name,
+                tenant.tokens.len()
+            );
             describe(&mut out, &tenant.config, &namespace, "  ");
         }
     } else {

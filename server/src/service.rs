@@ -191,6 +191,22 @@ impl Service {
         }
     }
 
+    /// The tenant whose discovery paths are `/t/{name}/.well-known/...`
+    /// (`name` given) or the root's (`None`): a tenant that opted in
+    /// (`discovery: public`), or for the root, an open server's one
+    /// tenant. `None` otherwise, whether or not the tenant exists.
+    pub fn discovery_tenant(&self, name: Option<&str>) -> Option<Arc<Tenant>> {
+        match name {
+            None if self.open => Some(Arc::clone(&self.tenants[0])),
+            None => None,
+            Some(name) => self
+                .tenants
+                .iter()
+                .find(|t| t.name() == name && t.discovery() == crate::settings::Discovery::Public)
+                .cloned(),
+        }
+    }
+
     /// The Prometheus text.
     pub fn render_metrics(&self) -> String {
         let skills = self

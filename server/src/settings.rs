@@ -34,6 +34,7 @@
 //!       - env: ACME_READ_TOKEN  # the token itself, read from the environment
 //!   - name: globex
 //!     config: { sources: [ { path: /skills } ] }   # instead of the template
+//!     discovery: public         # its winners at /t/globex/.well-known/agent-skills/, no token needed
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -76,6 +77,19 @@ pub struct TokenSpec {
     pub scope: Scope,
 }
 
+/// Whether a tenant's skills are published for Agent Skills discovery.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Discovery {
+    /// Not published (the default): the tenant's discovery paths answer
+    /// 404, as a tenant that does not exist.
+    #[default]
+    Private,
+    /// Published to anyone, without a token, at
+    /// `/t/TENANT/.well-known/agent-skills/`.
+    Public,
+}
+
 /// One tenant.
 #[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -88,6 +102,9 @@ pub struct TenantSpec {
     /// The tenant's own configuration; the template's when absent.
     #[serde(default)]
     pub config: Option<Config>,
+    /// Whether its winners are published for discovery.
+    #[serde(default)]
+    pub discovery: Discovery,
 }
 
 /// Request limits.
@@ -252,6 +269,8 @@ pub struct TenantSettings {
     pub config: Config,
     /// The tenant's tokens, hashed, with their scopes.
     pub tokens: Vec<(TokenHash, Scope)>,
+    /// Whether its winners are published for discovery.
+    pub discovery: Discovery,
 }
 
 /// Everything the server needs: tenants, refresh interval and limits.
@@ -280,6 +299,7 @@ impl Settings {
                 name: "default".into(),
                 config,
                 tokens: Vec::new(),
+                discovery: Discovery::Private,
             }],
             refresh_interval: DEFAULT_REFRESH,
             limits: Limits::default(),
@@ -365,6 +385,7 @@ impl Settings {
                 name: spec.name,
                 config,
                 tokens,
+                discovery: spec.discovery,
             });
         }
         if tenants.len() > 1 && tenants.iter().any(|t| t.tokens.is_empty()) {
@@ -556,6 +577,20 @@ mod tests {
             vec![(TokenHash::of("globex-secret"), Scope::Read)]
         );
         assert_eq!(settings.tenants[1].config.mounts[0].location, ".");
+        assert_eq!(settings.tenants[0].discovery, Discovery::Private);
+    }
+
+    #[test]
+    fn discovery_is_private_unless_public() {
+        let text = FILE.replace(
+            "    tokens:\n      - env: GLOBEX_TOKEN\n",
+            "    tokens:\n      - env: GLOBEX_TOKEN\n    discovery: public\n",
+        );
+        let file: ServerFile = serde_yaml::from_str(&text).unwrap();
+        let settings = Settings::from_file(file, Path::new("."), &env).unwrap();
+        assert_eq!(settings.tenants[1].discovery, Discovery::Public);
+        let bad = FILE.replace("    config:\n", "    discovery: open\n    config:\n");
+        assert!(serde_yaml::from_str::<ServerFile>(&bad).is_err());
     }
 
     #[test]

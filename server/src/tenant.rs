@@ -15,9 +15,10 @@ use tokio::sync::watch;
 
 use crate::counting::{BackendCalls, Counting};
 use crate::digest::DigestCache;
+use crate::discovery::{ArtifactCache, Published};
 use crate::error::{ApiError, ServerError};
 use crate::manifest::Manifest;
-use crate::settings::TenantSettings;
+use crate::settings::{Discovery, TenantSettings};
 
 /// A body rendered once and its entity tag.
 #[derive(Debug, Clone)]
@@ -59,6 +60,7 @@ pub struct View {
     shows: Mutex<HashMap<String, Rendered>>,
     prompts: Mutex<HashMap<(String, Option<usize>), Rendered>>,
     manifests: Mutex<HashMap<String, Arc<Manifest>>>,
+    discovery: tokio::sync::OnceCell<Arc<Published>>,
 }
 
 impl View {
@@ -80,7 +82,19 @@ impl View {
             shows: Mutex::new(HashMap::new()),
             prompts: Mutex::new(HashMap::new()),
             manifests: Mutex::new(HashMap::new()),
+            discovery: tokio::sync::OnceCell::new(),
         }
+    }
+
+    /// The discovery index of this snapshot and its artifacts (see
+    /// [`crate::discovery`]), built once per snapshot from the tenant's
+    /// artifact cache.
+    pub async fn discovery(&self, tenant: &Tenant) -> Arc<Published> {
+        let published = self
+            .discovery
+            .get_or_init(|| async { Arc::new(crate::discovery::publish(&self.catalog, &tenant.artifacts).await) })
+            .await;
+        Arc::clone(published)
     }
 
     /// `GET /v1/skills/{name}`: the `show --json` object, built once per
@@ -241,6 +255,8 @@ pub struct Tenant {
     last_refresh: Mutex<(u64, RefreshOutcome)>,
     /// Digests of the tenant's files, by path and version.
     pub digests: DigestCache,
+    discovery: Discovery,
+    artifacts: ArtifactCache,
 }
 
 impl std::fmt::Debug for Tenant {
@@ -277,7 +293,14 @@ impl Tenant {
             refreshes_started: AtomicU64::new(0),
             last_refresh: Mutex::new((0, RefreshOutcome::Fresh)),
             digests: DigestCache::default(),
+            discovery: settings.discovery,
+            artifacts: ArtifactCache::default(),
         })
+    }
+
+    /// Whether the tenant publishes its winners for discovery.
+    pub fn discovery(&self) -> Discovery {
+        self.discovery
     }
 
     /// The tenant's name.

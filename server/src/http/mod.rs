@@ -3,6 +3,7 @@
 //! serving with bounded connections and a graceful shutdown.
 
 mod conditional;
+pub mod discovery;
 mod front;
 mod listen;
 pub mod openapi;
@@ -36,8 +37,9 @@ pub(crate) struct AppState {
     permits: Arc<Semaphore>,
 }
 
-/// The whole router: `/v1/...`, `/healthz`, `/readyz`, `/metrics`, and
-/// `mcp` (when given) at `/mcp`. Every API route passes [`front::guard`].
+/// The whole router: `/v1/...`, `/healthz`, `/readyz`, `/metrics`, the
+/// discovery routes ([`discovery`]), and `mcp` (when given) at `/mcp`.
+/// Every API route passes [`front::guard`].
 pub fn router(service: Arc<Service>, mcp: Option<Router>) -> Router {
     let state = AppState {
         permits: Arc::new(Semaphore::new(service.limits.max_concurrent_requests)),
@@ -66,6 +68,7 @@ pub fn router(service: Arc<Service>, mcp: Option<Router>) -> Router {
         .route("/readyz", get(read::readyz))
         .route("/metrics", get(read::metrics))
         .route("/openapi.json", get(openapi::serve))
+        .merge(discovery::routes())
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(state.clone(), front::guard))
         .layer(axum::extract::DefaultBodyLimit::max(body_limit))
@@ -77,6 +80,11 @@ pub fn router(service: Arc<Service>, mcp: Option<Router>) -> Router {
 }
 
 async fn not_found() -> ApiError {
+    no_route()
+}
+
+/// The answer to a route that does not exist.
+pub(crate) fn no_route() -> ApiError {
     ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such route")
 }
 
