@@ -12,7 +12,10 @@
 //! - two sources whose directories are the same or nested (judged on the
 //!   storage itself: device and inode for directories, bucket and key
 //!   prefix for object stores) cannot be one writable and one read-only,
-//!   so no source name can alias the base layer to write to it.
+//!   so no source name can alias the base layer to write to it;
+//! - a Git mount is fetched into the private cache and served at the commit
+//!   its reference resolved to; it is never writable, and each of its
+//!   sources carries that commit as provenance.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -161,10 +164,17 @@ enum Opened {
     Fs(FsBackend),
     Object(ObjectStoreBackend),
     Memory(Arc<MemoryBackend>),
+    /// A Git repository at its commit, or, when the remote could not be
+    /// reached and nothing was fetched before, a stand-in answering
+    /// `unavailable` (so the other sources are still served).
+    Git {
+        backend: Arc<dyn SkillBackend>,
+        commit: Option<String>,
+    },
 }
 
 impl Opened {
-    fn open(location: &Location, policy: SymlinkPolicy, read_limit: u64) -> Result<Opened> {
+    fn open(location: &Location, policy: SymlinkPolicy, read_limit: u64, cache_dir: Option<&Path>) -> Result<Opened> {
         match location {
             Location::Dir(path) => FsBackend::with_policy(path, policy)
                 .map(Opened::Fs)
@@ -178,6 +188,33 @@ impl Opened {
                     .map_err(|e| Error::Usage(format!("cannot load the memory file `{}`: {e}", file.display())))?;
                 Ok(Opened::Memory(Arc::new(backend)))
             }
+            Location::Git { remote, reference } => {
+                match crate::git_source::open(remote, reference.as_deref(), policy, cache_dir) {
+                    Ok(b) => Ok(Opened::Git {
+                        commit: Some(b.commit()),
+                        backend: Arc::new(b) as Arc<dyn SkillBackend>,
+                    }),
+                    Err(e) if e.kind().is_transient() => {
+                        tracing::warn!(location = %location, error = %crate::git_source::with_causes(&e), "a Git remote could not be reached; its sources are unavailable");
+                        Ok(Opened::Git {
+                            backend: Arc::new(crate::git_source::Unreachable),
+                            commit: None,
+                        })
+                    }
+                    Err(e) => Err(Error::Usage(format!(
+                        "cannot use `{location}`: {}",
+                        crate::git_source::with_causes(&e)
+                    ))),
+                }
+            }
+        }
+    }
+
+    /// The commit served, for a Git mount.
+    fn commit(&self) -> Option<String> {
+        match self {
+            Opened::Git { commit, .. } => commit.clone(),
+            _ => None,
         }
     }
 
@@ -189,6 +226,7 @@ impl Opened {
             Opened::Memory(b) => {
                 Arc::new(Subtree::new(Arc::clone(b) as Arc<dyn SkillBackend>, VPath::root()).read_only())
             }
+            Opened::Git { backend, .. } => Arc::clone(backend),
         }
     }
 
@@ -207,6 +245,7 @@ impl Opened {
                 let sub = Subtree::new(Arc::clone(b) as Arc<dyn SkillBackend>, inner.clone());
                 Arc::new(if writable { sub } else { sub.read_only() })
             }
+            Opened::Git { backend, .. } => Arc::new(Subtree::new(Arc::clone(backend), inner.clone()).read_only()),
         })
     }
 }
@@ -216,12 +255,19 @@ impl Location {
     /// local directory and `read_limit` for a memory file. For tools that
     /// write a whole tree to a location (`publish`); catalogs, editors and
     /// servers go through [`Config::open`], which applies the namespace's
-    /// rules.
+    /// rules. A Git location is refused before anything is fetched: it is
+    /// never written to.
     pub fn open(&self, policy: SymlinkPolicy, read_limit: u64) -> Result<Arc<dyn SkillBackend>> {
-        Ok(match Opened::open(self, policy, read_limit)? {
+        if self.is_git() {
+            return Err(Error::Usage(format!(
+                "`{self}` is a Git repository, which is read-only; write to a directory or an s3:// location"
+            )));
+        }
+        Ok(match Opened::open(self, policy, read_limit, None)? {
             Opened::Fs(b) => Arc::new(b),
             Opened::Object(b) => Arc::new(b),
             Opened::Memory(b) => b,
+            Opened::Git { backend, .. } => backend,
         })
     }
 }
@@ -232,6 +278,10 @@ pub(crate) fn assemble(config: &Config, writable_names: &[String]) -> Result<Nam
     let read_limit = config.limits.max_file_bytes.unwrap_or(defaults.read_limit);
     let base = config.base();
 
+    let cache_dir = config.cache.dir.as_deref().map(|dir| match dir.strip_prefix("~/") {
+        Some(rest) => std::env::var_os("HOME").map_or_else(|| base.join(dir), |home| Path::new(&home).join(rest)),
+        None => base.join(dir),
+    });
     let mut mount_configs: Vec<MountConfig> = config.mounts.clone();
     if mount_configs.is_empty() {
         mount_configs.push(MountConfig {
@@ -248,14 +298,14 @@ pub(crate) fn assemble(config: &Config, writable_names: &[String]) -> Result<Nam
             None => Location::parse(&m.location)?.resolved_against(m.base_dir.as_deref().unwrap_or(&base)),
         };
         let policy = m.symlinks.as_deref().map(parse_policy).transpose()?.unwrap_or_default();
-        if m.symlinks.is_some() && !location.is_local_dir() {
+        if m.symlinks.is_some() && !location.is_local_dir() && !location.is_git() {
             return Err(Error::Usage(format!(
-                "the mount at {at} sets a symlink policy, which applies to local directories only"
+                "the mount at {at} sets a symlink policy, which applies to local directories and Git repositories only"
             )));
         }
         let opened = match &m.contents {
             Some(files) => Opened::Memory(Arc::clone(files)),
-            None => Opened::open(&location, policy, read_limit)?,
+            None => Opened::open(&location, policy, read_limit, cache_dir.as_deref())?,
         };
         mounts.retain(|existing| existing.at != at);
         mounts.push(Mount {
@@ -308,6 +358,14 @@ pub(crate) fn assemble(config: &Config, writable_names: &[String]) -> Result<Nam
             .max_by_key(|m| m.at.segments().count())
             .ok_or_else(|| Error::Usage(format!("no mount serves the source {path}")))?;
         let inner = path.strip_prefix(&mount.at).expect("the mount is an ancestor");
+        if source.is_writable() && mount.location.is_git() {
+            return Err(Error::Usage(format!(
+                "the source `{}` is writable, but {path} is in the Git repository mounted at {} ({}), which is never writable",
+                source.name(),
+                mount.at,
+                mount.location
+            )));
+        }
         if let Some(policy) = policy {
             if !mount.location.is_local_dir() {
                 return Err(Error::Usage(format!(
@@ -330,6 +388,10 @@ pub(crate) fn assemble(config: &Config, writable_names: &[String]) -> Result<Nam
         }
         identities.push((index, source.is_writable(), identity(mount, &mounts, &inner)));
         source_locations.push(mount.location.clone());
+        let source = match mount.opened.commit() {
+            Some(commit) => source.with_commit(commit),
+            None => source,
+        };
         list.push(source)?;
     }
     refuse_aliases(&list, &identities)?;
@@ -352,10 +414,7 @@ pub(crate) fn assemble(config: &Config, writable_names: &[String]) -> Result<Nam
         Patterns::new(config.skills.disabled.iter().cloned())?,
     );
     let cache = (config.cache.enabled != Some(false)).then(|| crate::cache::CacheSettings {
-        dir: config.cache.dir.as_deref().map(|dir| match dir.strip_prefix("~/") {
-            Some(rest) => std::env::var_os("HOME").map_or_else(|| base.join(dir), |home| Path::new(&home).join(rest)),
-            None => base.join(dir),
-        }),
+        dir: cache_dir.clone(),
         max_bytes: config.cache.max_bytes.unwrap_or(crate::cache::DEFAULT_CACHE_BYTES),
     });
     let load = LoadOptions {
@@ -436,6 +495,11 @@ fn identity(mount: &Mount, mounts: &[Mount], inner: &VPath) -> Identity {
         Location::S3 { bucket, prefix } => {
             let mut key = vec![format!("s3:{bucket}")];
             key.extend(prefix.split('/').filter(|s| !s.is_empty()).map(str::to_owned));
+            key.extend(inner.segments().map(str::to_owned));
+            Identity::Keyed(key)
+        }
+        Location::Git { remote, .. } => {
+            let mut key = vec![format!("git:{remote}@{}", mount.opened.commit().unwrap_or_default())];
             key.extend(inner.segments().map(str::to_owned));
             Identity::Keyed(key)
         }

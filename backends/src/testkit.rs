@@ -40,6 +40,8 @@ pub mod cases;
 pub mod fault_proxy;
 #[cfg(all(feature = "git", unix))]
 pub mod git_repo;
+#[cfg(all(feature = "git", unix))]
+pub mod git_servers;
 pub mod hostile;
 #[cfg(feature = "s3-server")]
 pub mod s3_server;

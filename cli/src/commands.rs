@@ -208,6 +208,9 @@ pub async fn show(global: &Global, name: &str, json: bool) -> Result<(), Failure
     let _ = writeln!(out, "description:   {}", shown(&meta.description));
     let _ = writeln!(out, "source:        {} ({})", shown(&skill.source), skill.path);
     let _ = writeln!(out, "version:       {}", shown(skill.version.as_str()));
+    if let Some(commit) = &skill.commit {
+        let _ = writeln!(out, "commit:        {}", shown(commit));
+    }
     if let Some(license) = &meta.license {
         let _ = writeln!(out, "license:       {}", shown(license));
     }

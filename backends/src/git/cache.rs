@@ -268,17 +268,17 @@ fn fetch(repo: &gix::Repository, remote: &GitRemote, source: &str, local: &str) 
     let prepared = connection
         .prepare_fetch(gix::progress::Discard, Default::default())
         .map_err(|e| unavailable("cannot list", &e))?;
-    let depth = NonZeroU32::new(1).expect("one is not zero");
-    let outcome = prepared
-        .with_shallow(gix::remote::fetch::Shallow::DepthAtRemote(depth))
-        .receive(gix::progress::Discard, &AtomicBool::new(false))
-        .map_err(|e| unavailable("cannot fetch", &e))?;
-    if outcome.ref_map.mappings.is_empty() {
+    if prepared.ref_map().mappings.is_empty() {
         return Err(Error::new(ErrorKind::NotFound).with_detail(format!(
             "the remote {remote} has no reference `{}`",
             source.escape_debug()
         )));
     }
+    let depth = NonZeroU32::new(1).expect("one is not zero");
+    prepared
+        .with_shallow(gix::remote::fetch::Shallow::DepthAtRemote(depth))
+        .receive(gix::progress::Discard, &AtomicBool::new(false))
+        .map_err(|e| unavailable("cannot fetch", &e))?;
     Ok(())
 }
 
