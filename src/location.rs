@@ -50,7 +50,8 @@ impl Location {
     pub fn parse(text: &str) -> Result<Location> {
         if text.is_empty() {
             return Err(Error::Usage(
-                "an empty location; expected a directory, s3://bucket[/prefix] or memory:FILE.json".into(),
+                "an empty location; expected a directory, s3://bucket[/prefix], memory:FILE.json or git+URL[@REF]"
+                    .into(),
             ));
         }
         if let Some(file) = text.strip_prefix("memory:")
@@ -71,7 +72,7 @@ impl Location {
             url::Url::parse(text).map_err(|e| Error::Usage(format!("bad location `{}`: {e}", text.escape_debug())))?;
         let (scheme, path) = ObjectStoreScheme::parse(&url).map_err(|_| {
             Error::Usage(format!(
-                "unknown location scheme `{}://`; expected a directory, s3://bucket[/prefix] or memory:FILE.json",
+                "unknown location scheme `{}://`; expected a directory, s3://bucket[/prefix], memory:FILE.json or git+URL[@REF]",
                 url.scheme()
             ))
         })?;
