@@ -390,3 +390,63 @@ fn a_blob_that_inflates_past_its_header_is_refused() {
         Err(e) => assert_eq!(e.kind(), ErrorKind::Other, "{e}"),
     }
 }
+
+mod property {
+    use proptest::prelude::*;
+    use skillstore_backends::FsBackend;
+
+    use super::*;
+
+    /// A tree: files at paths of one to three segments, any bytes.
+    fn files() -> impl Strategy<Value = BTreeMap<Vec<String>, Vec<u8>>> {
+        let segment = prop::sample::select(vec!["a", "b", "SKILL.md", "ü", "x y", "%2e%2e", "-n", "A"]);
+        let path = prop::collection::vec(segment.prop_map(str::to_owned), 1..4);
+        prop::collection::btree_map(path, prop::collection::vec(any::<u8>(), 0..300), 1..12)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+
+        /// The committed tree reads as its checkout does: the same files,
+        /// sizes and bytes, and versions that are the blob ids `git`
+        /// computes.
+        #[test]
+        fn a_commit_reads_as_its_checkout(files in files()) {
+            let dir = tempfile::tempdir().unwrap();
+            let work = dir.path();
+            let mut written = Vec::new();
+            for (segments, data) in &files {
+                let path = segments.join("/");
+                // A file where another needs a directory is left out.
+                if written.iter().any(|w: &String| path.starts_with(&format!("{w}/")) || w.starts_with(&format!("{path}/"))) {
+                    continue;
+                }
+                let host = work.join(&path);
+                std::fs::create_dir_all(host.parent().unwrap()).unwrap();
+                std::fs::write(&host, data).unwrap();
+                written.push(path);
+            }
+            git(work, &["init", "-q"]);
+            git(work, &["add", "-A"]);
+            git(work, &["commit", "-q", "--allow-empty", "-m", "p"]);
+            let from_git = GitBackend::open(&work.join(".git"), "HEAD", SymlinkPolicy::WithinRoot).unwrap();
+            let from_fs = FsBackend::new(work).unwrap().read_only();
+            let rt = runtime();
+            let walk = rt.block_on(from_git.walk(&VPath::root(), WalkLimits::default())).unwrap();
+            let mut relatives: Vec<&str> = walk.files.iter().map(|f| f.relative.as_str()).collect();
+            relatives.sort();
+            let mut expected: Vec<&str> = written.iter().map(String::as_str).collect();
+            expected.sort();
+            prop_assert_eq!(relatives, expected);
+            for path in &written {
+                let vpath = p(&format!("/{path}"));
+                let a = rt.block_on(from_git.read(&vpath, ReadOptions::default())).unwrap();
+                let b = rt.block_on(from_fs.read(&vpath, ReadOptions::default())).unwrap();
+                prop_assert_eq!(&a.data, &b.data);
+                prop_assert_eq!(a.size, b.size);
+                let id = git(work, &["rev-parse", &format!("HEAD:{path}")]);
+                prop_assert_eq!(a.version.as_str(), id.trim());
+            }
+        }
+    }
+}
