@@ -41,6 +41,7 @@ pub struct Namespace {
     backend: Arc<dyn SkillBackend>,
     sources: SourceList,
     source_locations: Vec<Location>,
+    git_mounts: Vec<(Location, Option<String>)>,
     load: LoadOptions,
     prompt: PromptSettings,
     sync: SyncOptions,
@@ -95,6 +96,13 @@ impl Namespace {
     /// the configuration's `sync` section, defaults elsewhere.
     pub fn sync_options(&self) -> &SyncOptions {
         &self.sync
+    }
+
+    /// Every Git mount's location and the commit it resolved to (`None`
+    /// when its remote could not be reached and nothing was fetched
+    /// before), in mount order.
+    pub fn git_mounts(&self) -> &[(Location, Option<String>)] {
+        &self.git_mounts
     }
 
     /// The location serving the source `name` (for a front end that must
@@ -436,6 +444,11 @@ pub(crate) fn assemble(config: &Config, writable_names: &[String]) -> Result<Nam
         backend: Arc::new(table),
         sources: list,
         source_locations,
+        git_mounts: mounts
+            .iter()
+            .filter(|m| m.location.is_git())
+            .map(|m| (m.location.clone(), m.opened.commit()))
+            .collect(),
         load,
         prompt: PromptSettings {
             style,

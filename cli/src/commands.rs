@@ -325,3 +325,13 @@ pub async fn prompt(
     emit(text.as_bytes())?;
     degraded(&catalog).map_or(Ok(()), Err)
 }
+
+/// `lock`: each Git source's commit, written to `output`.
+pub fn lock(global: &Global, output: &Path) -> Result<(), Failure> {
+    // The lock being written is not checked against the one it replaces.
+    let namespace = crate::namespace::config(global)?.open()?;
+    let lock = skillstore::git_lock::GitLock::of(&namespace)?;
+    std::fs::write(output, lock.to_json())
+        .map_err(|e| Failure::failed(format!("cannot write {}: {e}", output.display())))?;
+    Ok(())
+}

@@ -131,3 +131,61 @@ fn a_git_source_is_never_written() {
     assert_eq!(publish.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&publish.stderr).contains("read-only"));
 }
+
+#[test]
+fn locked_refuses_once_the_branch_has_moved() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    let first = committed_examples(&work);
+    let url = format!("git+file://{}@main", work.display());
+    let lock = skillstore(dir.path(), &url).arg("lock").output().unwrap();
+    assert!(lock.status.success(), "{}", String::from_utf8_lossy(&lock.stderr));
+    let written: Value = serde_json::from_slice(&std::fs::read(dir.path().join("skillstore.lock")).unwrap()).unwrap();
+    assert_eq!(written["git"][0]["commit"], first);
+    assert_eq!(written["git"][0]["location"], url);
+    let ok = skillstore(dir.path(), &url)
+        .args(["--locked", "list"])
+        .output()
+        .unwrap();
+    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+
+    std::fs::write(
+        work.join("team/changelog/SKILL.md"),
+        "---\nname: changelog\ndescription: Moved.\n---\n",
+    )
+    .unwrap();
+    git(&work, &["commit", "-q", "-a", "-m", "moved"]);
+    let moved = git(&work, &["rev-parse", "HEAD"]).trim().to_owned();
+    let refused = skillstore(dir.path(), &url)
+        .args(["--locked", "list"])
+        .output()
+        .unwrap();
+    assert_ne!(refused.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains(&moved) && stderr.contains(&first), "{stderr}");
+    assert!(refused.stdout.is_empty());
+    // Pinned at the locked commit, it runs.
+    let pinned = format!("git+file://{}@{first}", work.display());
+    let other = skillstore(dir.path(), &pinned)
+        .args(["--locked", "list"])
+        .output()
+        .unwrap();
+    assert!(!other.status.success(), "a location the lock does not hold is refused");
+    // Accepting the move: lock again.
+    assert!(
+        skillstore(dir.path(), &url)
+            .arg("lock")
+            .output()
+            .unwrap()
+            .status
+            .success()
+    );
+    assert!(
+        skillstore(dir.path(), &url)
+            .args(["--locked", "list"])
+            .output()
+            .unwrap()
+            .status
+            .success()
+    );
+}
