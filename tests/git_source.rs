@@ -285,3 +285,48 @@ fn count_objects(dir: &Path) -> usize {
         .map(|e| walk(&e.path().join("objects")))
         .sum()
 }
+
+/// A SKILL.md that is a Git LFS pointer and a submodule among the skills
+/// are reported as diagnostics; the other skills load.
+#[tokio::test]
+async fn lfs_pointers_and_submodules_become_diagnostics() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    layered_work(&work);
+    std::fs::write(
+        work.join("team/pdf/SKILL.md"),
+        "version https://git-lfs.github.com/spec/v1\noid sha256:4d7a214614ab2935c943f9e0ff69d22eadbb8f32b1258daaa5e2ca24d17e2393\nsize 12345\n",
+    )
+    .unwrap();
+    git(&work, &["add", "-A"]);
+    let gitlink = format!("160000,{},team/vendored", "1".repeat(40));
+    git(&work, &["update-index", "--add", "--cacheinfo", &gitlink]);
+    git(&work, &["commit", "-q", "-m", "lfs and a submodule"]);
+    let url = format!("git+file://{}", work.display());
+    let catalog = config(dir.path(), &url).open().unwrap().load().await;
+    let names: Vec<&str> = catalog.skills().iter().map(|s| s.name()).collect();
+    assert_eq!(names, ["docx", "pdf"]);
+    assert_eq!(catalog.get("pdf").unwrap().source, "base", "the pointer never wins");
+    let kinds: Vec<(String, String)> = catalog
+        .diagnostics()
+        .iter()
+        .map(|d| {
+            (
+                d.kind.as_str().to_owned(),
+                d.path.as_ref().map(|p| p.to_string()).unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert!(
+        kinds.contains(&("not_regular_file".into(), "/team/pdf/SKILL.md".into())),
+        "{kinds:?}"
+    );
+    assert!(
+        kinds.contains(&("unsupported".into(), "/team/vendored/SKILL.md".into())),
+        "{kinds:?}"
+    );
+    assert!(
+        catalog.incomplete_sources().is_empty(),
+        "a skill's own refusal leaves its source whole"
+    );
+}

@@ -299,19 +299,24 @@ fn links_out_of_the_tree_and_submodules_are_refused() {
     assert_eq!(kind("/s/dangling"), ErrorKind::DanglingSymlink);
     assert_eq!(kind("/s/long"), ErrorKind::SymlinkLoop);
     assert_eq!(kind("/s/vendored"), ErrorKind::NotRegularFile);
-    assert_eq!(kind("/s/vendored/SKILL.md"), ErrorKind::NotADirectory);
-    assert_eq!(kind("/s/big.bin"), ErrorKind::Unsupported);
+    assert_eq!(kind("/s/vendored/SKILL.md"), ErrorKind::Unsupported);
+    assert_eq!(kind("/s/big.bin"), ErrorKind::NotRegularFile);
+    assert_eq!(
+        rt.block_on(backend.stat(&p("/s/big.bin"))).unwrap().kind,
+        EntryKind::Other
+    );
     let listed = rt.block_on(backend.list(&p("/s"))).unwrap();
     let by_name: BTreeMap<&str, (EntryKind, bool)> =
         listed.iter().map(|e| (e.name.as_str(), (e.kind, e.symlink))).collect();
     assert_eq!(by_name["vendored"], (EntryKind::Other, false));
+    assert_eq!(by_name["big.bin"], (EntryKind::Other, false));
     for link in ["up", "abs", "loop", "dangling", "long"] {
         assert_eq!(by_name[link], (EntryKind::Other, true), "{link}");
     }
     let walk = rt.block_on(backend.walk(&p("/s"), WalkLimits::default())).unwrap();
     let files: Vec<&str> = walk.files.iter().map(|f| f.relative.as_str()).collect();
-    assert_eq!(files, ["SKILL.md", "big.bin"]);
-    assert_eq!(walk.passed_over.len(), 6);
+    assert_eq!(files, ["SKILL.md"]);
+    assert_eq!(walk.passed_over.len(), 7);
 }
 
 #[test]

@@ -7,7 +7,8 @@
 //! limit before inflating it, then checks the inflated bytes against that
 //! size again. Links (mode `120000`) are followed by the [`SymlinkPolicy`],
 //! always inside the tree; submodules are listed as
-//! [`EntryKind::Other`] and never entered; a Git LFS pointer is refused
+//! [`EntryKind::Other`] and never entered; a Git LFS pointer is listed as
+//! [`EntryKind::Other`] too and refused ([`ErrorKind::NotRegularFile`])
 //! rather than served as if it were the file. Writes are refused with
 //! [`ErrorKind::ReadOnly`].
 
@@ -166,14 +167,22 @@ impl Inner {
                     Mode::Tree => entry(name, EntryKind::Dir, None, false),
                     Mode::Blob | Mode::BlobExecutable => {
                         let size = trees.size(id, &path)?;
-                        file_entry(name, id, size, false)
+                        if is_lfs_pointer(trees, id, size, &path)? {
+                            entry(name, EntryKind::Other, None, false)
+                        } else {
+                            file_entry(name, id, size, false)
+                        }
                     }
                     Mode::Commit => entry(name, EntryKind::Other, None, false),
                     Mode::Link => match trees.resolve(self.tree, &path, None, true) {
                         Ok(Node::Tree(_)) => entry(name, EntryKind::Dir, None, true),
                         Ok(Node::Blob(target)) => {
                             let size = trees.size(target, &path)?;
-                            file_entry(name, target, size, true)
+                            if is_lfs_pointer(trees, target, size, &path)? {
+                                entry(name, EntryKind::Other, None, true)
+                            } else {
+                                file_entry(name, target, size, true)
+                            }
                         }
                         Ok(Node::Link(_) | Node::Submodule(_)) | Err(_) => entry(name, EntryKind::Other, None, true),
                     },
@@ -192,11 +201,22 @@ impl Inner {
                     size: None,
                     version: None,
                 },
-                Node::Blob(id) => Metadata {
-                    kind: EntryKind::File,
-                    size: Some(trees.size(id, path)?),
-                    version: Some(version(id)),
-                },
+                Node::Blob(id) => {
+                    let size = trees.size(id, path)?;
+                    if is_lfs_pointer(trees, id, size, path)? {
+                        Metadata {
+                            kind: EntryKind::Other,
+                            size: None,
+                            version: None,
+                        }
+                    } else {
+                        Metadata {
+                            kind: EntryKind::File,
+                            size: Some(size),
+                            version: Some(version(id)),
+                        }
+                    }
+                }
                 Node::Link(_) | Node::Submodule(_) => Metadata {
                     kind: EntryKind::Other,
                     size: None,
@@ -228,8 +248,8 @@ impl Inner {
                     data.len()
                 )));
             }
-            if data.len() <= LFS_POINTER_MAX && data.starts_with(LFS_POINTER) {
-                return Err(Error::at(ErrorKind::Unsupported, path)
+            if looks_like_lfs_pointer(&data) {
+                return Err(Error::at(ErrorKind::NotRegularFile, path)
                     .with_detail("a Git LFS pointer; LFS content is not fetched"));
             }
             let mut data = Bytes::from(data);
@@ -241,6 +261,20 @@ impl Inner {
             })
         })
     }
+}
+
+/// True for a blob whose bytes are a Git LFS pointer (read only when its
+/// size is one a pointer can have).
+fn is_lfs_pointer(trees: &Trees<'_>, id: ObjectId, size: u64, path: &VPath) -> Result<bool> {
+    if size < LFS_POINTER.len() as u64 || size > LFS_POINTER_MAX as u64 {
+        return Ok(false);
+    }
+    let object = trees.repo.find_object(id).map_err(|e| odb_error(path, e))?;
+    Ok(looks_like_lfs_pointer(&object.data))
+}
+
+fn looks_like_lfs_pointer(data: &[u8]) -> bool {
+    data.len() <= LFS_POINTER_MAX && data.starts_with(LFS_POINTER)
 }
 
 fn entry(name: String, kind: EntryKind, size: Option<u64>, symlink: bool) -> Entry {

@@ -200,9 +200,11 @@ fn pending(segment: &str) -> Pending {
     }
 }
 
-/// The error for a path through a submodule, which is never entered.
+/// The error for a path through a submodule, which is never entered: its
+/// tree is in another repository (`unsupported`, so a skill directory that
+/// is a submodule is reported rather than passed over as no skill).
 pub(super) fn submodule(path: &VPath) -> Error {
-    Error::at(ErrorKind::NotADirectory, path).with_detail("a submodule, which is not followed")
+    Error::at(ErrorKind::Unsupported, path).with_detail("a submodule, which is not followed")
 }
 
 /// An object the database could not give: missing (a shallow or partial
