@@ -253,10 +253,21 @@ async fn git_daemon_and_smart_http_serve_the_same_catalog() {
     let (over_http, commits) = listing(&config(&cache_b, &location)).await;
     assert_eq!(over_http, expected);
     assert!(commits.iter().all(|c| c.as_deref() == Some(head.as_str())));
+    let cold = http.requests();
     let objects = count_objects(&cache_b);
     let (again, _) = listing(&config(&cache_b, &location)).await;
     assert_eq!(again, expected);
     assert_eq!(count_objects(&cache_b), objects, "an unchanged ref fetched objects");
+    // The capability advertisement and one ls-refs for the ref: no fetch.
+    let warm = http.requests() - cold;
+    eprintln!("smart HTTP requests: cold {cold}, warm with the ref unchanged {warm}");
+    assert_eq!(warm, 2);
+    // A pinned commit already in the cache: no request at all.
+    let pinned = format!("git+{}@{head}", http.url("skills.git"));
+    let before = http.requests();
+    let (at_pin, _) = listing(&config(&cache_b, &pinned)).await;
+    assert_eq!(at_pin, expected);
+    assert_eq!(http.requests(), before);
     drop(bare);
 }
 

@@ -274,6 +274,21 @@ fn fetch(repo: &gix::Repository, remote: &GitRemote, source: &str, local: &str) 
             source.escape_debug()
         )));
     }
+    // The ref did not move and its objects are here: one round trip, done.
+    let unchanged = prepared.ref_map().mappings.iter().all(|m| {
+        let (Some(id), Some(local)) = (m.remote.as_id(), m.local.as_ref()) else {
+            return false;
+        };
+        let here = repo
+            .try_find_reference(local.as_bstr())
+            .ok()
+            .flatten()
+            .and_then(|r| r.try_id().map(|i| i.detach()));
+        here.as_deref() == Some(id) && repo.has_object(id)
+    });
+    if unchanged {
+        return Ok(());
+    }
     let depth = NonZeroU32::new(1).expect("one is not zero");
     prepared
         .with_shallow(gix::remote::fetch::Shallow::DepthAtRemote(depth))
