@@ -37,6 +37,7 @@ SOURCES = ["/base/", "/user/", "/project/", "/team/"]
 
 
 def build() -> tuple[Path, Path]:
+    print("building the release binary first (cargo build --release)...", file=sys.stderr, flush=True)
     subprocess.run(["cargo", "build", "--release", "--quiet", "--bin", "skillstore"], cwd=REPO, check=True)
     out = subprocess.run(
         ["cargo", "bench", "--no-run", "--quiet", "--bench", "read_floor", "--message-format", "json"],

@@ -16,9 +16,14 @@ is created first.
 A ```yaml block's info string says what it is: `yaml config` (a
 skillstore.yaml) or `yaml server` (a server file) is written into the
 scratch copy's root and checked with `skillstore config check`, with the
-token variables the examples name set; `yaml norun` is a part of a file,
+token variables the examples name set (as `file=NAME` in the info string
+names it, for the blocks after it to use); `yaml norun` is a part of a file,
 shown alone. Fails, naming the file and line, on the first block that
 exits non-zero or runs over 120 s, or on a yaml block that says neither.
+
+First, every relative link of README.md, ARCHITECTURE.md and the book must
+resolve: to a file of the repository, and to a heading of that file when
+it names an anchor; and docs/src/SUMMARY.md must list every page.
 """
 
 import argparse
@@ -43,6 +48,45 @@ def blocks(path: Path):
         yield line, m.group(1), m.group(2).split(), m.group(3)
 
 
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+FENCE = re.compile(r"^```.*?^```", re.S | re.M)
+
+
+def slug(heading: str) -> str:
+    """The anchor GitHub and mdBook give a heading."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return text.replace(" ", "-")
+
+
+def anchors(path: Path) -> set:
+    text = FENCE.sub("", path.read_text())
+    return {slug(m.group(1)) for m in re.finditer(r"^#+ (.*)$", text, re.M)}
+
+
+def broken_links() -> list:
+    """Every relative link that leads nowhere, as `page: link (why)`."""
+    book = ROOT / "docs" / "src"
+    pages = [ROOT / "README.md", ROOT / "ARCHITECTURE.md", *sorted(book.glob("*.md"))]
+    broken = []
+    for page in pages:
+        for m in LINK.finditer(FENCE.sub("", page.read_text())):
+            target = m.group(1)
+            if re.match(r"[a-z]+:", target):
+                continue
+            file, _, anchor = target.partition("#")
+            resolved = (page.parent / file).resolve() if file else page
+            where = f"{page.relative_to(ROOT)}: {target}"
+            if not resolved.exists():
+                broken.append(f"{where} (no such file)")
+            elif anchor and resolved.suffix == ".md" and anchor not in anchors(resolved):
+                broken.append(f"{where} (no such heading)")
+    listed = set(re.findall(r"\]\(([^)]+\.md)\)", (book / "SUMMARY.md").read_text()))
+    for page in sorted(book.glob("*.md")):
+        if page.name != "SUMMARY.md" and page.name not in listed:
+            broken.append(f"docs/src/SUMMARY.md: does not list {page.name}")
+    return broken
+
+
 def scratch_copy() -> Path:
     dest = Path(tempfile.mkdtemp(prefix="skillstore-docs-"))
     files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
@@ -61,6 +105,10 @@ def main() -> int:
     parser.add_argument("--binary", required=True)
     parser.add_argument("--s3", help="an S3-compatible endpoint (http://host:port) for the S3 examples")
     args = parser.parse_args()
+    broken = broken_links()
+    if broken:
+        print("links that lead nowhere:", *broken, sep="\n  ", file=sys.stderr)
+        return 1
     binary = Path(args.binary).resolve()
     bindir = Path(tempfile.mkdtemp(prefix="skillstore-bin-"))
     (bindir / "skillstore").symlink_to(binary)
@@ -92,8 +140,9 @@ def main() -> int:
                     if not {"config", "server"} & set(flags):
                         print(f"{where}: a yaml block says neither config, server nor norun", file=sys.stderr)
                         return 1
-                    (copy / "docs-check.yaml").write_text(code)
-                    code = "skillstore config check docs-check.yaml"
+                    name = next((f[5:] for f in flags if f.startswith("file=")), "docs-check.yaml")
+                    (copy / name).write_text(code)
+                    code = f"skillstore config check {name}"
                 if "s3" in flags and not args.s3:
                     print(f"{where}: needs --s3", file=sys.stderr)
                     return 1

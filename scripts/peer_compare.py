@@ -69,6 +69,7 @@ def main() -> int:
     ap.add_argument("--binary", type=Path, default=REPO / "target" / "release" / "skillstore")
     args = ap.parse_args()
     if not args.binary.exists():
+        print("building the release binary first (cargo build --release)...", file=sys.stderr, flush=True)
         subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=REPO, check=True)
     failed = False
     for size in args.sizes:

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Every test of the workspace, on a fresh machine: makes the Python
 # environments the tests drive (moto, a second S3 server; skills-ref, the
-# specification's reference validator) under target/, starts moto on a free
+# specification's reference validator) and the npm tools (Node 22 and the
+# `skills` command) under target/, starts moto on a free
 # loopback port, and runs `cargo test` with the tests that need them
-# included, then every bash block of README.md and docs/src/*.md as
+# included, then builds the book (docs/, mdBook), checks that every link of
+# README.md and the book resolves and runs every bash block as
 # written (scripts/docs_test.py), the server through the official Python MCP SDK
 # (server/tests/python/run.sh), a 60 s soak of the server
 # (scripts/soak_serve.py) and the Python package's tests
@@ -33,6 +35,23 @@ echo "== python environments"
 venv moto 'moto[server]==5.2.5'
 venv skills-ref 'skills-ref==0.1.1'
 
+# npm_tool DIR PACKAGE: PACKAGE installed under target/tools/DIR once, reused
+# while the package (with its version) is unchanged.
+npm_tool() {
+  local dir=target/tools/$1 package=$2
+  if [ ! -f "$dir/.stamp" ] || [ "$(cat "$dir/.stamp")" != "$package" ]; then
+    rm -rf "$dir"
+    npm install --silent --no-audit --no-fund --prefix "$dir" "$package"
+    echo "$package" >"$dir/.stamp"
+  fi
+}
+
+echo "== npm tools (Node 22, the skills command)"
+npm_tool node 'node@22.23.3'
+export SKILLSTORE_NODE="$PWD/target/tools/node/node_modules/node/bin"
+PATH="$SKILLSTORE_NODE:$PATH" npm_tool skills 'skills@1.7.4'
+export SKILLSTORE_SKILLS="$PWD/target/tools/skills/node_modules/.bin/skills"
+
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 log=$(mktemp)
 "$venvs/moto/bin/moto_server" -H 127.0.0.1 -p "$port" >"$log" 2>&1 &
@@ -47,10 +66,17 @@ curl -fsS -X PUT "http://127.0.0.1:$port/$bucket" -o /dev/null
 export SKILLSTORE_MOTO_ENDPOINT="http://127.0.0.1:$port/$bucket"
 export SKILLSTORE_AGENTSKILLS="$PWD/$venvs/skills-ref/bin/agentskills"
 
-echo "== cargo test (every crate, the tests needing moto and skills-ref included)"
+echo "== cargo test (every crate, the tests needing moto, skills-ref and the skills command included)"
 cargo test --workspace --all-features -- --include-ignored
 
-echo "== README and docs pages: every bash block runs as written (scripts/docs_test.py)"
+echo "== the book: mdBook (installed once into target/tools) builds docs/ into target/book"
+mdbook=target/tools/bin/mdbook
+if [ ! -x "$mdbook" ] || [ "$("$mdbook" --version)" != "mdbook v0.5.4" ]; then
+  cargo install mdbook --version 0.5.4 --no-default-features --locked --root target/tools --quiet
+fi
+"$mdbook" build docs
+
+echo "== README and the book: links resolve, every bash block runs as written (scripts/docs_test.py)"
 python3 scripts/docs_test.py --binary "${CARGO_TARGET_DIR:-target}/debug/skillstore" --s3 "http://127.0.0.1:$port"
 
 echo "== the server through the official Python MCP SDK (server/tests/python/run.sh)"

@@ -46,7 +46,7 @@ use crate::namespace::Namespace;
 /// ([`Config::parse`]), or in code; command-line flags are applied with
 /// [`Config::set_mount`], [`Config::set_sources`] and
 /// [`Config::make_writable`].
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
     /// Backends mounted into the namespace.
@@ -83,7 +83,7 @@ pub struct Config {
 }
 
 /// One mount.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MountConfig {
     /// The virtual directory it appears at.
@@ -107,7 +107,7 @@ pub struct MountConfig {
 }
 
 /// One source.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SourceConfig {
     /// The virtual directory holding skill directories.
@@ -134,7 +134,7 @@ pub struct SourceConfig {
 }
 
 /// Enabled and disabled skills, by name or glob.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SkillsConfig {
     /// When given, only these skills are enabled.
@@ -146,7 +146,7 @@ pub struct SkillsConfig {
 }
 
 /// Limits.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LimitsConfig {
     /// The largest file read, in bytes (default 10 MiB). Also bounds the
@@ -159,7 +159,7 @@ pub struct LimitsConfig {
 }
 
 /// Prompt settings.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PromptConfig {
     /// `markdown` or `xml`.
@@ -180,7 +180,7 @@ pub struct PromptConfig {
 
 /// Bounds of a synced tree (`sync DIR`); what passes one is left out whole
 /// and reported.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SyncConfig {
     /// The most files one skill may hold (default 10,000).
@@ -196,7 +196,7 @@ pub struct SyncConfig {
 
 /// The local cache of frontmatters read from sources that name their
 /// location (S3).
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CacheConfig {
     /// Its directory (relative to the configuration file; `~/` is the home
@@ -213,6 +213,13 @@ pub struct CacheConfig {
 }
 
 impl Config {
+    /// The JSON Schema (draft 2020-12) of `skillstore.yaml`, generated from
+    /// these types, so an editor completes and checks the file as
+    /// [`Config::parse`] reads it (unknown keys refused).
+    pub fn json_schema() -> serde_json::Value {
+        schemars::schema_for!(Config).to_value()
+    }
+
     /// Parses a configuration text. Errors name the unknown key or the line.
     pub fn parse(text: &str) -> Result<Self> {
         if text.trim().is_empty() {

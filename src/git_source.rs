@@ -14,8 +14,8 @@ use skillstore_backends::{
 pub const GIT_CACHE_ENV: &str = "SKILLSTORE_GIT_CACHE";
 
 /// `remote` at `reference` (the remote's `HEAD` when `None`), through the
-/// cache in [`GIT_CACHE_ENV`], else `cache_dir/git`, else the user's cache
-/// directory. The fetch runs on a thread of its own, so it is safe to call
+/// cache in [`GIT_CACHE_ENV`], else `cache_dir/git` (the configured
+/// `cache.dir`, while the cache is on), else the user's cache directory. The fetch runs on a thread of its own, so it is safe to call
 /// from inside an async runtime (Git's HTTP client blocks). A remote that
 /// cannot be reached is served at the commit fetched before, with a
 /// warning, when there is one.

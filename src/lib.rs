@@ -60,12 +60,14 @@ pub mod validate;
 
 pub use skillstore_backends as backends;
 
-pub use archive::{ArchiveError, ArchiveFile, ArchiveLimits, InstallOptions, Refusal, SkillArchive, pack, pack_dir};
+pub use archive::{
+    ArchiveError, ArchiveFile, ArchiveLimits, InstallOptions, Refusal, SkillArchive, pack, pack_dir, pack_rooted,
+};
 pub use catalog::{Catalog, LoadOptions, Shadowed, Skill, SkillFilter};
 pub use config::Config;
 pub use diagnostic::{Diagnostic, DiagnosticKind};
 pub use edit::check::{ContentCheck, DefaultContentCheck, PendingFile, Verdict};
-pub use edit::history::{Action, Record};
+pub use edit::history::{Action, FileEntry, FileEvent, HistoryEntry, Record};
 pub use edit::{Change, Patch, SkillEditor};
 pub use error::{Error, Result};
 pub use frontmatter::MAX_FRONTMATTER_BYTES;
@@ -85,3 +87,9 @@ pub use sync::{SyncOptions, SyncRefusal, SyncReport};
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
+
+/// The book's Rust examples (`docs/src/`), compiled and run as doctests.
+#[doc = include_str!("../docs/src/library.md")]
+#[doc = include_str!("../docs/src/writing.md")]
+#[cfg(doctest)]
+pub struct BookDoctests;

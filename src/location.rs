@@ -1,5 +1,6 @@
-//! Where a mount's bytes live: a local directory, an object-store URL or a
-//! `memory:` file, parsed once for every front end.
+//! Where a mount's bytes live: a local directory, an object-store URL, a
+//! `memory:` file, a Git repository or an Agent Skills discovery endpoint,
+//! parsed once for every front end.
 
 use std::fmt;
 use std::io::Read as _;
@@ -17,10 +18,12 @@ use crate::error::{Error, Result};
 /// `object_store`'s own scheme parsing (`s3://bucket[/prefix]`; `gs://` and
 /// `az://` are recognized and refused as not built in); `memory:FILE.json`,
 /// a flat `{"/path": "content"}` JSON file loaded into memory; a Git
-/// repository, `git+https://`, `git+http://`, `git+ssh://`,
-/// `git+git://` (a `git daemon`) or `git+file:///path`, each with an optional `@REF` (a branch, a tag or a
-/// full commit id; the remote's `HEAD` without one). A Git location shows
-/// (in `Display` and every message) without the URL's credentials.
+/// repository, `git+https://`, `git+http://`, `git+ssh://`, `git+git://`
+/// (a `git daemon`) or `git+file:///path`, each with an optional `@REF` (a
+/// branch, a tag or a full commit id; the remote's `HEAD` without one); an
+/// Agent Skills discovery endpoint, `https://host[/path]` (`http://` for a
+/// loopback host only). A Git location shows (in `Display` and every
+/// message) without the URL's credentials.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Location {
     /// A local directory.
@@ -42,6 +45,9 @@ pub enum Location {
         /// The branch, tag or full commit id; `None` for the remote's HEAD.
         reference: Option<String>,
     },
+    /// An Agent Skills discovery endpoint: `https://host[/path]` (or
+    /// `http://` on a loopback host), without query or fragment.
+    Discovery(String),
 }
 
 impl Location {
@@ -50,7 +56,7 @@ impl Location {
     pub fn parse(text: &str) -> Result<Location> {
         if text.is_empty() {
             return Err(Error::Usage(
-                "an empty location; expected a directory, s3://bucket[/prefix], memory:FILE.json or git+URL[@REF]"
+                "an empty location; expected a directory, s3://bucket[/prefix], memory:FILE.json, git+URL[@REF] or https://HOST[/PATH]"
                     .into(),
             ));
         }
@@ -70,9 +76,12 @@ impl Location {
         }
         let url =
             url::Url::parse(text).map_err(|e| Error::Usage(format!("bad location `{}`: {e}", text.escape_debug())))?;
+        if matches!(url.scheme(), "https" | "http") {
+            return discovery(url);
+        }
         let (scheme, path) = ObjectStoreScheme::parse(&url).map_err(|_| {
             Error::Usage(format!(
-                "unknown location scheme `{}://`; expected a directory, s3://bucket[/prefix], memory:FILE.json or git+URL[@REF]",
+                "unknown location scheme `{}://`; expected a directory, s3://bucket[/prefix], memory:FILE.json, git+URL[@REF] or https://HOST[/PATH]",
                 url.scheme()
             ))
         })?;
@@ -146,6 +155,25 @@ fn parse_git(url: &str) -> Result<Location> {
     Ok(Location::Git { remote, reference })
 }
 
+/// A discovery endpoint's URL, checked: a host, no credentials, query or
+/// fragment, and `http://` only for a loopback host.
+fn discovery(url: url::Url) -> Result<Location> {
+    let refuse = |why: &str| Err(Error::Usage(format!("`{url}` is not a discovery endpoint: {why}")));
+    let loopback = match url.host() {
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+        None => return refuse("it names no host"),
+    };
+    if url.scheme() == "http" && !loopback {
+        return refuse("plain http:// is taken only for a loopback host; use https://");
+    }
+    if !url.username().is_empty() || url.password().is_some() || url.query().is_some() || url.fragment().is_some() {
+        return refuse("it may hold no credentials, query or fragment");
+    }
+    Ok(Location::Discovery(url.as_str().trim_end_matches('/').to_owned()))
+}
+
 fn scheme_name(scheme: &ObjectStoreScheme) -> &'static str {
     match scheme {
         ObjectStoreScheme::GoogleCloudStorage => "Google Cloud Storage",
@@ -164,6 +192,7 @@ impl fmt::Display for Location {
             Location::S3 { bucket, prefix } if prefix.is_empty() => write!(f, "s3://{bucket}"),
             Location::S3 { bucket, prefix } => write!(f, "s3://{bucket}/{prefix}"),
             Location::Memory(path) => write!(f, "memory:{}", path.display()),
+            Location::Discovery(url) => f.write_str(url),
             Location::Git {
                 remote,
                 reference: None,
@@ -263,7 +292,7 @@ mod tests {
 
     #[test]
     fn other_object_stores_are_recognized_and_refused() {
-        for url in ["gs://bucket/x", "az://container/x", "https://example.com/x"] {
+        for url in ["gs://bucket/x", "az://container/x"] {
             let err = Location::parse(url).unwrap_err().to_string();
             assert!(err.contains("does not support"), "{url}: {err}");
         }
@@ -315,6 +344,33 @@ mod tests {
         }
         let err = Location::parse("git+ftp://u:hunter2@host/r").unwrap_err().to_string();
         assert!(!err.contains("hunter2"), "{err}");
+    }
+
+    #[test]
+    fn web_addresses_are_discovery_endpoints() {
+        for (text, url) in [
+            ("https://example.com", "https://example.com"),
+            ("https://example.com/", "https://example.com"),
+            ("https://example.com/t/acme/", "https://example.com/t/acme"),
+            ("http://127.0.0.1:8080", "http://127.0.0.1:8080"),
+            ("http://localhost:8080/docs", "http://localhost:8080/docs"),
+            ("http://[::1]:8080", "http://[::1]:8080"),
+        ] {
+            assert_eq!(
+                Location::parse(text).unwrap(),
+                Location::Discovery(url.into()),
+                "{text}"
+            );
+        }
+        for bad in [
+            "http://example.com",
+            "http://10.0.0.1/x",
+            "https://user:pw@example.com",
+            "https://example.com/?q=1",
+            "https://example.com/#x",
+        ] {
+            assert!(Location::parse(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

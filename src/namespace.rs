@@ -179,10 +179,16 @@ enum Opened {
         backend: Arc<dyn SkillBackend>,
         commit: Option<String>,
     },
+    Discovery(Arc<skillstore_backends::DiscoveryBackend>),
 }
 
 impl Opened {
-    fn open(location: &Location, policy: SymlinkPolicy, read_limit: u64, cache_dir: Option<&Path>) -> Result<Opened> {
+    fn open(
+        location: &Location,
+        policy: SymlinkPolicy,
+        read_limit: u64,
+        cache: Option<&crate::cache::CacheSettings>,
+    ) -> Result<Opened> {
         match location {
             Location::Dir(path) => FsBackend::with_policy(path, policy)
                 .map(Opened::Fs)
@@ -196,8 +202,25 @@ impl Opened {
                     .map_err(|e| Error::Usage(format!("cannot load the memory file `{}`: {e}", file.display())))?;
                 Ok(Opened::Memory(Arc::new(backend)))
             }
+            Location::Discovery(url) => {
+                let unpack = Arc::new(crate::archive::RootedUnpack::new(read_limit));
+                skillstore_backends::DiscoveryBackend::new(url, unpack, Default::default(), false)
+                    .map(
+                        |b| match cache.and_then(|c| c.resolved_dir().map(|d| (d, c.max_bytes))) {
+                            Some((dir, max_bytes)) => b.with_cache(dir.join("discovery"), max_bytes),
+                            None => b,
+                        },
+                    )
+                    .map(|b| Opened::Discovery(Arc::new(b)))
+                    .map_err(|e| Error::Usage(format!("cannot use `{location}`: {e}")))
+            }
             Location::Git { remote, reference } => {
-                match crate::git_source::open(remote, reference.as_deref(), policy, cache_dir) {
+                match crate::git_source::open(
+                    remote,
+                    reference.as_deref(),
+                    policy,
+                    cache.and_then(|c| c.dir.as_deref()),
+                ) {
                     Ok(b) => Ok(Opened::Git {
                         commit: Some(b.commit()),
                         backend: Arc::new(b) as Arc<dyn SkillBackend>,
@@ -235,6 +258,7 @@ impl Opened {
                 Arc::new(Subtree::new(Arc::clone(b) as Arc<dyn SkillBackend>, VPath::root()).read_only())
             }
             Opened::Git { backend, .. } => Arc::clone(backend),
+            Opened::Discovery(b) => Arc::clone(b) as Arc<dyn SkillBackend>,
         }
     }
 
@@ -254,6 +278,14 @@ impl Opened {
                 Arc::new(if writable { sub } else { sub.read_only() })
             }
             Opened::Git { backend, .. } => Arc::new(Subtree::new(Arc::clone(backend), inner.clone()).read_only()),
+            Opened::Discovery(_) if writable => {
+                return Err(Error::Usage(
+                    "a discovery endpoint is read-only: its source cannot be writable".into(),
+                ));
+            }
+            Opened::Discovery(b) => {
+                Arc::new(Subtree::new(Arc::clone(b) as Arc<dyn SkillBackend>, inner.clone()).read_only())
+            }
         })
     }
 }
@@ -276,6 +308,7 @@ impl Location {
             Opened::Object(b) => Arc::new(b),
             Opened::Memory(b) => b,
             Opened::Git { backend, .. } => backend,
+            Opened::Discovery(b) => b,
         })
     }
 }
@@ -286,10 +319,6 @@ pub(crate) fn assemble(config: &Config, writable_names: &[String]) -> Result<Nam
     let read_limit = config.limits.max_file_bytes.unwrap_or(defaults.read_limit);
     let base = config.base();
 
-    let cache_dir = config.cache.dir.as_deref().map(|dir| match dir.strip_prefix("~/") {
-        Some(rest) => std::env::var_os("HOME").map_or_else(|| base.join(dir), |home| Path::new(&home).join(rest)),
-        None => base.join(dir),
-    });
     let mut mount_configs: Vec<MountConfig> = config.mounts.clone();
     if mount_configs.is_empty() {
         mount_configs.push(MountConfig {
@@ -298,6 +327,13 @@ pub(crate) fn assemble(config: &Config, writable_names: &[String]) -> Result<Nam
             ..MountConfig::default()
         });
     }
+    let cache = (config.cache.enabled != Some(false)).then(|| crate::cache::CacheSettings {
+        dir: config.cache.dir.as_deref().map(|dir| match dir.strip_prefix("~/") {
+            Some(rest) => std::env::var_os("HOME").map_or_else(|| base.join(dir), |home| Path::new(&home).join(rest)),
+            None => base.join(dir),
+        }),
+        max_bytes: config.cache.max_bytes.unwrap_or(crate::cache::DEFAULT_CACHE_BYTES),
+    });
     let mut mounts: Vec<Mount> = Vec::with_capacity(mount_configs.len());
     for m in &mount_configs {
         let at = parse_dir(&m.at)?;
@@ -313,7 +349,7 @@ pub(crate) fn assemble(config: &Config, writable_names: &[String]) -> Result<Nam
         }
         let opened = match &m.contents {
             Some(files) => Opened::Memory(Arc::clone(files)),
-            None => Opened::open(&location, policy, read_limit, cache_dir.as_deref())?,
+            None => Opened::open(&location, policy, read_limit, cache.as_ref())?,
         };
         mounts.retain(|existing| existing.at != at);
         mounts.push(Mount {
@@ -421,10 +457,6 @@ pub(crate) fn assemble(config: &Config, writable_names: &[String]) -> Result<Nam
         config.skills.enabled.clone().map(Patterns::new).transpose()?,
         Patterns::new(config.skills.disabled.iter().cloned())?,
     );
-    let cache = (config.cache.enabled != Some(false)).then(|| crate::cache::CacheSettings {
-        dir: cache_dir.clone(),
-        max_bytes: config.cache.max_bytes.unwrap_or(crate::cache::DEFAULT_CACHE_BYTES),
-    });
     let load = LoadOptions {
         concurrency: config.limits.concurrency.unwrap_or(defaults.concurrency).max(1),
         read_limit,
@@ -513,6 +545,11 @@ fn identity(mount: &Mount, mounts: &[Mount], inner: &VPath) -> Identity {
         }
         Location::Git { remote, .. } => {
             let mut key = vec![format!("git:{remote}@{}", mount.opened.commit().unwrap_or_default())];
+            key.extend(inner.segments().map(str::to_owned));
+            Identity::Keyed(key)
+        }
+        Location::Discovery(url) => {
+            let mut key = vec![format!("discovery:{url}")];
             key.extend(inner.segments().map(str::to_owned));
             Identity::Keyed(key)
         }

@@ -59,6 +59,8 @@ mod vpath;
 mod vpath_checked;
 mod walk;
 
+#[cfg(feature = "discovery")]
+mod discovery;
 #[cfg(all(feature = "fs", unix))]
 mod fs;
 #[cfg(all(feature = "git", unix))]
@@ -75,6 +77,8 @@ pub use backend::{
     Blob, Capabilities, DEFAULT_READ_LIMIT, DeepFile, DeepLimits, DeepListing, Entry, EntryKind, Listing, Metadata,
     PutMode, ReadOptions, SkillBackend, SkillBackendExt, Version,
 };
+#[cfg(feature = "discovery")]
+pub use discovery::{DiscoveryBackend, DiscoveryLimits, SCHEMA_V2, Unpack};
 pub use error::{Error, ErrorKind, Result};
 #[cfg(all(feature = "fs", unix))]
 pub use fs::{FsBackend, PathResolver, SymlinkPolicy};

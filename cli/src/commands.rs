@@ -70,7 +70,7 @@ pub fn degraded(catalog: &Catalog) -> Option<Failure> {
         message: format!(
             "incomplete: the source(s) {} could not be read whole now{why}; the output holds the rest. \
              Check the credentials (the AWS_* variables) and the endpoint of s3:// locations, \
-             or the permissions of local directories",
+             the address of https:// discovery endpoints, or the permissions of local directories",
             names.join(", ")
         ),
     })
@@ -237,11 +237,13 @@ pub async fn show(global: &Global, name: &str, json: bool) -> Result<(), Failure
         if truncated { ", ..." } else { "" }
     );
     for d in diagnostics {
+        let path = d.path.as_ref().map(|p| p.as_str()).unwrap_or("-");
         let _ = writeln!(
             out,
-            "{}:       [{}] {}",
+            "{}:       [{}] {}: {}",
             d.severity.as_str(),
             shown(d.kind.as_str()),
+            shown(path),
             shown(&d.message)
         );
     }

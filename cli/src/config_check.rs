@@ -35,7 +35,16 @@ pub fn run(file: Option<&Path>, global_config: Option<&Path>) -> Result<(), Fail
                 .config
                 .open()
                 .map_err(|e| Failure::usage(format!("{shown}: tenant `{}`: {e}", tenant.name)))?;
-            let _ = writeln!(out, "tenant {}: {} token(s)", tenant.name, tenant.tokens.len());
+            let published = match tenant.discovery {
+                skillstore_server::Discovery::Public => ", published for discovery",
+                skillstore_server::Discovery::Private => "",
+            };
+            let _ = writeln!(
+                out,
+                "tenant {}: {} token(s){published}",
+                tenant.name,
+                tenant.tokens.len()
+            );
             describe(&mut out, &tenant.config, &namespace, "  ");
         }
     } else {
@@ -55,4 +64,17 @@ fn describe(out: &mut String, config: &Config, namespace: &skillstore::Namespace
         let writable = if source.is_writable() { ", writable" } else { "" };
         let _ = writeln!(out, "{indent}source {} ({}{writable})", source.name(), source.path());
     }
+}
+
+/// `config schema config|server`: the JSON Schema of the file, pretty
+/// printed. The copies in `docs/schema/` are this output (a test holds them
+/// equal).
+pub fn schema(kind: crate::SchemaKind) -> Result<(), Failure> {
+    let schema = match kind {
+        crate::SchemaKind::Config => Config::json_schema(),
+        crate::SchemaKind::Server => skillstore_server::ServerFile::json_schema(),
+    };
+    let mut text = serde_json::to_vec_pretty(&schema).map_err(|e| Failure::failed(e.to_string()))?;
+    text.push(b'\n');
+    crate::emit(&text)
 }

@@ -22,6 +22,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod manual;
+
 // The catalog reads on blocking threads and parses on runtime threads; an
 // allocator with cheap cross-thread frees keeps that from costing page
 // faults and lock traffic. Built without transparent huge pages: a command
@@ -30,14 +32,30 @@ use clap::{Parser, Subcommand};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// The `--version` line: the release and the commit it was built from.
+const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("SKILLSTORE_COMMIT"), ")");
+
 /// Store, layer and serve Agent Skills from directories, memory or S3.
 #[derive(Debug, Parser)]
-#[command(name = "skillstore", version, about, long_about = None)]
+#[command(name = "skillstore", version = VERSION, about, long_about = None)]
 pub struct Args {
     #[command(flatten)]
     pub global: Global,
+    /// Log lines on standard error as text or json (logs are on with
+    /// RUST_LOG, and at info level for `serve`: one line per request).
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text, env = "SKILLSTORE_LOG_FORMAT", hide_possible_values = true)]
+    pub log_format: LogFormat,
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// How log lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines, coloured only on a terminal.
+    Text,
+    /// One JSON object per line.
+    Json,
 }
 
 /// Options every command takes.
@@ -189,6 +207,82 @@ pub enum Command {
     },
     /// Serve the catalog over MCP on standard input and output.
     Mcp,
+    /// Print a completion script for SHELL (bash, zsh, fish, elvish, powershell).
+    Completions {
+        /// The shell to complete for.
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff), or write one page per command into DIR.
+    Man {
+        /// Write skillstore.1 and skillstore-COMMAND.1 for each command here.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
+}
+
+/// The commands that open no namespace: the global options mean nothing to
+/// them, so their help leaves them out and giving one is a usage error.
+const WITHOUT_NAMESPACE: [&str; 8] = [
+    "validate",
+    "publish",
+    "pack",
+    "token-hash",
+    "config",
+    "completions",
+    "man",
+    "help",
+];
+
+/// The global options, as clap names them.
+const GLOBAL_OPTIONS: [&str; 5] = ["config", "mounts", "sources", "writable", "no_cache"];
+
+/// The whole command-line definition, with the global options hidden where
+/// they do not apply.
+pub fn command() -> clap::Command {
+    let mut command = <Args as clap::CommandFactory>::command();
+    let hidden: Vec<clap::Arg> = command
+        .get_arguments()
+        .filter(|a| GLOBAL_OPTIONS.contains(&a.get_id().as_str()))
+        .map(|a| a.clone().hide(true))
+        .collect();
+    // A subcommand that already has an argument of a global option's name
+    // is not given the global one when clap builds the definition: these
+    // hidden copies keep the options out of those help pages.
+    for name in WITHOUT_NAMESPACE {
+        if command.find_subcommand(name).is_none() {
+            continue;
+        }
+        command = command.mut_subcommand(name, |mut sub| {
+            for arg in &hidden {
+                // `config check` reads --config; `config schema` does not.
+                if name == "config" && arg.get_id() == "config" {
+                    let arg = arg.clone().global(false);
+                    sub = sub.mut_subcommand("schema", |schema| schema.arg(arg));
+                } else {
+                    sub = sub.arg(arg.clone());
+                }
+            }
+            sub
+        });
+    }
+    command
+}
+
+/// Refuses the global options a command without a namespace was given.
+fn refuse_global_options(global: &Global, command: &str, allow_config: bool) -> Result<(), Failure> {
+    let given = [
+        ("--config", global.config.is_some() && !allow_config),
+        ("--mount", !global.mounts.is_empty()),
+        ("--source", !global.sources.is_empty()),
+        ("--writable", !global.writable.is_empty()),
+        ("--no-cache", global.no_cache),
+    ];
+    match given.iter().find(|(_, set)| *set) {
+        Some((flag, _)) => Err(Failure::usage(format!(
+            "`{command}` reads no catalog and takes no {flag}"
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// `skillstore config ...`.
@@ -201,6 +295,22 @@ pub enum ConfigCommand {
         /// A skillstore.yaml or a server file (one with `tenants:`).
         file: Option<PathBuf>,
     },
+    /// Print the JSON Schema of a skillstore.yaml (`config`) or of a server
+    /// file (`server`), for editors that complete and check YAML.
+    Schema {
+        /// Which file the schema describes.
+        #[arg(value_enum)]
+        kind: SchemaKind,
+    },
+}
+
+/// The files `config schema` describes.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum SchemaKind {
+    /// skillstore.yaml.
+    Config,
+    /// The server file `serve --tenants` reads.
+    Server,
 }
 
 /// Why a command failed, and with which exit code.
@@ -254,8 +364,12 @@ pub fn emit(bytes: &[u8]) -> Result<(), Failure> {
 }
 
 fn main() -> ExitCode {
-    let args = Args::parse();
-    init_tracing();
+    let args = match <Args as clap::FromArgMatches>::from_arg_matches(&command().get_matches()) {
+        Ok(args) => args,
+        Err(e) => e.exit(),
+    };
+    let serving = matches!(args.command, Command::Serve { .. });
+    let log_guard = init_tracing(args.log_format, serving);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(e) => {
@@ -270,32 +384,58 @@ fn main() -> ExitCode {
             failure.code
         }
     };
+    // The log lines still queued are written before leaving.
+    drop(log_guard);
     // Output is flushed and nothing is left to do: leave without tearing
     // down the runtime and the catalog, which only returns memory to a
     // process that is ending.
     std::process::exit(i32::from(code))
 }
 
-fn init_tracing() {
-    if std::env::var_os("RUST_LOG").is_none() {
-        return;
-    }
-    let mut filter = tracing_subscriber::EnvFilter::from_default_env();
+/// Turns logging on (see [`Args::log_format`]). Lines go through a bounded
+/// queue to a writer thread: a slow or unread standard error drops log
+/// lines rather than stalling a request.
+fn init_tracing(format: LogFormat, serving: bool) -> Option<tracing_appender::non_blocking::WorkerGuard> {
+    let asked = std::env::var("RUST_LOG").ok();
+    let mut filter = match &asked {
+        Some(_) => tracing_subscriber::EnvFilter::from_default_env(),
+        // A server says what it answers; other commands stay quiet.
+        None if serving => tracing_subscriber::EnvFilter::new("warn,skillstore=info,skillstore_server=info"),
+        None => return None,
+    };
     // The MCP SDK logs session ids at info level; they are bearer
     // credentials of a kind, so they show only when asked for by name.
-    if !std::env::var("RUST_LOG").unwrap_or_default().contains("rmcp") {
+    if !asked.unwrap_or_default().contains("rmcp") {
         filter = filter.add_directive("rmcp=warn".parse().expect("a valid directive"));
     }
-    // Colour only for a terminal: a log written to a file or a pipe stays plain text.
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_writer(std::io::stderr)
-        .try_init();
+    let (writer, guard) = tracing_appender::non_blocking(std::io::stderr());
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(writer);
+    let _ = match format {
+        LogFormat::Json => builder.json().with_current_span(false).try_init(),
+        // Colour only for a terminal: a log written to a file or a pipe stays plain text.
+        LogFormat::Text => builder
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .try_init(),
+    };
+    Some(guard)
 }
 
 async fn run(args: Args) -> Result<(), Failure> {
+    let global = &args.global;
+    match &args.command {
+        Command::Validate { .. } => refuse_global_options(global, "validate", false)?,
+        Command::Publish { .. } => refuse_global_options(global, "publish", false)?,
+        Command::Pack { .. } => refuse_global_options(global, "pack", false)?,
+        Command::TokenHash => refuse_global_options(global, "token-hash", false)?,
+        Command::Config(ConfigCommand::Check { .. }) => refuse_global_options(global, "config check", true)?,
+        Command::Config(ConfigCommand::Schema { .. }) => refuse_global_options(global, "config schema", false)?,
+        Command::Completions { .. } => refuse_global_options(global, "completions", false)?,
+        Command::Man { .. } => refuse_global_options(global, "man", false)?,
+        _ => {}
+    }
     match args.command {
+        Command::Completions { shell } => manual::completions(shell),
+        Command::Man { dir } => manual::man(dir.as_deref()),
         Command::List { json } => commands::list(&args.global, json).await,
         Command::Show { name, json } => commands::show(&args.global, &name, json).await,
         Command::Read { name, relpath } => commands::read(&args.global, &name, relpath.as_deref()).await,
@@ -320,6 +460,7 @@ async fn run(args: Args) -> Result<(), Failure> {
         Command::Config(ConfigCommand::Check { file }) => {
             config_check::run(file.as_deref(), args.global.config.as_deref())
         }
+        Command::Config(ConfigCommand::Schema { kind }) => config_check::schema(kind),
         Command::Publish {
             dir,
             location,

@@ -46,6 +46,13 @@ enum Sent {
 type Published = Option<(Bytes, Version)>;
 
 pub async fn run(dir: &Path, location: &str, concurrency: usize, checked: bool) -> Result<(), Failure> {
+    if dir.join(SKILL_FILE).is_file() {
+        return Err(Failure::usage(format!(
+            "{} is one skill's directory; publish takes a tree of layers (DIR/LAYER/NAME/SKILL.md): \
+             publish the directory two levels up, or `pack` this skill",
+            dir.display()
+        )));
+    }
     let local = FsBackend::with_policy(dir, SymlinkPolicy::WithinRoot)
         .map_err(|e| Failure::usage(format!("cannot open the directory {}: {e}", dir.display())))?
         .read_only();
@@ -198,7 +205,14 @@ async fn walk(local: &FsBackend) -> Result<(Vec<LocalFile>, Vec<Skipped>), Failu
     let mut skipped = Vec::new();
     for file in walked.files {
         let size = file.entry.size.unwrap_or(0);
-        if size > DEFAULT_READ_LIMIT {
+        if file.path.segments().any(|s| s.starts_with('.')) {
+            // A source's `.history/` holds every earlier version of its
+            // skills, secrets taken out included: it stays where it is.
+            skipped.push(Skipped {
+                path: file.path,
+                reason: "a hidden path (histories and dot-files are not published)".to_owned(),
+            });
+        } else if size > DEFAULT_READ_LIMIT {
             skipped.push(Skipped {
                 path: file.path,
                 reason: format!("{size} bytes, over the {DEFAULT_READ_LIMIT}-byte limit"),

@@ -222,7 +222,8 @@ async fn history(global: &Global, args: &EditArgs, name: &str) -> Result<Vec<Rec
 fn target<'a>(namespace: &'a Namespace, args: &EditArgs) -> Result<&'a Source, Failure> {
     if args.to.is_none() && !namespace.sources().iter().any(Source::is_writable) {
         return Err(Failure::failed(
-            "no source is writable: mark one `writable: true` in the configuration, or pass --writable NAME",
+            "no source is writable: mark one `writable: true` in the configuration, or pass --writable NAME \
+             (`skill history --to SOURCE` reads the history of a read-only source)",
         ));
     }
     Ok(namespace.write_target(args.to.as_deref())?)
@@ -312,7 +313,16 @@ fn history_table(records: &[Record]) -> String {
     if records.is_empty() {
         return "no history\n".to_owned();
     }
-    let mut out = String::from("ID  TIME                      ACTION       AUTHOR  FILES\n");
+    let author_width = records
+        .iter()
+        .map(|r| shown(&r.author).chars().count())
+        .max()
+        .unwrap_or(0)
+        .max("AUTHOR".len());
+    let mut out = format!(
+        "ID  TIME                      ACTION       {:<author_width$}  FILES\n",
+        "AUTHOR"
+    );
     for r in records {
         let files: Vec<&str> = r.files.iter().map(|f| f.path.as_str()).collect();
         let action = match r.rollback_to {
@@ -320,7 +330,7 @@ fn history_table(records: &[Record]) -> String {
             None => r.action.as_str().to_owned(),
         };
         out.push_str(&format!(
-            "{:<2}  {:<24}  {:<11}  {}  {}\n",
+            "{:<2}  {:<24}  {:<11}  {:<author_width$}  {}\n",
             r.id,
             shown(&r.time),
             action,

@@ -1842,3 +1842,254 @@ fn cli_token_hash_prints_what_the_server_file_takes() {
     empty.arg("token-hash").write_stdin("");
     assert_eq!(run(&mut empty).code, 2);
 }
+
+#[test]
+fn cli_version_names_the_commit_it_was_built_from() {
+    let out = run(skillstore().arg("--version"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let line = out.text();
+    let expected = std::process::Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(repo())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map_or_else(
+            || "unknown".to_owned(),
+            |o| String::from_utf8_lossy(&o.stdout).trim().to_owned(),
+        );
+    assert_eq!(
+        line,
+        format!("skillstore {} (commit {expected})\n", env!("CARGO_PKG_VERSION"))
+    );
+}
+
+#[test]
+fn cli_bash_completion_completes_commands_and_options() {
+    let script = run(skillstore().args(["completions", "bash"]));
+    assert_eq!(script.code, 0, "{}", script.stderr);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("skillstore.bash");
+    std::fs::write(&path, &script.stdout).unwrap();
+    // The real bash loads the script and asks it what `skillstore sy<TAB>`
+    // and `skillstore sync --wa<TAB>` complete to.
+    let complete = |words: &str, cword: usize| {
+        let probe = format!(
+            "source {}; COMP_WORDS=({words}); COMP_CWORD={cword}; COMP_LINE='{words}'; COMP_POINT=${{#COMP_LINE}}; \
+             _skillstore skillstore \"${{COMP_WORDS[$COMP_CWORD]}}\" \"${{COMP_WORDS[$COMP_CWORD-1]}}\"; \
+             printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+            path.display()
+        );
+        let out = std::process::Command::new("bash")
+            .args(["-c", &probe])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    assert_eq!(complete("skillstore sy", 1).trim(), "sync");
+    assert!(complete("skillstore sync --wa", 2).lines().any(|l| l == "--watch"));
+    for shell in ["zsh", "fish", "elvish", "powershell"] {
+        let out = run(skillstore().args(["completions", shell]));
+        assert_eq!(out.code, 0, "{shell}: {}", out.stderr);
+        assert!(out.text().contains("sync"), "{shell}");
+    }
+    assert_eq!(run(skillstore().args(["completions", "tcsh"])).code, 2);
+}
+
+#[test]
+fn cli_man_pages_cover_every_command() {
+    let page = run(skillstore().arg("man"));
+    assert_eq!(page.code, 0, "{}", page.stderr);
+    let text = page.text();
+    assert!(text.starts_with(".ie"), "roff: {}", &text[..80.min(text.len())]);
+    assert!(text.contains(".TH skillstore 1"), "{text}");
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(skillstore().arg("man").arg("--dir").arg(dir.path()));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let mut pages: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    pages.sort();
+    for command in ["list", "show", "sync", "serve", "config", "token-hash", "man"] {
+        assert!(pages.contains(&format!("skillstore-{command}.1")), "{pages:?}");
+    }
+    assert!(pages.contains(&"skillstore.1".to_owned()));
+    let sync = std::fs::read_to_string(dir.path().join("skillstore-sync.1")).unwrap();
+    assert!(
+        sync.contains(".TH skillstore-sync 1") && sync.contains("watch"),
+        "{sync}"
+    );
+    assert_eq!(run(skillstore().args(["man", "--dir", "/nonexistent/dir"])).code, 2);
+
+    // A link or a FIFO planted under a page's name is replaced, never
+    // written through or waited on.
+    let planted = tempfile::tempdir().unwrap();
+    let precious = planted.path().join("precious.txt");
+    std::fs::write(&precious, "keep me\n").unwrap();
+    let pages = planted.path().join("man");
+    std::fs::create_dir(&pages).unwrap();
+    std::os::unix::fs::symlink(&precious, pages.join("skillstore.1")).unwrap();
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        pages.join("skillstore-list.1").as_path(),
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap();
+    let out = run(skillstore().arg("man").arg("--dir").arg(&pages));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(std::fs::read_to_string(&precious).unwrap(), "keep me\n");
+    for page in ["skillstore.1", "skillstore-list.1"] {
+        let meta = std::fs::symlink_metadata(pages.join(page)).unwrap();
+        assert!(meta.is_file(), "{page} is a regular file now");
+        assert_eq!(
+            std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o777,
+            0o644
+        );
+    }
+    let leftovers: Vec<_> = std::fs::read_dir(&pages)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('.'))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+#[test]
+fn cli_commands_without_a_catalog_neither_list_nor_take_global_options() {
+    for (command, help) in [
+        (&["validate"][..], true),
+        (&["pack"][..], true),
+        (&["publish"][..], true),
+        (&["token-hash"][..], true),
+        (&["config", "check"][..], false),
+    ] {
+        let out = run(skillstore().args(command).arg("--help"));
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        let text = out.text();
+        let lists = |flag: &str| text.lines().any(|l| l.trim_start().starts_with(flag));
+        for flag in ["--mount", "--source", "--writable", "--no-cache"] {
+            assert!(!lists(flag), "{command:?} --help lists {flag}:\n{text}");
+        }
+        assert_eq!(lists("--config"), !help, "{command:?}:\n{text}");
+    }
+    // The commands that read a catalog still list them.
+    let list = run(skillstore().args(["list", "--help"])).text();
+    assert!(list.contains("--mount") && list.contains("--source"), "{list}");
+    // Given anyway, they are a usage error rather than silently ignored.
+    let out = run(skillstore().args(["--mount", "/=.", "validate", "examples/skills/base"]));
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("`validate` reads no catalog and takes no --mount"),
+        "{}",
+        out.stderr
+    );
+    let out = run(skillstore().args(["pack", "examples/skills/base/csv-report", "--source", "/base"]));
+    assert_eq!(out.code, 2, "{}", out.stderr);
+}
+
+#[test]
+fn cli_config_schemas_match_the_committed_copies_and_the_types() {
+    for (kind, file) in [("config", "skillstore.schema.json"), ("server", "server.schema.json")] {
+        let out = run(skillstore().args(["config", "schema", kind]));
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        let committed = std::fs::read_to_string(repo().join("docs/schema").join(file)).unwrap_or_default();
+        assert!(
+            out.text() == committed,
+            "docs/schema/{file} is not what `skillstore config schema {kind}` prints; regenerate it with that command"
+        );
+        let schema = out.json();
+        // deny_unknown_fields: an unknown key is refused by editors too.
+        assert_eq!(schema["additionalProperties"], false, "{kind}");
+    }
+    // Every top-level key the repository's own configuration uses is in the schema.
+    let schema = run(skillstore().args(["config", "schema", "config"])).json();
+    let config: serde_json::Value = serde_yaml_keys(&std::fs::read_to_string(repo().join("skillstore.yaml")).unwrap());
+    for key in config.as_object().unwrap().keys() {
+        assert!(schema["properties"].get(key).is_some(), "{key} is not in the schema");
+    }
+    let server = run(skillstore().args(["config", "schema", "server"])).json();
+    for key in [
+        "listen",
+        "limits",
+        "template",
+        "tenants",
+        "allowed_origins",
+        "metrics_tokens",
+    ] {
+        assert!(
+            server["properties"].get(key).is_some(),
+            "{key} is not in the server schema"
+        );
+    }
+}
+
+/// The top-level keys of a YAML mapping, as a JSON object of nulls (the
+/// tests have no YAML parser of their own; top-level keys start a line).
+fn serde_yaml_keys(text: &str) -> serde_json::Value {
+    let mut map = serde_json::Map::new();
+    for line in text.lines() {
+        if let Some((key, _)) = line.split_once(':')
+            && !key.is_empty()
+            && !key.starts_with([' ', '#', '-'])
+        {
+            map.insert(key.to_owned(), Value::Null);
+        }
+    }
+    Value::Object(map)
+}
+
+#[test]
+fn cli_publish_leaves_histories_behind_and_refuses_one_skill() {
+    let dir = tempfile::tempdir().unwrap();
+    let tree = dir.path().join("tree");
+    let skill = tree.join("team/notes");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: notes\ndescription: Take notes.\n---\nBody.\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(tree.join("team/.history")).unwrap();
+    std::fs::write(tree.join("team/.history/notes.jsonl"), "{\"secret\": \"sk-live-1\"}\n").unwrap();
+    let target = dir.path().join("published");
+    let out = run(skillstore().args(["publish", tree.to_str().unwrap(), target.to_str().unwrap()]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(target.join("team/notes/SKILL.md").is_file());
+    assert!(!target.join("team/.history").exists(), "a history is never published");
+    assert!(
+        out.text().contains("skipped /team/.history/notes.jsonl"),
+        "the skipped path is named: {}",
+        out.text()
+    );
+
+    let out = run(skillstore().args(["publish", skill.to_str().unwrap(), target.to_str().unwrap()]));
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("one skill's directory"), "{}", out.stderr);
+}
+
+#[test]
+fn cli_show_names_each_left_out_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let skill = dir.path().join("team/evil");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: evil\ndescription: Points out.\n---\nBody.\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("outside.txt"), "not the skill's\n").unwrap();
+    std::os::unix::fs::symlink("../../outside.txt", skill.join("leak.txt")).unwrap();
+    let out = run(skillstore()
+        .current_dir(dir.path())
+        .args(["--mount", "/=.", "--source", "/team/", "show", "evil"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.text().contains("[symlink_escape] /team/evil/leak.txt: left out"),
+        "{}",
+        out.text()
+    );
+}

@@ -12,6 +12,7 @@
 
 pub mod counting;
 pub mod digest;
+pub mod discovery;
 pub mod error;
 pub mod http;
 pub mod manifest;
@@ -22,7 +23,7 @@ pub mod tenant;
 
 pub use error::{ApiError, ServerError};
 pub use service::{Caller, Service};
-pub use settings::{Limits, Scope, Settings, TenantSettings, TokenHash};
+pub use settings::{Discovery, Limits, Scope, ServerFile, Settings, TenantSettings, TokenHash};
 pub use tenant::Tenant;
 pub mod mcp;
 pub mod run;

@@ -161,7 +161,12 @@ impl Service {
         match bearer(headers)? {
             Some(token) if self.metrics_tokens.contains(&TokenHash::of(token)) => Ok(()),
             None if self.open => Ok(()),
-            _ => Err(ApiError::unauthorized()),
+            // Says no more than any 401: not whether the token is a tenant's.
+            _ => Err(ApiError::new(
+                axum::http::StatusCode::UNAUTHORIZED,
+                "unauthorized",
+                "a metrics token is required (one of the server file's metrics_tokens)",
+            )),
         }
     }
 
@@ -183,6 +188,22 @@ impl Service {
             tenant: Arc::clone(&self.tenants[0]),
             scope: Scope::Write,
             token: None,
+        }
+    }
+
+    /// The tenant whose discovery paths are `/t/{name}/.well-known/...`
+    /// (`name` given) or the root's (`None`): a tenant that opted in
+    /// (`discovery: public`), or for the root, an open server's one
+    /// tenant. `None` otherwise, whether or not the tenant exists.
+    pub fn discovery_tenant(&self, name: Option<&str>) -> Option<Arc<Tenant>> {
+        match name {
+            None if self.open => Some(Arc::clone(&self.tenants[0])),
+            None => None,
+            Some(name) => self
+                .tenants
+                .iter()
+                .find(|t| t.name() == name && t.discovery() == crate::settings::Discovery::Public)
+                .cloned(),
         }
     }
 

@@ -34,6 +34,7 @@
 //!       - env: ACME_READ_TOKEN  # the token itself, read from the environment
 //!   - name: globex
 //!     config: { sources: [ { path: /skills } ] }   # instead of the template
+//!     discovery: public         # its winners at /t/globex/.well-known/agent-skills/, no token needed
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -50,7 +51,7 @@ use crate::error::ServerError;
 pub const DEFAULT_REFRESH: Duration = Duration::from_secs(30);
 
 /// What a token allows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Scope {
     /// Reading skills.
@@ -62,7 +63,7 @@ pub enum Scope {
 
 /// One token of a tenant: its SHA-256 (hex), or the name of an
 /// environment variable holding the token itself.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TokenSpec {
     /// The token's SHA-256, 64 hex digits.
@@ -76,8 +77,21 @@ pub struct TokenSpec {
     pub scope: Scope,
 }
 
+/// Whether a tenant's skills are published for Agent Skills discovery.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Discovery {
+    /// Not published (the default): the tenant's discovery paths answer
+    /// 404, as a tenant that does not exist.
+    #[default]
+    Private,
+    /// Published to anyone, without a token, at
+    /// `/t/TENANT/.well-known/agent-skills/`.
+    Public,
+}
+
 /// One tenant.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TenantSpec {
     /// The tenant's name: lowercase ASCII letters, digits, `-` and `_`.
@@ -88,10 +102,13 @@ pub struct TenantSpec {
     /// The tenant's own configuration; the template's when absent.
     #[serde(default)]
     pub config: Option<Config>,
+    /// Whether its winners are published for discovery.
+    #[serde(default)]
+    pub discovery: Discovery,
 }
 
 /// Request limits.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LimitsSpec {
     /// The largest request body, in bytes.
@@ -125,7 +142,7 @@ pub struct LimitsSpec {
 }
 
 /// The server file as written.
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ServerFile {
     /// The address to listen on.
@@ -151,6 +168,15 @@ pub struct ServerFile {
     /// The tokens that may read `/metrics` (their scope is ignored).
     #[serde(default)]
     pub metrics_tokens: Vec<TokenSpec>,
+}
+
+impl ServerFile {
+    /// The JSON Schema (draft 2020-12) of a server file, generated from
+    /// these types (a tenant's `config` and the `template` are
+    /// `skillstore.yaml` configurations).
+    pub fn json_schema() -> serde_json::Value {
+        schemars::schema_for!(ServerFile).to_value()
+    }
 }
 
 /// Limits applied to every request.
@@ -243,6 +269,8 @@ pub struct TenantSettings {
     pub config: Config,
     /// The tenant's tokens, hashed, with their scopes.
     pub tokens: Vec<(TokenHash, Scope)>,
+    /// Whether its winners are published for discovery.
+    pub discovery: Discovery,
 }
 
 /// Everything the server needs: tenants, refresh interval and limits.
@@ -271,6 +299,7 @@ impl Settings {
                 name: "default".into(),
                 config,
                 tokens: Vec::new(),
+                discovery: Discovery::Private,
             }],
             refresh_interval: DEFAULT_REFRESH,
             limits: Limits::default(),
@@ -356,6 +385,7 @@ impl Settings {
                 name: spec.name,
                 config,
                 tokens,
+                discovery: spec.discovery,
             });
         }
         if tenants.len() > 1 && tenants.iter().any(|t| t.tokens.is_empty()) {
@@ -547,6 +577,20 @@ mod tests {
             vec![(TokenHash::of("globex-secret"), Scope::Read)]
         );
         assert_eq!(settings.tenants[1].config.mounts[0].location, ".");
+        assert_eq!(settings.tenants[0].discovery, Discovery::Private);
+    }
+
+    #[test]
+    fn discovery_is_private_unless_public() {
+        let text = FILE.replace(
+            "    tokens:\n      - env: GLOBEX_TOKEN\n",
+            "    tokens:\n      - env: GLOBEX_TOKEN\n    discovery: public\n",
+        );
+        let file: ServerFile = serde_yaml::from_str(&text).unwrap();
+        let settings = Settings::from_file(file, Path::new("."), &env).unwrap();
+        assert_eq!(settings.tenants[1].discovery, Discovery::Public);
+        let bad = FILE.replace("    config:\n", "    discovery: open\n    config:\n");
+        assert!(serde_yaml::from_str::<ServerFile>(&bad).is_err());
     }
 
     #[test]

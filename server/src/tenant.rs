@@ -15,9 +15,10 @@ use tokio::sync::watch;
 
 use crate::counting::{BackendCalls, Counting};
 use crate::digest::DigestCache;
+use crate::discovery::{ArtifactCache, Published};
 use crate::error::{ApiError, ServerError};
 use crate::manifest::Manifest;
-use crate::settings::TenantSettings;
+use crate::settings::{Discovery, TenantSettings};
 
 /// A body rendered once and its entity tag.
 #[derive(Debug, Clone)]
@@ -38,6 +39,11 @@ impl Rendered {
 }
 
 /// How far `GET /v1/skills/{name}` lists a skill's files.
+/// How many histories the whole server reads at once.
+pub const HISTORY_READS: usize = 2;
+
+static HISTORY_PERMITS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(HISTORY_READS);
+
 const SHOW_LIMITS: FileLimits = FileLimits {
     max_depth: 6,
     max_files: 500,
@@ -54,6 +60,7 @@ pub struct View {
     shows: Mutex<HashMap<String, Rendered>>,
     prompts: Mutex<HashMap<(String, Option<usize>), Rendered>>,
     manifests: Mutex<HashMap<String, Arc<Manifest>>>,
+    discovery: tokio::sync::OnceCell<Arc<Published>>,
 }
 
 impl View {
@@ -75,7 +82,19 @@ impl View {
             shows: Mutex::new(HashMap::new()),
             prompts: Mutex::new(HashMap::new()),
             manifests: Mutex::new(HashMap::new()),
+            discovery: tokio::sync::OnceCell::new(),
         }
+    }
+
+    /// The discovery index of this snapshot and its artifacts (see
+    /// [`crate::discovery`]), built once per snapshot from the tenant's
+    /// artifact cache.
+    pub async fn discovery(&self, tenant: &Tenant) -> Arc<Published> {
+        let published = self
+            .discovery
+            .get_or_init(|| async { Arc::new(crate::discovery::publish(&self.catalog, &tenant.artifacts).await) })
+            .await;
+        Arc::clone(published)
     }
 
     /// `GET /v1/skills/{name}`: the `show --json` object, built once per
@@ -236,6 +255,8 @@ pub struct Tenant {
     last_refresh: Mutex<(u64, RefreshOutcome)>,
     /// Digests of the tenant's files, by path and version.
     pub digests: DigestCache,
+    discovery: Discovery,
+    artifacts: ArtifactCache,
 }
 
 impl std::fmt::Debug for Tenant {
@@ -272,7 +293,14 @@ impl Tenant {
             refreshes_started: AtomicU64::new(0),
             last_refresh: Mutex::new((0, RefreshOutcome::Fresh)),
             digests: DigestCache::default(),
+            discovery: settings.discovery,
+            artifacts: ArtifactCache::default(),
         })
+    }
+
+    /// Whether the tenant publishes its winners for discovery.
+    pub fn discovery(&self) -> Discovery {
+        self.discovery
     }
 
     /// The tenant's name.
@@ -412,6 +440,37 @@ impl Tenant {
         Ok(editor.with_catalog(shared).with_author(format!("server:{}", self.name)))
     }
 
+    /// The history of `name` in `editor`'s source as a reader sees it
+    /// ([`skillstore::HistoryEntry`]). At most [`HISTORY_READS`] histories
+    /// are read at once in the whole server: each may be 64 MiB, and the
+    /// answer is small whatever its size.
+    pub async fn history_entries(
+        &self,
+        editor: &SkillEditor,
+        name: &str,
+    ) -> Result<Vec<skillstore::HistoryEntry>, ApiError> {
+        let _permit = HISTORY_PERMITS.acquire().await.map_err(|_| {
+            ApiError::new(
+                axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                "unavailable",
+                "shutting down",
+            )
+        })?;
+        Ok(editor.history_entries(name).await?)
+    }
+
+    /// Fails with 404 `not_found` unless the history of `name` has entry `id`.
+    pub async fn check_history_entry(&self, editor: &SkillEditor, name: &str, id: u64) -> Result<(), ApiError> {
+        if self.history_entries(editor, name).await?.iter().any(|e| e.id == id) {
+            return Ok(());
+        }
+        Err(ApiError::new(
+            axum::http::StatusCode::NOT_FOUND,
+            "not_found",
+            format!("`{name}` has no history entry {id}"),
+        ))
+    }
+
     /// Fails with 403 `read_only` when no source of the tenant is writable.
     pub fn check_writable(&self) -> Result<(), ApiError> {
         if self.namespace.sources().iter().any(|s| s.is_writable()) {
@@ -420,7 +479,7 @@ impl Tenant {
             Err(ApiError::new(
                 axum::http::StatusCode::FORBIDDEN,
                 "read_only",
-                "no source of this tenant is writable",
+                "no source of this tenant is writable (a source is made writable with `writable: true` in the tenant's configuration)",
             ))
         }
     }

@@ -609,3 +609,86 @@ async fn readyz_is_unavailable_while_a_tenant_can_read_none_of_its_sources() {
     assert_eq!(client.get(server.url("/readyz")).send().await.unwrap().status(), 200);
     server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn history_is_readable_and_rollback_needs_the_write_scope() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = served(dir.path()).await;
+    let client = reqwest::Client::new();
+    let put = |body: String| {
+        client
+            .put(server.url("/v1/skills/gamma"))
+            .bearer_auth(WRITER)
+            .body(body)
+            .send()
+    };
+    assert_eq!(
+        put(skill_md("gamma", "First.")).await.unwrap().status(),
+        StatusCode::CREATED
+    );
+    let secret = skill_md("gamma", "Second, with sk-live-0123456789 in it.");
+    assert_eq!(put(secret).await.unwrap().status(), StatusCode::OK);
+
+    // A read token sees the entries, with versions and no earlier bytes.
+    let history = get(&client, server.url("/v1/skills/gamma/history"), READER).await;
+    assert_eq!(history.status(), 200);
+    let text = history.text().await.unwrap();
+    assert!(
+        !text.contains("sk-live"),
+        "no file contents in a history answer: {text}"
+    );
+    let body: Value = serde_json::from_str(&text).unwrap();
+    let entries = body["entries"].as_array().unwrap();
+    let actions: Vec<&str> = entries.iter().map(|e| e["action"].as_str().unwrap()).collect();
+    assert_eq!(actions, ["create", "edit"]);
+    assert_eq!(
+        entries[0]["files"],
+        serde_json::json!([{"path": "SKILL.md", "event": "created"}])
+    );
+    assert_eq!(
+        entries[1]["files"],
+        serde_json::json!([{"path": "SKILL.md", "event": "modified"}])
+    );
+
+    // Rollback: not with a read token, not to an entry that does not exist.
+    let rollback = |token: &'static str, body: &'static str| {
+        client
+            .post(server.url("/v1/skills/gamma/rollback"))
+            .bearer_auth(token)
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+    };
+    assert_eq!(
+        error_kind(rollback(READER, r#"{"id": 1}"#).await.unwrap()).await.0,
+        StatusCode::FORBIDDEN
+    );
+    assert_eq!(
+        error_kind(rollback(WRITER, r#"{"id": 9}"#).await.unwrap()).await,
+        (StatusCode::NOT_FOUND, "not_found".into())
+    );
+    assert_eq!(
+        error_kind(rollback(WRITER, r#"{"entry": 1}"#).await.unwrap()).await.0,
+        StatusCode::BAD_REQUEST
+    );
+    let done = rollback(WRITER, r#"{"id": 1}"#).await.unwrap();
+    assert_eq!(done.status(), 200);
+    let change: Value = done.json().await.unwrap();
+    assert_eq!(change["action"], "rollback");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("team/gamma/SKILL.md")).unwrap(),
+        skill_md("gamma", "First.")
+    );
+    let shown: Value = get(&client, server.url("/v1/skills/gamma"), READER)
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(shown["description"], "First.", "the catalog follows a rollback at once");
+    let body: Value = get(&client, server.url("/v1/skills/gamma/history"), READER)
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(body["entries"][2]["rollback_to"], 1);
+}

@@ -56,7 +56,8 @@ use std::fmt;
 
 use bytes::Bytes;
 
-pub use pack::{pack, pack_dir};
+pub use pack::{pack, pack_dir, pack_rooted};
+pub(crate) use read::RootedUnpack;
 pub use save::save;
 
 /// Why an archive (or a skill directory being packed) was refused. Each

@@ -6,7 +6,7 @@ use skillstore_backends::{EntryKind, ErrorKind, ReadOptions, SkillBackend, VPath
 use zip::write::SimpleFileOptions;
 use zip::{CompressionMethod, DateTime, ZipWriter};
 
-use super::{ArchiveError, ArchiveLimits, Refusal, SkillArchive};
+use super::{ArchiveError, ArchiveFile, ArchiveLimits, Refusal, SkillArchive};
 use crate::catalog::SKILL_FILE;
 use crate::skill::{Strictness, parse_skill_md};
 
@@ -71,12 +71,7 @@ pub async fn pack(backend: &dyn SkillBackend, dir: &VPath, limits: &ArchiveLimit
     }
     files.sort();
 
-    let options = SimpleFileOptions::default()
-        .compression_method(CompressionMethod::Deflated)
-        .compression_level(Some(LEVEL))
-        .last_modified_time(DateTime::DEFAULT)
-        .unix_permissions(MODE);
-    let mut zip = ZipWriter::new(Cursor::new(Vec::new()));
+    let mut zip = Writer::new();
     let mut total: u64 = 0;
     for batch in files.chunks(backend.preferred_batch().max(1)) {
         let paths = batch
@@ -110,27 +105,89 @@ pub async fn pack(backend: &dyn SkillBackend, dir: &VPath, limits: &ArchiveLimit
                 ));
             }
             if relative == SKILL_FILE {
-                let parsed = parse_skill_md(&blob.data, Some(name), Strictness::Strict);
-                if !parsed.is_valid() {
-                    return Err(crate::Error::InvalidSkill {
-                        skill: name.to_owned(),
-                        problems: parsed.problems,
-                    }
-                    .into());
-                }
+                check_skill_md(&blob.data, name)?;
             }
-            let written = zip
-                .start_file(format!("{name}/{relative}"), options)
-                .and_then(|()| zip.write_all(&blob.data).map_err(Into::into));
-            written.map_err(|e| crate::Error::Usage(format!("packing `{path}` failed: {e}")))?;
+            zip.add(&format!("{name}/{relative}"), &blob.data)
+                .map_err(|e| crate::Error::Usage(format!("packing `{path}` failed: {e}")))?;
         }
     }
     let bytes = zip
         .finish()
-        .map_err(|e| crate::Error::Usage(format!("packing `{dir}` failed: {e}")))?
-        .into_inner();
+        .map_err(|e| crate::Error::Usage(format!("packing `{dir}` failed: {e}")))?;
     SkillArchive::read(&bytes, limits)?;
     Ok(bytes)
+}
+
+/// Packs files already read (paths relative to the skill's directory, as
+/// [`SkillArchive::files`] gives them) into a rooted archive: `SKILL.md`
+/// and every other file at the archive's root, no directory around them,
+/// the layout Agent Skills discovery serves. The skill is named `name`;
+/// its SKILL.md is not validated here (a catalog has already parsed it).
+///
+/// Deterministic as [`pack`] is: the same paths and bytes give the same
+/// archive bytes in any order given. The result is read back with
+/// [`SkillArchive::read_rooted`] under `limits` before it is returned.
+pub fn pack_rooted(name: &str, files: &[ArchiveFile], limits: &ArchiveLimits) -> Result<Vec<u8>> {
+    let mut sorted: Vec<&ArchiveFile> = files.iter().collect();
+    sorted.sort_by(|a, b| a.path.cmp(&b.path));
+    if !sorted.iter().any(|f| f.path == SKILL_FILE) {
+        return Err(ArchiveError::refused(
+            Refusal::MissingSkillMd,
+            format!("`{}` has no {SKILL_FILE}", name.escape_debug()),
+        ));
+    }
+    let mut zip = Writer::new();
+    for file in sorted {
+        zip.add(&file.path, &file.data)
+            .map_err(|e| crate::Error::Usage(format!("packing `{}` failed: {e}", file.path.escape_debug())))?;
+    }
+    let bytes = zip
+        .finish()
+        .map_err(|e| crate::Error::Usage(format!("packing `{}` failed: {e}", name.escape_debug())))?;
+    SkillArchive::read_rooted(&bytes, name, limits)?;
+    Ok(bytes)
+}
+
+fn check_skill_md(data: &[u8], name: &str) -> Result<()> {
+    let parsed = parse_skill_md(data, Some(name), Strictness::Strict);
+    if parsed.is_valid() {
+        Ok(())
+    } else {
+        Err(crate::Error::InvalidSkill {
+            skill: name.to_owned(),
+            problems: parsed.problems,
+        }
+        .into())
+    }
+}
+
+/// The deterministic zip writer: every entry deflated at [`LEVEL`], dated
+/// 1980-01-01, mode [`MODE`].
+struct Writer {
+    zip: ZipWriter<Cursor<Vec<u8>>>,
+    options: SimpleFileOptions,
+}
+
+impl Writer {
+    fn new() -> Self {
+        Writer {
+            zip: ZipWriter::new(Cursor::new(Vec::new())),
+            options: SimpleFileOptions::default()
+                .compression_method(CompressionMethod::Deflated)
+                .compression_level(Some(LEVEL))
+                .last_modified_time(DateTime::DEFAULT)
+                .unix_permissions(MODE),
+        }
+    }
+
+    fn add(&mut self, name: &str, data: &[u8]) -> zip::result::ZipResult<()> {
+        self.zip.start_file(name, self.options)?;
+        self.zip.write_all(data).map_err(Into::into)
+    }
+
+    fn finish(self) -> zip::result::ZipResult<Vec<u8>> {
+        Ok(self.zip.finish()?.into_inner())
+    }
 }
 
 /// Every file under `dir`, relative to it, walking only what the backend

@@ -38,194 +38,7 @@ impl SkillArchive {
     /// entry's inflated size and checksum and SKILL.md's strict validation.
     /// Either every check passes or nothing is returned.
     pub fn read(bytes: &[u8], limits: &ArchiveLimits) -> Result<SkillArchive> {
-        if bytes.len() as u64 > limits.max_archive_bytes {
-            return Err(ArchiveError::refused(
-                Refusal::ArchiveTooLarge,
-                format!(
-                    "the archive is {} bytes; the limit is {}",
-                    bytes.len(),
-                    limits.max_archive_bytes
-                ),
-            ));
-        }
-        let mut zip = ZipArchive::new(Cursor::new(bytes))
-            .map_err(|e| ArchiveError::refused(Refusal::NotAnArchive, format!("not a readable zip archive: {e}")))?;
-        if zip.len() > limits.max_entries {
-            return Err(ArchiveError::refused(
-                Refusal::TooManyEntries,
-                format!("{} entries; the limit is {}", zip.len(), limits.max_entries),
-            ));
-        }
-        if zip.has_duplicate_names() {
-            return Err(ArchiveError::refused(
-                Refusal::DuplicateEntry,
-                "two entries have the same name",
-            ));
-        }
-
-        let mut top: Option<String> = None;
-        let mut planned = Vec::new();
-        let mut dirs = Vec::new();
-        let mut total: u64 = 0;
-        let mut compressed_total: u64 = 0;
-        for index in 0..zip.len() {
-            let entry = zip
-                .by_index_data(index)
-                .map_err(|e| ArchiveError::refused(Refusal::NotAnArchive, format!("entry {index}: {e}")))?;
-            let Ok(name) = std::str::from_utf8(entry.name_raw()) else {
-                let shown = String::from_utf8_lossy(entry.name_raw()).into_owned();
-                return Err(ArchiveError::entry(
-                    Refusal::NonUtf8Name,
-                    &shown,
-                    "the name is not UTF-8",
-                ));
-            };
-            let is_dir = name.ends_with('/');
-            let segments = check_name(name)?;
-            let file_type = entry.unix_mode().map(|mode| mode & S_IFMT).filter(|&t| t != 0);
-            match file_type {
-                Some(S_IFLNK) => {
-                    return Err(ArchiveError::entry(Refusal::SymlinkEntry, name, "a symbolic link"));
-                }
-                Some(S_IFREG) | Some(S_IFDIR) | None => {}
-                Some(other) => {
-                    return Err(ArchiveError::entry(
-                        Refusal::SpecialEntry,
-                        name,
-                        format!("neither a file nor a directory (mode {other:o})"),
-                    ));
-                }
-            }
-            if file_type == Some(S_IFDIR) && !is_dir {
-                return Err(ArchiveError::entry(
-                    Refusal::SpecialEntry,
-                    name,
-                    "a directory by its mode, a file by its name",
-                ));
-            }
-            if entry.encrypted() {
-                return Err(ArchiveError::entry(Refusal::EncryptedEntry, name, "encrypted"));
-            }
-            let method = entry.compression();
-            if !matches!(method, CompressionMethod::Stored | CompressionMethod::Deflated) {
-                return Err(ArchiveError::entry(
-                    Refusal::UnsupportedCompression,
-                    name,
-                    format!("compressed with {method}; only deflate and stored entries are read"),
-                ));
-            }
-            let (size, compressed) = (entry.size(), entry.compressed_size());
-            if exceeds_ratio(size, compressed, limits) {
-                return Err(ArchiveError::entry(
-                    Refusal::CompressionRatio,
-                    name,
-                    format!(
-                        "{compressed} bytes would inflate to {size}, more than {} times",
-                        limits.max_ratio
-                    ),
-                ));
-            }
-            if size > limits.max_file_bytes {
-                return Err(ArchiveError::entry(
-                    Refusal::FileTooLarge,
-                    name,
-                    format!("declares {size} bytes; the limit is {}", limits.max_file_bytes),
-                ));
-            }
-            total = total.saturating_add(size);
-            compressed_total = compressed_total.saturating_add(compressed);
-            if total > limits.max_total_bytes {
-                return Err(ArchiveError::refused(
-                    Refusal::TotalTooLarge,
-                    format!("the files add up to more than {} bytes", limits.max_total_bytes),
-                ));
-            }
-
-            let (first, rest) = segments;
-            if rest.is_empty() && !is_dir {
-                return Err(ArchiveError::entry(
-                    Refusal::NoTopDirectory,
-                    name,
-                    "a file at the archive's root; a skill archive holds one directory",
-                ));
-            }
-            match &top {
-                None => top = Some(first.to_owned()),
-                Some(top) if top != first => {
-                    return Err(ArchiveError::refused(
-                        Refusal::SeveralTopDirectories,
-                        format!(
-                            "entries lie under `{}` and `{}`; a skill archive holds one directory",
-                            top.escape_debug(),
-                            first.escape_debug()
-                        ),
-                    ));
-                }
-                Some(_) => {}
-            }
-            if is_dir {
-                if !rest.is_empty() {
-                    dirs.push(rest.to_owned());
-                }
-            } else {
-                planned.push(Planned {
-                    index,
-                    path: rest.to_owned(),
-                    size,
-                    crc32: entry.crc32(),
-                });
-            }
-        }
-
-        let Some(name) = top else {
-            return Err(ArchiveError::refused(Refusal::NoTopDirectory, "the archive is empty"));
-        };
-        if !is_valid_segment(&name) || name.starts_with('.') {
-            return Err(ArchiveError::entry(
-                Refusal::InvalidPath,
-                &name,
-                "the top-level directory is not a skill directory name",
-            ));
-        }
-        check_distinct(&planned, &dirs)?;
-        if !planned.iter().any(|p| p.path == SKILL_FILE) {
-            return Err(ArchiveError::refused(
-                Refusal::MissingSkillMd,
-                format!("`{}/{SKILL_FILE}` is not in the archive", name.escape_debug()),
-            ));
-        }
-        if exceeds_ratio(total, bytes.len() as u64, limits) {
-            return Err(ArchiveError::refused(
-                Refusal::CompressionRatio,
-                format!(
-                    "{} bytes of archive would inflate to {total}, more than {} times",
-                    bytes.len(),
-                    limits.max_ratio
-                ),
-            ));
-        }
-        let overlapping = zip
-            .has_overlapping_entries()
-            .map_err(|e| ArchiveError::refused(Refusal::NotAnArchive, format!("an entry cannot be located: {e}")))?;
-        if overlapping || compressed_total > bytes.len() as u64 {
-            return Err(ArchiveError::refused(
-                Refusal::OverlappingEntries,
-                "entries share bytes of the archive",
-            ));
-        }
-
-        let mut files = Vec::with_capacity(planned.len());
-        for plan in &planned {
-            let shown = format!("{name}/{}", plan.path);
-            let data = inflate(&mut zip, plan, &shown)?;
-            files.push(ArchiveFile {
-                path: plan.path.clone(),
-                data,
-            });
-        }
-        files.sort_by(|a, b| a.path.cmp(&b.path));
-
-        let archive = SkillArchive { name, files };
+        let archive = read_checked(bytes, limits, None)?;
         let parsed = parse_skill_md(archive.skill_md(), Some(&archive.name), Strictness::Strict);
         if !parsed.is_valid() {
             return Err(crate::Error::InvalidSkill {
@@ -236,11 +49,265 @@ impl SkillArchive {
         }
         Ok(archive)
     }
+
+    /// Reads a rooted archive, the layout Agent Skills discovery serves:
+    /// `SKILL.md` and the other files at the archive's root, for the skill
+    /// `name` (which must be a valid directory name). Every check of
+    /// [`SkillArchive::read`] applies except the one top-level directory
+    /// (`several_top_directories` and `no_top_directory` cannot arise; an
+    /// empty archive is `missing_skill_md`) and SKILL.md's strict
+    /// validation: a catalog reading these files parses SKILL.md as it
+    /// does from any backend, reporting problems as diagnostics.
+    pub fn read_rooted(bytes: &[u8], name: &str, limits: &ArchiveLimits) -> Result<SkillArchive> {
+        if !is_valid_segment(name) || name.starts_with('.') {
+            return Err(ArchiveError::entry(
+                Refusal::InvalidPath,
+                name,
+                "not a skill directory name",
+            ));
+        }
+        read_checked(bytes, limits, Some(name))
+    }
 }
 
-/// Checks an entry's name and splits it into its top-level directory and
-/// the rest (empty for the directory itself).
-fn check_name(name: &str) -> Result<(&str, &str)> {
+/// The archive reader a discovery backend unpacks rooted archives with:
+/// [`SkillArchive::read_rooted`] under the default limits, each file
+/// bounded by the namespace's read limit.
+#[derive(Debug)]
+pub(crate) struct RootedUnpack {
+    limits: ArchiveLimits,
+}
+
+impl RootedUnpack {
+    pub(crate) fn new(read_limit: u64) -> Self {
+        RootedUnpack {
+            limits: ArchiveLimits {
+                max_file_bytes: read_limit,
+                ..ArchiveLimits::default()
+            },
+        }
+    }
+}
+
+impl skillstore_backends::Unpack for RootedUnpack {
+    fn unpack(&self, name: &str, bytes: &[u8]) -> std::result::Result<Vec<(String, Bytes)>, (String, String)> {
+        match SkillArchive::read_rooted(bytes, name, &self.limits) {
+            Ok(archive) => Ok(archive.files.into_iter().map(|f| (f.path, f.data)).collect()),
+            Err(e) => Err((e.kind().to_owned(), e.to_string())),
+        }
+    }
+}
+
+/// Every check but SKILL.md's validation; `rooted` names the skill of a
+/// rooted archive, `None` reads the `.skill` layout.
+fn read_checked(bytes: &[u8], limits: &ArchiveLimits, rooted: Option<&str>) -> Result<SkillArchive> {
+    if bytes.len() as u64 > limits.max_archive_bytes {
+        return Err(ArchiveError::refused(
+            Refusal::ArchiveTooLarge,
+            format!(
+                "the archive is {} bytes; the limit is {}",
+                bytes.len(),
+                limits.max_archive_bytes
+            ),
+        ));
+    }
+    let mut zip = ZipArchive::new(Cursor::new(bytes))
+        .map_err(|e| ArchiveError::refused(Refusal::NotAnArchive, format!("not a readable zip archive: {e}")))?;
+    if zip.len() > limits.max_entries {
+        return Err(ArchiveError::refused(
+            Refusal::TooManyEntries,
+            format!("{} entries; the limit is {}", zip.len(), limits.max_entries),
+        ));
+    }
+    if zip.has_duplicate_names() {
+        return Err(ArchiveError::refused(
+            Refusal::DuplicateEntry,
+            "two entries have the same name",
+        ));
+    }
+
+    let mut top: Option<String> = None;
+    let mut planned = Vec::new();
+    let mut dirs = Vec::new();
+    let mut total: u64 = 0;
+    let mut compressed_total: u64 = 0;
+    for index in 0..zip.len() {
+        let entry = zip
+            .by_index_data(index)
+            .map_err(|e| ArchiveError::refused(Refusal::NotAnArchive, format!("entry {index}: {e}")))?;
+        let Ok(name) = std::str::from_utf8(entry.name_raw()) else {
+            let shown = String::from_utf8_lossy(entry.name_raw()).into_owned();
+            return Err(ArchiveError::entry(
+                Refusal::NonUtf8Name,
+                &shown,
+                "the name is not UTF-8",
+            ));
+        };
+        let is_dir = name.ends_with('/');
+        let segments = check_name(name)?;
+        let file_type = entry.unix_mode().map(|mode| mode & S_IFMT).filter(|&t| t != 0);
+        match file_type {
+            Some(S_IFLNK) => {
+                return Err(ArchiveError::entry(Refusal::SymlinkEntry, name, "a symbolic link"));
+            }
+            Some(S_IFREG) | Some(S_IFDIR) | None => {}
+            Some(other) => {
+                return Err(ArchiveError::entry(
+                    Refusal::SpecialEntry,
+                    name,
+                    format!("neither a file nor a directory (mode {other:o})"),
+                ));
+            }
+        }
+        if file_type == Some(S_IFDIR) && !is_dir {
+            return Err(ArchiveError::entry(
+                Refusal::SpecialEntry,
+                name,
+                "a directory by its mode, a file by its name",
+            ));
+        }
+        if entry.encrypted() {
+            return Err(ArchiveError::entry(Refusal::EncryptedEntry, name, "encrypted"));
+        }
+        let method = entry.compression();
+        if !matches!(method, CompressionMethod::Stored | CompressionMethod::Deflated) {
+            return Err(ArchiveError::entry(
+                Refusal::UnsupportedCompression,
+                name,
+                format!("compressed with {method}; only deflate and stored entries are read"),
+            ));
+        }
+        let (size, compressed) = (entry.size(), entry.compressed_size());
+        if exceeds_ratio(size, compressed, limits) {
+            return Err(ArchiveError::entry(
+                Refusal::CompressionRatio,
+                name,
+                format!(
+                    "{compressed} bytes would inflate to {size}, more than {} times",
+                    limits.max_ratio
+                ),
+            ));
+        }
+        if size > limits.max_file_bytes {
+            return Err(ArchiveError::entry(
+                Refusal::FileTooLarge,
+                name,
+                format!("declares {size} bytes; the limit is {}", limits.max_file_bytes),
+            ));
+        }
+        total = total.saturating_add(size);
+        compressed_total = compressed_total.saturating_add(compressed);
+        if total > limits.max_total_bytes {
+            return Err(ArchiveError::refused(
+                Refusal::TotalTooLarge,
+                format!("the files add up to more than {} bytes", limits.max_total_bytes),
+            ));
+        }
+
+        let (first, rest) = match rooted {
+            Some(name) => (name, segments.0),
+            None => segments.1,
+        };
+        if rooted.is_none() && rest.is_empty() && !is_dir {
+            return Err(ArchiveError::entry(
+                Refusal::NoTopDirectory,
+                name,
+                "a file at the archive's root; a skill archive holds one directory",
+            ));
+        }
+        match &top {
+            None => top = Some(first.to_owned()),
+            Some(top) if top != first => {
+                return Err(ArchiveError::refused(
+                    Refusal::SeveralTopDirectories,
+                    format!(
+                        "entries lie under `{}` and `{}`; a skill archive holds one directory",
+                        top.escape_debug(),
+                        first.escape_debug()
+                    ),
+                ));
+            }
+            Some(_) => {}
+        }
+        if is_dir {
+            if !rest.is_empty() {
+                dirs.push(rest.to_owned());
+            }
+        } else {
+            planned.push(Planned {
+                index,
+                path: rest.to_owned(),
+                size,
+                crc32: entry.crc32(),
+            });
+        }
+    }
+
+    let name = match (top, rooted) {
+        (_, Some(name)) => name.to_owned(),
+        (Some(top), None) => top,
+        (None, None) => {
+            return Err(ArchiveError::refused(Refusal::NoTopDirectory, "the archive is empty"));
+        }
+    };
+    if !is_valid_segment(&name) || name.starts_with('.') {
+        return Err(ArchiveError::entry(
+            Refusal::InvalidPath,
+            &name,
+            "the top-level directory is not a skill directory name",
+        ));
+    }
+    check_distinct(&planned, &dirs)?;
+    if !planned.iter().any(|p| p.path == SKILL_FILE) {
+        let expected = match rooted {
+            Some(_) => SKILL_FILE.to_owned(),
+            None => format!("{}/{SKILL_FILE}", name.escape_debug()),
+        };
+        return Err(ArchiveError::refused(
+            Refusal::MissingSkillMd,
+            format!("`{expected}` is not in the archive"),
+        ));
+    }
+    if exceeds_ratio(total, bytes.len() as u64, limits) {
+        return Err(ArchiveError::refused(
+            Refusal::CompressionRatio,
+            format!(
+                "{} bytes of archive would inflate to {total}, more than {} times",
+                bytes.len(),
+                limits.max_ratio
+            ),
+        ));
+    }
+    let overlapping = zip
+        .has_overlapping_entries()
+        .map_err(|e| ArchiveError::refused(Refusal::NotAnArchive, format!("an entry cannot be located: {e}")))?;
+    if overlapping || compressed_total > bytes.len() as u64 {
+        return Err(ArchiveError::refused(
+            Refusal::OverlappingEntries,
+            "entries share bytes of the archive",
+        ));
+    }
+
+    let mut files = Vec::with_capacity(planned.len());
+    for plan in &planned {
+        let shown = match rooted {
+            Some(_) => plan.path.clone(),
+            None => format!("{name}/{}", plan.path),
+        };
+        let data = inflate(&mut zip, plan, &shown)?;
+        files.push(ArchiveFile {
+            path: plan.path.clone(),
+            data,
+        });
+    }
+    files.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok(SkillArchive { name, files })
+}
+
+/// Checks an entry's name and gives it without a trailing `/`, and split
+/// into its top-level directory and the rest (empty for the directory
+/// itself).
+fn check_name(name: &str) -> Result<(&str, (&str, &str))> {
     let refuse = |kind, why: &str| Err(ArchiveError::entry(kind, name, why));
     if name.starts_with('/') {
         return refuse(Refusal::AbsolutePath, "an absolute path");
@@ -263,7 +330,7 @@ fn check_name(name: &str) -> Result<(&str, &str)> {
         let why = e.detail().unwrap_or("breaks a virtual path rule").to_owned();
         return refuse(Refusal::InvalidPath, &why);
     }
-    Ok(trimmed.split_once('/').unwrap_or((trimmed, "")))
+    Ok((trimmed, trimmed.split_once('/').unwrap_or((trimmed, ""))))
 }
 
 /// True when `size` bytes from `compressed` is past the ratio limit.

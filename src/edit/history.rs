@@ -124,6 +124,118 @@ pub struct Record {
     pub files: Vec<FileChange>,
 }
 
+/// What a change did to one file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FileEvent {
+    /// The file did not exist before.
+    Created,
+    /// The file existed before and after.
+    Modified,
+    /// The file was removed.
+    Removed,
+}
+
+/// One file of a [`HistoryEntry`]: its path and what happened to it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FileEntry {
+    /// The path inside the skill's directory.
+    pub path: String,
+    /// What the change did to it.
+    pub event: FileEvent,
+}
+
+/// A history record as it travels over the network: what changed, when,
+/// by whom, and which files, but neither their contents nor their versions
+/// (a filesystem version carries the size, an S3 ETag is often the MD5 of
+/// the bytes: either would tell a reader something of a file a later change
+/// removed, such as a secret taken out of it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HistoryEntry {
+    /// The entry's number.
+    pub id: u64,
+    /// When the change was made (RFC 3339, UTC).
+    pub time: String,
+    /// What was done.
+    pub action: Action,
+    /// Who did it.
+    pub author: String,
+    /// The entry a rollback restored.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rollback_to: Option<u64>,
+    /// Every file the change touched.
+    pub files: Vec<FileEntry>,
+}
+
+/// A record read without its contents: serde skips them without keeping
+/// them, so the entries of a 64 MiB history cost little beyond its bytes.
+#[derive(Deserialize)]
+struct RawEntry {
+    id: u64,
+    time: String,
+    action: Action,
+    author: String,
+    #[serde(default)]
+    rollback_to: Option<u64>,
+    files: Vec<RawFile>,
+}
+
+#[derive(Deserialize)]
+struct RawFile {
+    path: String,
+    #[serde(default)]
+    previous_version: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    new_version: Option<serde::de::IgnoredAny>,
+}
+
+/// The entries of the history at `path`, oldest first, without contents or
+/// versions. The file is read under [`MAX_HISTORY_BYTES`] and parsed on a
+/// blocking thread, so a large history never holds up the async runtime.
+pub async fn read_entries(backend: &dyn SkillBackend, path: &VPath) -> Result<Vec<HistoryEntry>> {
+    let blob = match backend.read(path, ReadOptions::with_limit(MAX_HISTORY_BYTES)).await {
+        Ok(blob) => blob,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e.into()),
+    };
+    let shown = path.to_string();
+    tokio::task::spawn_blocking(move || parse_entries(&blob.data, &shown))
+        .await
+        .map_err(|e| Error::History(format!("{path}: reading the history stopped: {e}")))?
+}
+
+fn parse_entries(data: &[u8], shown: &str) -> Result<Vec<HistoryEntry>> {
+    let mut entries = Vec::new();
+    for (n, line) in data.split(|&b| b == b'\n').enumerate() {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let raw: RawEntry = serde_json::from_slice(line)
+            .map_err(|e| Error::History(format!("{shown}: line {} is not a history record: {e}", n + 1)))?;
+        let files = raw
+            .files
+            .into_iter()
+            .map(|f| FileEntry {
+                path: f.path,
+                event: match (f.previous_version.is_some(), f.new_version.is_some()) {
+                    (false, _) => FileEvent::Created,
+                    (true, true) => FileEvent::Modified,
+                    (true, false) => FileEvent::Removed,
+                },
+            })
+            .collect();
+        entries.push(HistoryEntry {
+            id: raw.id,
+            time: raw.time,
+            action: raw.action,
+            author: raw.author,
+            rollback_to: raw.rollback_to,
+            files,
+        });
+    }
+    Ok(entries)
+}
+
 /// The history file of `skill` in the source at `source`.
 pub fn history_path(source: &VPath, skill: &str) -> Result<VPath> {
     Ok(source.join(HISTORY_DIR)?.join(&format!("{skill}.jsonl"))?)

@@ -45,7 +45,7 @@ impl SkillEditor {
         };
         if exists && !options.replace {
             return Err(skillstore_backends::Error::at(ErrorKind::AlreadyExists, &skill_md)
-                .with_detail("the source already has this skill; install with replace to overwrite it")
+                .with_detail("the source already has this skill; install with --replace (replace=true over HTTP) to overwrite it")
                 .into());
         }
         let present = match self.files_of(name).await {

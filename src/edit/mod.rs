@@ -326,6 +326,13 @@ impl SkillEditor {
         history::read(&*self.backend, &self.history_path(name)?).await
     }
 
+    /// The history of `name` as it may be shown to a reader: oldest entry
+    /// first, without file contents or versions ([`history::read_entries`]).
+    pub async fn history_entries(&self, name: &str) -> Result<Vec<history::HistoryEntry>> {
+        self.skill_dir(name)?;
+        history::read_entries(&*self.backend, &self.history_path(name)?).await
+    }
+
     /// Restores every file the history of `name` mentions to what it was
     /// right after entry `id`: the bytes that entry (or the last one before
     /// it touching the file) left, or no file where there was none. The

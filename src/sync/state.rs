@@ -88,8 +88,13 @@ impl State {
     pub(crate) fn open(dir: &Path) -> Result<State> {
         let (parent, target) = split(dir)?;
         let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
-        let parent = rustix::fs::open(parent, flags, Mode::empty())
-            .map_err(|e| io_error("cannot open the directory holding the sync target", e.into()))?;
+        let parent = rustix::fs::open(parent, flags, Mode::empty()).map_err(|e| {
+            let what = format!(
+                "cannot open {}, the directory that holds the sync target (sync makes the target, not the directories above it)",
+                parent.display()
+            );
+            io_error(&what, e.into())
+        })?;
         check_target(parent.as_fd(), &target)?;
 
         let mut state_name = OsString::from(".");

@@ -22,6 +22,9 @@ enum Door {
     Public,
     /// A metrics token.
     Metrics,
+    /// Anyone, under the cap and timeout: the discovery routes, which
+    /// decide themselves which tenant (if any) they answer for.
+    Anonymous,
     /// A tenant's token (any scope).
     Read,
     /// A tenant's token with the write scope, on a tenant with a writable
@@ -33,6 +36,9 @@ fn door(route: &str, method: &Method) -> Door {
     match route {
         "/healthz" | "/readyz" | "/openapi.json" | "unmatched" => Door::Public,
         "/metrics" => Door::Metrics,
+        _ if super::discovery::is_discovery_route(route) && (*method == Method::GET || *method == Method::HEAD) => {
+            Door::Anonymous
+        }
         "/v1/refresh" => Door::Read,
         _ if *method == Method::GET || *method == Method::HEAD => Door::Read,
         _ => Door::Write,
@@ -45,7 +51,14 @@ pub(crate) async fn guard(State(state): State<AppState>, mut request: Request, n
     let route = route_of(&request);
     let service = &state.service;
     let _in_flight = service.metrics.begin();
-    let response = match admit(&state, &route, &mut request) {
+    let method = request.method().clone();
+    let path = request.uri().path().to_owned();
+    let admitted = admit(&state, &route, &mut request);
+    let tenant = request
+        .extensions()
+        .get::<crate::service::Caller>()
+        .map(|c| c.tenant.name().to_owned());
+    let response = match admitted {
         Err(refused) => refused.into_response(),
         Ok(Door::Public | Door::Metrics) => next.run(request).await,
         Ok(_) => match state.permits.clone().acquire_owned().await {
@@ -57,9 +70,9 @@ pub(crate) async fn guard(State(state): State<AppState>, mut request: Request, n
             Err(_) => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "unavailable", "shutting down").into_response(),
         },
     };
-    service
-        .metrics
-        .request(&route, response.status().as_u16(), started.elapsed());
+    let status = response.status().as_u16();
+    service.metrics.request(&route, status, started.elapsed());
+    super::log_request(&method, &path, tenant.as_deref(), status, started);
     response
 }
 
@@ -70,7 +83,7 @@ fn admit(state: &AppState, route: &str, request: &mut Request) -> Result<Door, A
     service.browser.check(request.method(), request.headers(), false)?;
     let door = door(route, request.method());
     match door {
-        Door::Public => {}
+        Door::Public | Door::Anonymous => {}
         Door::Metrics => service.authenticate_metrics(request.headers())?,
         Door::Read | Door::Write => {
             let caller = service.authenticate(request.headers())?;
@@ -100,5 +113,14 @@ mod tests {
         assert_eq!(door("/v1/refresh", &Method::POST), Door::Read);
         assert_eq!(door("/metrics", &Method::GET), Door::Metrics);
         assert_eq!(door("/healthz", &Method::GET), Door::Public);
+        for route in [
+            "/.well-known/agent-skills/index.json",
+            "/.well-known/agent-skills/{artifact}",
+            "/t/{tenant}/.well-known/agent-skills/{name}/SKILL.md",
+        ] {
+            assert_eq!(door(route, &Method::GET), Door::Anonymous);
+            assert_eq!(door(route, &Method::HEAD), Door::Anonymous);
+            assert_eq!(door(route, &Method::POST), Door::Write);
+        }
     }
 }

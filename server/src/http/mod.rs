@@ -3,6 +3,7 @@
 //! serving with bounded connections and a graceful shutdown.
 
 mod conditional;
+pub mod discovery;
 mod front;
 mod listen;
 pub mod openapi;
@@ -36,8 +37,9 @@ pub(crate) struct AppState {
     permits: Arc<Semaphore>,
 }
 
-/// The whole router: `/v1/...`, `/healthz`, `/readyz`, `/metrics`, and
-/// `mcp` (when given) at `/mcp`. Every API route passes [`front::guard`].
+/// The whole router: `/v1/...`, `/healthz`, `/readyz`, `/metrics`, the
+/// discovery routes ([`discovery`]), and `mcp` (when given) at `/mcp`.
+/// Every API route passes [`front::guard`].
 pub fn router(service: Arc<Service>, mcp: Option<Router>) -> Router {
     let state = AppState {
         permits: Arc::new(Semaphore::new(service.limits.max_concurrent_requests)),
@@ -57,6 +59,8 @@ pub fn router(service: Arc<Service>, mcp: Option<Router>) -> Router {
             "/v1/skills/{name}/files/{*path}",
             get(read::file).put(write::put_file).delete(write::delete_file),
         )
+        .route("/v1/skills/{name}/history", get(write::history))
+        .route("/v1/skills/{name}/rollback", post(write::rollback))
         .route("/v1/archives", post(write::install))
         .route("/v1/prompt", get(read::prompt))
         .route("/v1/refresh", post(read::refresh))
@@ -64,6 +68,7 @@ pub fn router(service: Arc<Service>, mcp: Option<Router>) -> Router {
         .route("/readyz", get(read::readyz))
         .route("/metrics", get(read::metrics))
         .route("/openapi.json", get(openapi::serve))
+        .merge(discovery::routes())
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(state.clone(), front::guard))
         .layer(axum::extract::DefaultBodyLimit::max(body_limit))
@@ -75,6 +80,11 @@ pub fn router(service: Arc<Service>, mcp: Option<Router>) -> Router {
 }
 
 async fn not_found() -> ApiError {
+    no_route()
+}
+
+/// The answer to a route that does not exist.
+pub(crate) fn no_route() -> ApiError {
     ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such route")
 }
 
@@ -83,12 +93,52 @@ async fn not_found() -> ApiError {
 async fn count_only(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let started = Instant::now();
     let route = route_of(&request);
-    let response = next.run(request).await;
-    state
+    let method = request.method().clone();
+    let path = request.uri().path().to_owned();
+    // The MCP handler authenticates for itself; this names the tenant for
+    // the log line only (a token lookup, no body read).
+    let tenant = state
         .service
-        .metrics
-        .request(&route, response.status().as_u16(), started.elapsed());
+        .authenticate(request.headers())
+        .ok()
+        .map(|caller| caller.tenant.name().to_owned());
+    let response = next.run(request).await;
+    let status = response.status().as_u16();
+    state.service.metrics.request(&route, status, started.elapsed());
+    log_request(&method, &path, tenant.as_deref(), status, started);
     response
+}
+
+/// The most bytes of a request's path a log line keeps.
+const LOGGED_PATH_BYTES: usize = 256;
+
+/// One line per answered request, at info level under the target
+/// `skillstore::request`: method, path (its first 256 bytes, control and
+/// invisible characters escaped), tenant once a token named one, status
+/// and milliseconds. Never a header, a query string or a body, so no token
+/// or content reaches the log.
+pub(crate) fn log_request(
+    method: &axum::http::Method,
+    path: &str,
+    tenant: Option<&str>,
+    status: u16,
+    started: Instant,
+) {
+    let ms = started.elapsed().as_secs_f64() * 1000.0;
+    let mut end = path.len().min(LOGGED_PATH_BYTES);
+    while !path.is_char_boundary(end) {
+        end -= 1;
+    }
+    let cut = if end < path.len() { "..." } else { "" };
+    tracing::info!(
+        target: "skillstore::request",
+        method = %method,
+        path = %format_args!("{}{cut}", path[..end].escape_debug()),
+        tenant = tenant.unwrap_or("-"),
+        status,
+        ms = format_args!("{ms:.1}"),
+        "request"
+    );
 }
 
 pub(crate) fn route_of(request: &Request) -> String {

@@ -7,10 +7,12 @@ use serde_json::{Value, json};
 
 /// The routes of the API, as the router declares them (a test holds the
 /// two equal).
-pub const ROUTES: [&str; 8] = [
+pub const ROUTES: [&str; 10] = [
     "/v1/skills",
     "/v1/skills/{name}",
     "/v1/skills/{name}/files/{path}",
+    "/v1/skills/{name}/history",
+    "/v1/skills/{name}/rollback",
     "/v1/archives",
     "/v1/prompt",
     "/v1/refresh",
@@ -115,6 +117,20 @@ pub fn document() -> Value {
                     "parameters": [if_match],
                     "responses": with(errors(&write_errors), "200", change.clone())}
             },
+            "/v1/skills/{name}/history": {"get": {
+                "summary": "The skill's recorded changes in the writable source, oldest first (no contents, no versions)",
+                "parameters": [name],
+                "responses": with(errors(&read_errors), "200", json!({"description": "the entries",
+                    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/History"}}}}))
+            }},
+            "/v1/skills/{name}/rollback": {"post": {
+                "summary": "Restore every file the history mentions to what it was right after entry `id`",
+                "parameters": [name],
+                "requestBody": {"required": true, "content": {"application/json": {"schema": {
+                    "type": "object", "required": ["id"], "additionalProperties": false,
+                    "properties": {"id": {"type": "integer", "minimum": 1}}}}}},
+                "responses": with(errors(&write_errors), "200", change.clone())
+            }},
             "/v1/archives": {"post": {
                 "summary": "Install a .skill or .zip archive through every archive guard and the editor",
                 "parameters": [{"name": "replace", "in": "query", "required": false, "schema": {"type": "boolean"}}],
@@ -149,8 +165,17 @@ pub fn document() -> Value {
                     "file": {"type": "string", "description": "a supporting file instead of SKILL.md"},
                     "find": {"type": "string"}, "replace": {"type": "string"},
                     "count": {"type": "integer", "minimum": 1, "description": "how many times `find` must occur (default 1)"}}},
+                "History": {"type": "object", "properties": {
+                    "skill": {"type": "string"},
+                    "entries": {"type": "array", "items": {"type": "object", "properties": {
+                        "id": {"type": "integer"}, "time": {"type": "string", "format": "date-time"},
+                        "action": {"type": "string"}, "author": {"type": "string"},
+                        "rollback_to": {"type": "integer"},
+                        "files": {"type": "array", "items": {"type": "object", "properties": {
+                            "path": {"type": "string"},
+                            "event": {"enum": ["created", "modified", "removed"]}}}}}}}}},
                 "Change": {"type": "object", "properties": {
-                    "action": {"type": "string"}, "skill": {"type": "string"}, "history_id": {"type": "string"},
+                    "action": {"type": "string"}, "skill": {"type": "string"}, "history_id": {"type": "integer"},
                     "files": {"type": "array", "items": {"type": "object", "properties": {
                         "path": {"type": "string"}, "etag": {"type": ["string", "null"]}}}},
                     "warnings": {"type": "array", "items": {"type": "object"}}}}

@@ -267,3 +267,41 @@ pub async fn install(
     let name = archive.name().to_owned();
     Ok(changed(&caller, StatusCode::CREATED, &name, &change))
 }
+
+/// `GET /v1/skills/{name}/history` (any scope): the history of `name` in
+/// the tenant's highest-priority writable source, oldest entry first, as
+/// entries without contents or versions (what changed, when, by whom,
+/// which files). A skill with no history answers an empty list; a tenant
+/// with no writable source answers 403 `read_only`. Histories are read a
+/// few at a time across the server (each may be 64 MiB) and parsed off the
+/// async runtime.
+pub async fn history(Extension(caller): Extension<Caller>, Path(name): Path<String>) -> Result<Response, ApiError> {
+    let (caller, editor) = writer(caller)?;
+    let entries = caller.tenant.history_entries(&editor, &name).await?;
+    Ok(Json(serde_json::json!({"skill": name, "entries": entries})).into_response())
+}
+
+/// The body of `POST /v1/skills/{name}/rollback`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RollbackBody {
+    id: u64,
+}
+
+/// `POST /v1/skills/{name}/rollback` (write scope), body `{"id": N}`:
+/// restores every file the history mentions to what it was right after
+/// entry N; the rollback is itself a history entry. Answers 200 with the
+/// change, 404 `not_found` for an entry the skill's history does not have.
+pub async fn rollback(
+    Extension(caller): Extension<Caller>,
+    Path(name): Path<String>,
+    data: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let data = body(data)?;
+    let (caller, editor) = writer(caller)?;
+    let request: RollbackBody = serde_json::from_slice(&data)
+        .map_err(|e| ApiError::bad_request(format!("expected {{\"id\": N}}, the history entry to restore: {e}")))?;
+    caller.tenant.check_history_entry(&editor, &name, request.id).await?;
+    let change = editor.rollback(&name, request.id).await?;
+    Ok(changed(&caller, StatusCode::OK, &name, &change))
+}

@@ -72,6 +72,16 @@ pub fn available(caller: &Caller) -> Vec<Tool> {
                 "Delete a skill from the writable source (recorded in its history).",
                 json!({"type": "object", "properties": {"name": string("The skill's name")}, "required": ["name"]}),
             ),
+            tool(
+                "skill_history",
+                "List the recorded changes of a skill in the writable source, oldest first: id, time, action, author and which files were created, modified or removed (no contents).",
+                json!({"type": "object", "properties": {"name": string("The skill's name")}, "required": ["name"]}),
+            ),
+            tool(
+                "rollback_skill",
+                "Restore every file of a skill to what it was right after history entry `id` (the rollback is recorded too).",
+                json!({"type": "object", "properties": {"name": string("The skill's name"), "id": {"type": "integer", "minimum": 1, "description": "The history entry to restore"}}, "required": ["name", "id"]}),
+            ),
         ]);
     }
     tools
@@ -99,7 +109,7 @@ pub async fn call(caller: &Caller, name: &str, arguments: &JsonObject) -> Result
         "list_skills" => list(caller, arguments),
         "load_skill" => load(caller, arguments).await,
         "read_skill_file" => read_file(caller, arguments).await,
-        "create_skill" | "patch_skill" | "write_skill_file" | "delete_skill" => {
+        "create_skill" | "patch_skill" | "write_skill_file" | "delete_skill" | "skill_history" | "rollback_skill" => {
             if !may_write(caller) {
                 return Err(McpError::invalid_params(format!("no tool named `{name}`"), None));
             }
@@ -200,6 +210,18 @@ async fn write(caller: &Caller, tool: &str, arguments: &JsonObject) -> Result<Ca
     let name = argument(arguments, "name")?;
     let editor = caller.tenant.editor()?;
     let change = match tool {
+        "skill_history" => {
+            let entries = caller.tenant.history_entries(&editor, name).await?;
+            return Ok(CallToolResult::structured(json!({"skill": name, "entries": entries})));
+        }
+        "rollback_skill" => {
+            let id = arguments
+                .get("id")
+                .and_then(Value::as_u64)
+                .ok_or_else(|| ApiError::bad_request("the argument `id` (a whole number) is required"))?;
+            caller.tenant.check_history_entry(&editor, name, id).await?;
+            editor.rollback(name, id).await?
+        }
         "create_skill" => editor.create(name, argument(arguments, "content")?.to_owned()).await?,
         "patch_skill" => {
             let mut patch = Patch::new(argument(arguments, "find")?, argument(arguments, "replace")?);

@@ -62,7 +62,14 @@ pub async fn exercise(client: &Client, writable: bool) {
         .collect();
     let mut expected = vec!["list_skills", "load_skill", "read_skill_file"];
     if writable {
-        expected.extend(["create_skill", "patch_skill", "write_skill_file", "delete_skill"]);
+        expected.extend([
+            "create_skill",
+            "patch_skill",
+            "write_skill_file",
+            "delete_skill",
+            "skill_history",
+            "rollback_skill",
+        ]);
     }
     assert_eq!(tools, expected);
 
@@ -260,6 +267,30 @@ pub async fn exercise(client: &Client, writable: bool) {
             panic!("a complete manifest");
         };
         assert_eq!(files.len(), 2);
+        // History: create, write_file, patch; a rollback to the create
+        // restores SKILL.md and removes the file written after it.
+        let history = call(client, "skill_history", json!({"name": "gamma"})).await;
+        let entries = history.structured_content.as_ref().unwrap()["entries"]
+            .as_array()
+            .unwrap()
+            .clone();
+        let actions: Vec<&str> = entries.iter().map(|e| e["action"].as_str().unwrap()).collect();
+        assert_eq!(actions, ["create", "write_file", "patch"]);
+        assert!(!text_of(&history).contains("Gamma from MCP."), "no earlier contents");
+        assert!(!text_of(&history).contains("version"), "no versions");
+        assert_eq!(
+            entries[1]["files"],
+            json!([{"path": "references/notes.md", "event": "created"}])
+        );
+        let missing = call(client, "rollback_skill", json!({"name": "gamma", "id": 9})).await;
+        assert_eq!(text_of(&missing), "not_found: `gamma` has no history entry 9");
+        let rolled = call(client, "rollback_skill", json!({"name": "gamma", "id": 1})).await;
+        assert_eq!(rolled.is_error, Some(false), "{}", text_of(&rolled));
+        let gamma = client
+            .get_skill(GetSkillRequestParams::new("skill://gamma/SKILL.md"))
+            .await
+            .unwrap();
+        assert_eq!(gamma.skill.frontmatter.description, "Gamma from MCP.");
         let deleted = call(client, "delete_skill", json!({"name": "gamma"})).await;
         assert_eq!(deleted.is_error, Some(false), "{}", text_of(&deleted));
         let gone = call(client, "load_skill", json!({"name": "gamma"})).await;

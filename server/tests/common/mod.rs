@@ -151,6 +151,7 @@ pub fn settings(tenants: Vec<TenantFixture<'_>>) -> Settings {
                 name: name.to_owned(),
                 config,
                 tokens: tokens.into_iter().map(|(t, s)| (TokenHash::of(t), s)).collect(),
+                discovery: skillstore_server::Discovery::Private,
             })
             .collect(),
         refresh_interval: Duration::from_secs(3600),

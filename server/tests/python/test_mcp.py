@@ -94,7 +94,8 @@ def text_of(result):
 async def sdk_checks(label, client):
     tools = sorted(t.name for t in (await client.list_tools()).tools)
     check(f"{label}: tools", tools == sorted(
-        ["list_skills", "load_skill", "read_skill_file", "create_skill", "patch_skill", "write_skill_file", "delete_skill"]
+        ["list_skills", "load_skill", "read_skill_file", "create_skill", "patch_skill", "write_skill_file",
+         "delete_skill", "skill_history", "rollback_skill"]
     ), tools)
     for tool in (await client.list_tools()).tools:
         check(f"{label}: {tool.name} has an input schema", tool.input_schema.get("type") == "object")
@@ -122,6 +123,14 @@ async def sdk_checks(label, client):
     check(f"{label}: patch_skill", not patched.is_error, text_of(patched))
     again = await client.call_tool("load_skill", {"name": "gamma"})
     check(f"{label}: the patch is read back", "Gamma, patched." in text_of(again))
+    # A deleted skill keeps its history, so an earlier run's entries may come first.
+    entries = (await client.call_tool("skill_history", {"name": "gamma"})).structured_content["entries"]
+    actions = [e["action"] for e in entries[-3:]]
+    check(f"{label}: skill_history", actions == ["create", "write_file", "patch"], actions)
+    rolled = await client.call_tool("rollback_skill", {"name": "gamma", "id": entries[-3]["id"]})
+    check(f"{label}: rollback_skill", not rolled.is_error, text_of(rolled))
+    back = await client.call_tool("load_skill", {"name": "gamma"})
+    check(f"{label}: the rollback is read back", "Gamma." in text_of(back) and "patched" not in text_of(back))
     deleted = await client.call_tool("delete_skill", {"name": "gamma"})
     check(f"{label}: delete_skill", not deleted.is_error, text_of(deleted))
 

@@ -1,0 +1,311 @@
+//! A tenant's winners published for Agent Skills discovery (RFC 8615
+//! well-known URIs, index schema 0.2.0): the index and the artifact of
+//! every entry.
+//!
+//! One entry per enabled winner whose name follows the specification's
+//! naming rule (other names are left out: clients skip them) and whose
+//! description is not empty. A skill that is only `SKILL.md` is served as
+//! `type: skill-md` (the file's bytes); any other as `type: archive`, a
+//! rooted zip ([`skillstore::pack_rooted`]: `SKILL.md` at the archive's
+//! root) of exactly the files a confined read of the skill serves
+//! ([`skillstore::Catalog::skill_files`]). Each entry's `digest` is the
+//! `sha256:` of the very bytes its `url` serves. URLs are relative to the
+//! index (`NAME/SKILL.md`, `NAME.zip`), so the same index is right at the
+//! root and under a tenant's prefix.
+//!
+//! Artifacts are built once per skill version: a skill's files, their
+//! versions and sizes make its fingerprint, and an artifact is rebuilt
+//! only when that changes. Packing is deterministic, so a rebuilt
+//! artifact of unchanged files has the same digest.
+
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use futures::StreamExt;
+use serde::Serialize;
+use skillstore::{ArchiveFile, ArchiveLimits, Catalog, FileLimits, SKILL_FILE, Skill};
+
+use crate::tenant::Rendered;
+
+/// The `$schema` of the index served.
+pub const SCHEMA_V2: &str = "https://schemas.agentskills.io/discovery/0.2.0/schema.json";
+
+/// The longest description an entry carries, counted as the `skills`
+/// command counts it (UTF-16 code units); longer ones are cut.
+pub const MAX_DESCRIPTION: usize = 1024;
+
+/// How far a skill's files are listed for its archive.
+const LIMITS: FileLimits = FileLimits {
+    max_depth: 32,
+    max_files: 4096,
+    max_reported: 16,
+};
+
+/// Skills whose artifacts are built at once.
+const PARALLEL: usize = 8;
+
+/// How an artifact is distributed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ArtifactType {
+    /// The skill's `SKILL.md`, alone.
+    SkillMd,
+    /// A rooted zip of the skill's files.
+    Archive,
+}
+
+/// One artifact: its bytes and their digest.
+#[derive(Debug)]
+pub struct Artifact {
+    /// How it is distributed.
+    pub kind: ArtifactType,
+    /// The bytes served at its URL.
+    pub bytes: Bytes,
+    /// `sha256:` and the 64 lowercase hex digits of `bytes`.
+    pub digest: String,
+}
+
+impl Artifact {
+    fn new(kind: ArtifactType, bytes: Bytes) -> Self {
+        let digest = format!("sha256:{}", crate::digest::sha256_hex(&bytes));
+        Artifact { kind, bytes, digest }
+    }
+
+    /// The strong entity tag: the hex digest, quoted.
+    pub fn etag(&self) -> String {
+        format!("\"{}\"", &self.digest["sha256:".len()..])
+    }
+
+    /// The content type it is served with.
+    pub fn content_type(&self) -> &'static str {
+        match self.kind {
+            ArtifactType::SkillMd => "text/markdown; charset=utf-8",
+            ArtifactType::Archive => "application/zip",
+        }
+    }
+}
+
+/// The index of one catalog snapshot and every artifact it names.
+#[derive(Debug)]
+pub struct Published {
+    /// `index.json`, rendered.
+    pub index: Rendered,
+    artifacts: HashMap<String, Arc<Artifact>>,
+}
+
+impl Published {
+    /// The artifact of the entry `name`, if the index has one.
+    pub fn artifact(&self, name: &str) -> Option<&Arc<Artifact>> {
+        self.artifacts.get(name)
+    }
+}
+
+/// Artifacts by skill name, with the fingerprint they were built from.
+#[derive(Debug, Default)]
+pub struct ArtifactCache {
+    by_name: Mutex<HashMap<String, (u64, Arc<Artifact>)>>,
+}
+
+impl ArtifactCache {
+    fn get(&self, name: &str, fingerprint: u64) -> Option<Arc<Artifact>> {
+        let map = self.by_name.lock().unwrap_or_else(|e| e.into_inner());
+        map.get(name)
+            .filter(|(f, _)| *f == fingerprint)
+            .map(|(_, a)| Arc::clone(a))
+    }
+
+    fn keep(&self, name: &str, fingerprint: u64, artifact: &Arc<Artifact>) {
+        let mut map = self.by_name.lock().unwrap_or_else(|e| e.into_inner());
+        map.insert(name.to_owned(), (fingerprint, Arc::clone(artifact)));
+    }
+
+    /// Drops every artifact not named in `names`.
+    fn retain(&self, names: &HashMap<String, Arc<Artifact>>) {
+        let mut map = self.by_name.lock().unwrap_or_else(|e| e.into_inner());
+        map.retain(|name, _| names.contains_key(name));
+    }
+}
+
+/// True when `name` follows the specification's naming rule: 1 to 64
+/// characters of `a-z`, `0-9` and `-`, no `-` first, last or doubled.
+pub fn is_spec_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !name.starts_with('-')
+        && !name.ends_with('-')
+        && !name.contains("--")
+}
+
+/// `text` cut to at most [`MAX_DESCRIPTION`] UTF-16 code units, on a
+/// character boundary.
+pub fn cap_description(text: &str) -> &str {
+    let mut units = 0;
+    for (at, c) in text.char_indices() {
+        units += c.len_utf16();
+        if units > MAX_DESCRIPTION {
+            return &text[..at];
+        }
+    }
+    text
+}
+
+/// One entry of the index as written.
+#[derive(Serialize)]
+struct IndexEntry<'a> {
+    name: &'a str,
+    #[serde(rename = "type")]
+    kind: ArtifactType,
+    description: &'a str,
+    url: String,
+    digest: &'a str,
+}
+
+/// Builds the index of `catalog`'s enabled winners, reusing `cache`'s
+/// artifacts of unchanged skills. A skill whose files cannot all be
+/// listed or read is left out of the index (and logged), never served
+/// in part.
+pub async fn publish(catalog: &Catalog, cache: &ArtifactCache) -> Published {
+    let candidates: Vec<Skill> = catalog
+        .enabled()
+        .filter(|skill| {
+            let keep = is_spec_name(skill.name()) && !skill.metadata.description.trim().is_empty();
+            if !keep {
+                tracing::debug!(skill = %skill.name(), "left out of the discovery index: its name or description does not qualify");
+            }
+            keep
+        })
+        .cloned()
+        .collect();
+    let built: Vec<Option<Arc<Artifact>>> = futures::stream::iter(candidates.clone())
+        .map(|skill| {
+            let catalog = catalog.clone();
+            async move { artifact(&catalog, cache, &skill).await }
+        })
+        .buffered(PARALLEL)
+        .collect()
+        .await;
+    let mut entries = Vec::with_capacity(candidates.len());
+    let mut artifacts = HashMap::with_capacity(candidates.len());
+    for (skill, artifact) in candidates.iter().zip(built) {
+        let Some(artifact) = artifact else { continue };
+        artifacts.insert(skill.name().to_owned(), Arc::clone(&artifact));
+        entries.push((skill, artifact));
+    }
+    cache.retain(&artifacts);
+    let listed: Vec<IndexEntry<'_>> = entries
+        .iter()
+        .map(|(skill, artifact)| IndexEntry {
+            name: skill.name(),
+            kind: artifact.kind,
+            description: cap_description(&skill.metadata.description),
+            url: match artifact.kind {
+                ArtifactType::SkillMd => format!("{}/{SKILL_FILE}", skill.name()),
+                ArtifactType::Archive => format!("{}.zip", skill.name()),
+            },
+            digest: &artifact.digest,
+        })
+        .collect();
+    let mut body = serde_json::to_vec_pretty(&serde_json::json!({
+        "$schema": SCHEMA_V2,
+        "skills": listed,
+    }))
+    .expect("an index serializes");
+    body.push(b'\n');
+    Published {
+        index: Rendered::new(body),
+        artifacts,
+    }
+}
+
+/// The artifact of `skill`, from the cache when its files are unchanged.
+async fn artifact(catalog: &Catalog, cache: &ArtifactCache, skill: &Skill) -> Option<Arc<Artifact>> {
+    let name = skill.name();
+    let listed = match catalog.skill_files(name, LIMITS).await {
+        Ok(listed) if !listed.truncated => listed,
+        Ok(_) => {
+            tracing::warn!(skill = %name, "left out of the discovery index: more files than an archive holds");
+            return None;
+        }
+        Err(e) => {
+            tracing::warn!(skill = %name, error = %e, "left out of the discovery index: its files cannot be listed");
+            return None;
+        }
+    };
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    skill.path.as_str().hash(&mut hasher);
+    let mut versioned = true;
+    for file in &listed.files {
+        file.relative.hash(&mut hasher);
+        file.size.hash(&mut hasher);
+        match &file.version {
+            Some(v) => v.as_str().hash(&mut hasher),
+            None => versioned = false,
+        }
+    }
+    let fingerprint = hasher.finish();
+    if versioned && let Some(hit) = cache.get(name, fingerprint) {
+        return Some(hit);
+    }
+    let read = listed.read_options();
+    let backend = catalog.backend();
+    let mut files = Vec::with_capacity(listed.files.len());
+    for file in &listed.files {
+        match backend.read(&file.path, read).await {
+            Ok(blob) => files.push(ArchiveFile {
+                path: file.relative.clone(),
+                data: blob.data,
+            }),
+            Err(e) => {
+                tracing::warn!(skill = %name, file = %file.relative, error = ?e, "left out of the discovery index: a file cannot be read");
+                return None;
+            }
+        }
+    }
+    let artifact = match files.as_slice() {
+        [only] if only.path == SKILL_FILE => Artifact::new(ArtifactType::SkillMd, only.data.clone()),
+        _ => match skillstore::pack_rooted(name, &files, &ArchiveLimits::default()) {
+            Ok(bytes) => Artifact::new(ArtifactType::Archive, Bytes::from(bytes)),
+            Err(e) => {
+                tracing::warn!(skill = %name, error = %e, "left out of the discovery index: cannot be packed");
+                return None;
+            }
+        },
+    };
+    let artifact = Arc::new(artifact);
+    if versioned {
+        cache.keep(name, fingerprint, &artifact);
+    }
+    Some(artifact)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_follow_the_specification() {
+        for good in ["a", "pdf", "pdf-2", "a1-b2-c3", &"x".repeat(64)] {
+            assert!(is_spec_name(good), "{good}");
+        }
+        for bad in ["", "-a", "a-", "a--b", "A", "a_b", "a.b", "ü", &"x".repeat(65)] {
+            assert!(!is_spec_name(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn descriptions_are_cut_in_utf16_units_on_character_boundaries() {
+        let short = "x".repeat(1024);
+        assert_eq!(cap_description(&short), short);
+        assert_eq!(cap_description(&"x".repeat(1025)).len(), 1024);
+        // One astral character is two UTF-16 units: 511 of them and a half
+        // would be 1024 + 1.
+        let astral = "𝄞".repeat(513);
+        let cut = cap_description(&astral);
+        assert_eq!(cut.chars().count(), 512);
+        assert_eq!(cut.encode_utf16().count(), 1024);
+    }
+}

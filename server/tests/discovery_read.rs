@@ -1,0 +1,477 @@
+//! A discovery endpoint read as a layer: the index `serve` publishes, the
+//! same index as static files behind a plain HTTP server (Python's
+//! `http.server`), and the 0.1 form, each give the original catalog; a
+//! hostile endpoint's entries are refused one by one, the rest loaded;
+//! bodies that never end are bounded; an unchanged index costs one
+//! conditional request.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use bytes::Bytes;
+use common::*;
+use serde_json::{Value, json};
+use skillstore::backends::{DiscoveryBackend, DiscoveryLimits, ErrorKind, SkillBackend, Unpack, VPath};
+use skillstore::{ArchiveFile, ArchiveLimits, Catalog, Config, FileLimits, SkillArchive, pack_rooted};
+use skillstore_server::Settings;
+use skillstore_server::digest::sha256_hex;
+
+const INDEX: &str = "/.well-known/agent-skills/index.json";
+
+/// Every winner's name, description and files, as a catalog reads them.
+async fn contents(catalog: &Catalog) -> BTreeMap<String, (String, BTreeMap<String, Bytes>)> {
+    let mut out = BTreeMap::new();
+    for skill in catalog.skills() {
+        let listed = catalog.skill_files(skill.name(), FileLimits::default()).await.unwrap();
+        let mut files = BTreeMap::new();
+        for relative in listed.relatives() {
+            files.insert(
+                relative.clone(),
+                catalog.read_file(skill.name(), &relative).await.unwrap(),
+            );
+        }
+        out.insert(skill.name().to_owned(), (skill.metadata.description.clone(), files));
+    }
+    out
+}
+
+/// A catalog of one source `/org` mounted from `location`, without the
+/// local cache.
+async fn read_from(location: &str) -> Catalog {
+    read_cached(location, None).await
+}
+
+/// [`read_from`] with the local cache in `cache` (none when `None`).
+async fn read_cached(location: &str, cache: Option<&Path>) -> Catalog {
+    let cache = match cache {
+        Some(dir) => format!("cache:\n  dir: \"{}\"\n", dir.display()),
+        None => "cache:\n  enabled: false\n".to_owned(),
+    };
+    let config = Config::parse(&format!(
+        "mounts:\n  - at: /org\n    location: \"{location}\"\nsources:\n  - path: /org\n{cache}"
+    ))
+    .unwrap();
+    config.open().unwrap().load().await
+}
+
+fn tree(root: &Path) {
+    layered_tree(root);
+    write(root, "team/gamma/SKILL.md", &skill_md("gamma", "Gamma alone."));
+    write(root, "team/delta/SKILL.md", &skill_md("delta", "Delta."));
+    write(root, "team/delta/assets/bytes.bin", "\u{1}\u{2}\u{3}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_index_serve_publishes_reads_back_as_the_same_catalog() {
+    let dir = tempfile::tempdir().unwrap();
+    tree(dir.path());
+    let original_config = layered_config(dir.path());
+    let server = Served::start(Settings::single(original_config.clone())).await;
+    let original = original_config.open().unwrap().load().await;
+
+    let read = read_from(&server.base).await;
+    assert!(read.diagnostics().is_empty(), "{:?}", read.diagnostics());
+    assert_eq!(contents(&read).await, contents(&original).await);
+    assert_eq!(read.skills().len(), 4);
+}
+
+/// Fetches what `base` publishes into `site` as static files, at the same
+/// relative URLs.
+async fn mirror(base: &str, site: &Path) {
+    let client = reqwest::Client::new();
+    let index = client
+        .get(format!("{base}{INDEX}"))
+        .send()
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap();
+    let parsed: Value = serde_json::from_slice(&index).unwrap();
+    let dir = site.join(".well-known/agent-skills");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("index.json"), &index).unwrap();
+    for entry in parsed["skills"].as_array().unwrap() {
+        let url = entry["url"].as_str().unwrap();
+        let bytes = client
+            .get(format!("{base}/.well-known/agent-skills/{url}"))
+            .send()
+            .await
+            .unwrap()
+            .bytes()
+            .await
+            .unwrap();
+        let path = dir.join(url);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, bytes).unwrap();
+    }
+}
+
+/// `python3 -m http.server` on a free loopback port, serving `site`.
+struct StaticServer {
+    child: std::process::Child,
+    base: String,
+}
+
+impl StaticServer {
+    async fn start(site: &Path) -> StaticServer {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = std::process::Command::new("python3")
+            .args(["-m", "http.server", &port.to_string(), "--bind", "127.0.0.1", "-d"])
+            .arg(site)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("python3 runs");
+        let base = format!("http://127.0.0.1:{port}");
+        for _ in 0..500 {
+            if reqwest::get(format!("{base}/")).await.is_ok() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        StaticServer { child, base }
+    }
+}
+
+impl Drop for StaticServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_index_served_as_static_files_reads_back_as_the_same_catalog() {
+    let dir = tempfile::tempdir().unwrap();
+    tree(dir.path());
+    let original_config = layered_config(dir.path());
+    let server = Served::start(Settings::single(original_config.clone())).await;
+    let original = original_config.open().unwrap().load().await;
+    let site = tempfile::tempdir().unwrap();
+    mirror(&server.base, site.path()).await;
+    server.stop().await;
+
+    let plain = StaticServer::start(site.path()).await;
+    let read = read_from(&plain.base).await;
+    assert!(read.diagnostics().is_empty(), "{:?}", read.diagnostics());
+    assert_eq!(contents(&read).await, contents(&original).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_0_1_form_with_files_lists_is_read_too() {
+    let site = tempfile::tempdir().unwrap();
+    let dir = site.path().join(".well-known/skills");
+    write(&dir, "pdf/SKILL.md", &skill_md("pdf", "Read PDFs."));
+    write(&dir, "pdf/references/forms.md", "# Forms\n");
+    write(&dir, "notes/SKILL.md", &skill_md("notes", "Take notes."));
+    let index = json!({"skills": [
+        {"name": "pdf", "description": "Read PDFs.", "files": ["SKILL.md", "references/forms.md"]},
+        {"name": "notes", "description": "Take notes.", "files": ["SKILL.md"]},
+        {"name": "escape", "description": "Leaves.", "files": ["SKILL.md", "../../../etc/passwd"]},
+        {"name": "missing", "description": "Not there.", "files": ["SKILL.md"]},
+    ]});
+    std::fs::write(dir.join("index.json"), index.to_string()).unwrap();
+    let plain = StaticServer::start(site.path()).await;
+    let read = read_from(&plain.base).await;
+    let names: Vec<&str> = read.skills().iter().map(|s| s.name()).collect();
+    assert_eq!(names.len(), 2, "{names:?} {:?}", read.diagnostics());
+    assert_eq!(read.read_file("pdf", "references/forms.md").await.unwrap(), "# Forms\n");
+    for refused in ["escape", "missing"] {
+        let about: Vec<_> = read
+            .diagnostics()
+            .iter()
+            .filter(|d| {
+                d.path
+                    .as_ref()
+                    .is_some_and(|p| p.as_str().starts_with(&format!("/org/{refused}/")))
+            })
+            .collect();
+        assert_eq!(about.len(), 1, "{refused}: {:?}", read.diagnostics());
+    }
+}
+
+// ---------------------------------------------------------------------------
+// A hostile endpoint, served in process, counting what is asked of it.
+
+#[derive(Default)]
+struct Counts {
+    index: AtomicUsize,
+    artifacts: AtomicUsize,
+}
+
+fn rooted(name: &str, files: &[(&str, &[u8])]) -> Vec<u8> {
+    let files: Vec<ArchiveFile> = files
+        .iter()
+        .map(|(p, d)| ArchiveFile {
+            path: (*p).to_owned(),
+            data: Bytes::copy_from_slice(d),
+        })
+        .collect();
+    pack_rooted(name, &files, &ArchiveLimits::default()).unwrap()
+}
+
+fn zip_with_symlink(md: &str) -> Vec<u8> {
+    use std::io::Write as _;
+    let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    zip.start_file("SKILL.md", zip::write::SimpleFileOptions::default())
+        .unwrap();
+    zip.write_all(md.as_bytes()).unwrap();
+    zip.add_symlink(
+        "references/passwd",
+        "/etc/passwd",
+        zip::write::SimpleFileOptions::default(),
+    )
+    .unwrap();
+    zip.finish().unwrap().into_inner()
+}
+
+fn zip_bomb(md: &str) -> Vec<u8> {
+    use std::io::Write as _;
+    let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+    zip.start_file("SKILL.md", zip::write::SimpleFileOptions::default())
+        .unwrap();
+    zip.write_all(md.as_bytes()).unwrap();
+    zip.start_file("assets/zeros", zip::write::SimpleFileOptions::default())
+        .unwrap();
+    zip.write_all(&vec![0u8; 32 * 1024 * 1024]).unwrap();
+    zip.finish().unwrap().into_inner()
+}
+
+fn digest(bytes: &[u8]) -> String {
+    format!("sha256:{}", sha256_hex(bytes))
+}
+
+/// The hostile site: its index and its artifacts by path.
+fn hostile_site() -> (Bytes, BTreeMap<String, Bytes>) {
+    let good = skill_md("good", "Good.");
+    let archive = rooted(
+        "kept",
+        &[
+            ("SKILL.md", skill_md("kept", "Kept.").as_bytes()),
+            ("references/a.md", b"a"),
+        ],
+    );
+    let linked = zip_with_symlink(&skill_md("linked", "Linked."));
+    let bomb = zip_bomb(&skill_md("bomb", "Bomb."));
+    let mut artifacts = BTreeMap::new();
+    artifacts.insert("good/SKILL.md".to_owned(), Bytes::from(good.clone()));
+    artifacts.insert("kept.zip".to_owned(), Bytes::from(archive.clone()));
+    artifacts.insert("linked.zip".to_owned(), Bytes::from(linked.clone()));
+    artifacts.insert("bomb.zip".to_owned(), Bytes::from(bomb.clone()));
+    artifacts.insert(
+        "mismatch/SKILL.md".to_owned(),
+        Bytes::from(skill_md("mismatch", "Changed.")),
+    );
+    let entry = |name: &str, kind: &str, url: &str, digest: String| json!({"name": name, "type": kind, "description": "x", "url": url, "digest": digest});
+    let index = json!({
+        "$schema": "https://schemas.agentskills.io/discovery/0.2.0/schema.json",
+        "skills": [
+            entry("good", "skill-md", "good/SKILL.md", digest(good.as_bytes())),
+            entry("kept", "archive", "/.well-known/agent-skills/kept.zip", digest(&archive)),
+            entry("linked", "archive", "linked.zip", digest(&linked)),
+            entry("bomb", "archive", "bomb.zip", digest(&bomb)),
+            entry("mismatch", "skill-md", "mismatch/SKILL.md", digest(b"something else")),
+            entry("offsite", "skill-md", "https://example.invalid/offsite/SKILL.md", digest(b"x")),
+            entry("dup", "skill-md", "good/SKILL.md", digest(good.as_bytes())),
+            entry("dup", "skill-md", "good/SKILL.md", digest(good.as_bytes())),
+            entry("odd-type", "tarball", "good/SKILL.md", digest(good.as_bytes())),
+            entry("../../etc", "skill-md", "good/SKILL.md", digest(good.as_bytes())),
+            entry("Bad_Name", "skill-md", "good/SKILL.md", digest(good.as_bytes())),
+        ]
+    });
+    (Bytes::from(index.to_string()), artifacts)
+}
+
+async fn hostile_server(counts: Arc<Counts>) -> String {
+    let (index, artifacts) = hostile_site();
+    let etag = format!("\"{}\"", sha256_hex(&index));
+    let artifacts = Arc::new(artifacts);
+    let app = Router::new()
+        .route(
+            INDEX,
+            get({
+                let counts = Arc::clone(&counts);
+                move |headers: HeaderMap| async move {
+                    counts.index.fetch_add(1, Ordering::SeqCst);
+                    if headers.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok()) == Some(etag.as_str()) {
+                        return (StatusCode::NOT_MODIFIED, [(header::ETAG, etag.clone())]).into_response();
+                    }
+                    ([(header::ETAG, etag.clone())], index.clone()).into_response()
+                }
+            }),
+        )
+        .route(
+            "/.well-known/agent-skills/{*path}",
+            get(
+                move |axum::extract::Path(path): axum::extract::Path<String>| async move {
+                    counts.artifacts.fetch_add(1, Ordering::SeqCst);
+                    match artifacts.get(&path) {
+                        Some(bytes) => bytes.clone().into_response(),
+                        None => StatusCode::NOT_FOUND.into_response(),
+                    }
+                },
+            ),
+        );
+    serve_router(app).await
+}
+
+async fn serve_router(app: Router) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+    format!("http://{addr}")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hostile_endpoint_is_refused_entry_by_entry_and_revalidated_with_its_etag() {
+    let counts = Arc::new(Counts::default());
+    let base = hostile_server(Arc::clone(&counts)).await;
+    let read = read_from(&base).await;
+    let mut names: Vec<&str> = read.skills().iter().map(|s| s.name()).collect();
+    names.sort_unstable();
+    assert_eq!(names, ["good", "kept"], "{:#?}", read.diagnostics());
+    assert_eq!(read.read_file("kept", "references/a.md").await.unwrap(), "a");
+
+    // One diagnostic for each refused entry, naming it.
+    for refused in ["linked", "bomb", "mismatch", "offsite", "dup", "odd-type"] {
+        let about: Vec<_> = read
+            .diagnostics()
+            .iter()
+            .filter(|d| {
+                d.path.as_ref().is_some_and(|p| {
+                    p.as_str().starts_with(&format!("/org/{refused}/")) || p.as_str() == format!("/org/{refused}")
+                })
+            })
+            .collect();
+        assert_eq!(about.len(), 1, "{refused}: {:#?}", read.diagnostics());
+    }
+    let shown = format!("{:?}", read.diagnostics());
+    assert!(shown.contains("Bad_Name"), "{shown}");
+    assert!(shown.contains("../../etc") || shown.contains("..\\/"), "{shown}");
+    assert!(!shown.contains("example.invalid"), "no URL in a diagnostic: {shown}");
+
+    // A refresh of an unchanged index: one conditional request, no download.
+    let (index_before, artifacts_before) = (
+        counts.index.load(Ordering::SeqCst),
+        counts.artifacts.load(Ordering::SeqCst),
+    );
+    let again = read.refresh().await;
+    assert_eq!(counts.index.load(Ordering::SeqCst), index_before + 1);
+    assert_eq!(counts.artifacts.load(Ordering::SeqCst), artifacts_before);
+    assert_eq!(again.skills().len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_process_downloads_only_what_the_local_cache_lacks() {
+    let counts = Arc::new(Counts::default());
+    let base = hostile_server(Arc::clone(&counts)).await;
+    let cache = tempfile::tempdir().unwrap();
+    let first = read_cached(&base, Some(cache.path())).await;
+    let downloads = counts.artifacts.load(Ordering::SeqCst);
+    // good, kept, linked, bomb and mismatch are downloaded; the four whose
+    // digests match are kept, the mismatch is not.
+    assert_eq!(downloads, 5);
+    let kept = std::fs::read_dir(cache.path().join("discovery")).unwrap().count();
+    assert_eq!(kept, 4);
+
+    // A cold catalog (a new namespace, as a new process opens) over the
+    // same cache downloads only the mismatch again, and loads the same.
+    let second = read_cached(&base, Some(cache.path())).await;
+    assert_eq!(counts.artifacts.load(Ordering::SeqCst), downloads + 1);
+    assert_eq!(contents(&second).await, contents(&first).await);
+
+    // A cached artifact that no longer matches its digest is downloaded
+    // again, never used.
+    for entry in std::fs::read_dir(cache.path().join("discovery")).unwrap() {
+        std::fs::write(entry.unwrap().path(), b"tampered").unwrap();
+    }
+    let third = read_cached(&base, Some(cache.path())).await;
+    assert_eq!(counts.artifacts.load(Ordering::SeqCst), downloads + 1 + 5);
+    assert_eq!(contents(&third).await, contents(&first).await);
+}
+
+/// The archive reader of the skillstore crate, for a backend built here.
+#[derive(Debug)]
+struct Rooted;
+
+impl Unpack for Rooted {
+    fn unpack(&self, name: &str, bytes: &[u8]) -> Result<Vec<(String, Bytes)>, (String, String)> {
+        SkillArchive::read_rooted(bytes, name, &ArchiveLimits::default())
+            .map(|a| a.files().iter().map(|f| (f.path.clone(), f.data.clone())).collect())
+            .map_err(|e| (e.kind().to_owned(), e.to_string()))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bodies_that_trickle_or_never_end_are_bounded() {
+    let endless = || {
+        let chunks = futures::stream::repeat_with(|| Ok::<_, std::io::Error>(Bytes::from(vec![b' '; 64 * 1024])));
+        Response::new(Body::from_stream(chunks))
+    };
+    let trickle = || {
+        let chunks = futures::stream::unfold((), |()| async {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            Some((Ok::<_, std::io::Error>(Bytes::from_static(b" ")), ()))
+        });
+        Response::new(Body::from_stream(chunks))
+    };
+    let base = serve_router(
+        Router::new()
+            .route(
+                "/endless/.well-known/agent-skills/index.json",
+                get(move || async move { endless() }),
+            )
+            .route(
+                "/trickle/.well-known/agent-skills/index.json",
+                get(move || async move { trickle() }),
+            ),
+    )
+    .await;
+    let mut limits = DiscoveryLimits::default();
+    limits.timeout = Duration::from_secs(2);
+    let open =
+        |path: &str| DiscoveryBackend::new(&format!("{base}/{path}"), Arc::new(Rooted), limits.clone(), false).unwrap();
+
+    let err = open("endless").list(&VPath::root()).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::TooLarge, "{err}");
+    let err = open("trickle").list(&VPath::root()).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Unavailable, "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_index_of_100000_entries_is_cut_at_its_bound() {
+    let entries: Vec<Value> = (0..100_000)
+        .map(|i| json!({"name": format!("s{i}"), "type": "skill-md", "description": "x", "url": format!("s{i}/SKILL.md"), "digest": format!("sha256:{}", "0".repeat(64))}))
+        .collect();
+    let index = Bytes::from(
+        json!({"$schema": "https://schemas.agentskills.io/discovery/0.2.0/schema.json", "skills": entries}).to_string(),
+    );
+    let base = serve_router(Router::new().route(INDEX, get(move || async move { index.clone() }))).await;
+    let mut limits = DiscoveryLimits::default();
+    limits.max_index_bytes = 64 * 1024 * 1024;
+    limits.max_entries = 1000;
+    let backend = DiscoveryBackend::new(&base, Arc::new(Rooted), limits, false).unwrap();
+    let listed = backend.list(&VPath::root()).await.unwrap();
+    assert_eq!(listed.len(), 1000);
+    // Under the default bound, the index itself is too large.
+    let backend = DiscoveryBackend::new(&base, Arc::new(Rooted), DiscoveryLimits::default(), false).unwrap();
+    assert_eq!(
+        backend.list(&VPath::root()).await.unwrap_err().kind(),
+        ErrorKind::TooLarge
+    );
+}
