@@ -117,6 +117,10 @@ pub struct Skill {
     /// The version of its SKILL.md when read.
     #[serde(skip)]
     pub version: Version,
+    /// The Git commit its source is read at, for a source in a Git
+    /// repository (absent from JSON otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub commit: Option<Arc<str>>,
 }
 
 impl Skill {
@@ -1293,6 +1297,7 @@ fn merge(
                 source: source.name().to_owned(),
                 shadowed: Vec::new(),
                 version: candidate.version.clone().unwrap_or_else(|| Version::new("")),
+                commit: source.commit().cloned(),
             };
             match index.get(&winners, &metadata.name) {
                 Some(at) => {

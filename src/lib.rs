@@ -44,6 +44,8 @@ pub mod diagnostic;
 pub mod edit;
 pub mod error;
 mod frontmatter;
+pub mod git_lock;
+pub mod git_source;
 pub mod index;
 pub mod location;
 pub mod namespace;

@@ -1,11 +1,12 @@
 //! Where a mount's bytes live: a local directory, an object-store URL, a
-//! `memory:` file or an Agent Skills discovery endpoint, parsed once for
-//! every front end.
+//! `memory:` file, a Git repository or an Agent Skills discovery endpoint,
+//! parsed once for every front end.
 
 use std::fmt;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
+use skillstore_backends::GitRemote;
 use skillstore_backends::object_store::ObjectStoreScheme;
 
 use crate::error::{Error, Result};
@@ -16,7 +17,13 @@ use crate::error::{Error, Result};
 /// `file:///srv/skills`); an object-store URL, recognized by
 /// `object_store`'s own scheme parsing (`s3://bucket[/prefix]`; `gs://` and
 /// `az://` are recognized and refused as not built in); `memory:FILE.json`,
-/// a flat `{"/path": "content"}` JSON file loaded into memory.
+/// a flat `{"/path": "content"}` JSON file loaded into memory; a Git
+/// repository, `git+https://`, `git+http://`, `git+ssh://`, `git+git://`
+/// (a `git daemon`) or `git+file:///path`, each with an optional `@REF` (a
+/// branch, a tag or a full commit id; the remote's `HEAD` without one); an
+/// Agent Skills discovery endpoint, `https://host[/path]` (`http://` for a
+/// loopback host only). A Git location shows (in `Display` and every
+/// message) without the URL's credentials.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Location {
     /// A local directory.
@@ -31,6 +38,13 @@ pub enum Location {
     },
     /// A JSON file whose contents are held in memory.
     Memory(PathBuf),
+    /// A Git repository at one reference.
+    Git {
+        /// The remote (shown without credentials).
+        remote: GitRemote,
+        /// The branch, tag or full commit id; `None` for the remote's HEAD.
+        reference: Option<String>,
+    },
     /// An Agent Skills discovery endpoint: `https://host[/path]` (or
     /// `http://` on a loopback host), without query or fragment.
     Discovery(String),
@@ -42,7 +56,8 @@ impl Location {
     pub fn parse(text: &str) -> Result<Location> {
         if text.is_empty() {
             return Err(Error::Usage(
-                "an empty location; expected a directory, s3://bucket[/prefix] or memory:FILE.json".into(),
+                "an empty location; expected a directory, s3://bucket[/prefix], memory:FILE.json, git+URL[@REF] or https://HOST[/PATH]"
+                    .into(),
             ));
         }
         if let Some(file) = text.strip_prefix("memory:")
@@ -52,6 +67,9 @@ impl Location {
                 return Err(Error::Usage("`memory:` needs a file: memory:FILE.json".into()));
             }
             return Ok(Location::Memory(PathBuf::from(file)));
+        }
+        if let Some(url) = text.strip_prefix("git+") {
+            return parse_git(url);
         }
         if !text.contains("://") {
             return Ok(Location::Dir(PathBuf::from(text)));
@@ -63,7 +81,7 @@ impl Location {
         }
         let (scheme, path) = ObjectStoreScheme::parse(&url).map_err(|_| {
             Error::Usage(format!(
-                "unknown location scheme `{}://`; expected a directory, s3://bucket[/prefix] or memory:FILE.json",
+                "unknown location scheme `{}://`; expected a directory, s3://bucket[/prefix], memory:FILE.json, git+URL[@REF] or https://HOST[/PATH]",
                 url.scheme()
             ))
         })?;
@@ -102,6 +120,39 @@ impl Location {
     pub fn is_local_dir(&self) -> bool {
         matches!(self, Location::Dir(_))
     }
+
+    /// True for a Git repository.
+    pub fn is_git(&self) -> bool {
+        matches!(self, Location::Git { .. })
+    }
+}
+
+/// `URL[@REF]` after `git+`: the reference follows the last `@` of the
+/// path (an `@` before the host is the URL's user).
+fn parse_git(url: &str) -> Result<Location> {
+    let shown = skillstore_backends::git_redact(url);
+    let path_start = url
+        .split_once("://")
+        .map(|(scheme, rest)| scheme.len() + 3 + rest.find('/').unwrap_or(rest.len()))
+        .unwrap_or(0);
+    let (url, reference) = match url[path_start..].rfind('@') {
+        Some(at) => {
+            let (url, reference) = url.split_at(path_start + at);
+            (url, Some(reference[1..].to_owned()))
+        }
+        None => (url, None),
+    };
+    if let Some(reference) = &reference
+        && (reference.is_empty() || reference.starts_with('-') || reference.chars().any(|c| c.is_control() || c == ' '))
+    {
+        return Err(Error::Usage(format!(
+            "`git+{}` names an invalid reference after `@`",
+            shown.escape_debug()
+        )));
+    }
+    let remote = GitRemote::new(url)
+        .map_err(|e| Error::Usage(format!("bad Git location `git+{}`: {e}", shown.escape_debug())))?;
+    Ok(Location::Git { remote, reference })
 }
 
 /// A discovery endpoint's URL, checked: a host, no credentials, query or
@@ -142,6 +193,14 @@ impl fmt::Display for Location {
             Location::S3 { bucket, prefix } => write!(f, "s3://{bucket}/{prefix}"),
             Location::Memory(path) => write!(f, "memory:{}", path.display()),
             Location::Discovery(url) => f.write_str(url),
+            Location::Git {
+                remote,
+                reference: None,
+            } => write!(f, "git+{remote}"),
+            Location::Git {
+                remote,
+                reference: Some(reference),
+            } => write!(f, "git+{remote}@{reference}"),
         }
     }
 }
@@ -245,6 +304,46 @@ mod tests {
         );
         assert!(Location::parse("").is_err());
         assert!(Location::parse("memory:").is_err());
+    }
+
+    #[test]
+    fn git_locations_take_a_reference_and_hide_credentials() {
+        let parsed = |text: &str| match Location::parse(text).unwrap() {
+            Location::Git { remote, reference } => (remote.url().to_owned(), reference),
+            other => panic!("{text}: {other:?}"),
+        };
+        assert_eq!(
+            parsed("git+https://host/org/repo.git"),
+            ("https://host/org/repo.git".into(), None)
+        );
+        assert_eq!(
+            parsed("git+https://host/org/repo.git@v1.2"),
+            ("https://host/org/repo.git".into(), Some("v1.2".into()))
+        );
+        assert_eq!(
+            parsed("git+ssh://git@host/org/repo.git@main"),
+            ("ssh://git@host/org/repo.git".into(), Some("main".into()))
+        );
+        assert_eq!(parsed("git+ssh://git@host/org/repo.git").1, None);
+        assert_eq!(parsed("git+file:///srv/repo@feature/x").1, Some("feature/x".into()));
+        assert_eq!(
+            parsed("git+http://127.0.0.1:8080/r.git").0,
+            "http://127.0.0.1:8080/r.git"
+        );
+        assert_eq!(parsed("git+git://127.0.0.1:9418/r.git@v1").1, Some("v1".into()));
+        let secret = Location::parse("git+https://user:hunter2@host/r.git@main").unwrap();
+        assert_eq!(secret.to_string(), "git+https://host/r.git@main");
+        assert!(!format!("{secret:?}").contains("hunter2"));
+        for bad in [
+            "git+ftp://host/r",
+            "git+https://host/r.git@",
+            "git+https://host/r.git@-x",
+        ] {
+            let err = Location::parse(bad).unwrap_err().to_string();
+            assert!(!err.contains("hunter2"), "{err}");
+        }
+        let err = Location::parse("git+ftp://u:hunter2@host/r").unwrap_err().to_string();
+        assert!(!err.contains("hunter2"), "{err}");
     }
 
     #[test]

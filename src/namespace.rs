@@ -12,7 +12,10 @@
 //! - two sources whose directories are the same or nested (judged on the
 //!   storage itself: device and inode for directories, bucket and key
 //!   prefix for object stores) cannot be one writable and one read-only,
-//!   so no source name can alias the base layer to write to it.
+//!   so no source name can alias the base layer to write to it;
+//! - a Git mount is fetched into the private cache and served at the commit
+//!   its reference resolved to; it is never writable, and each of its
+//!   sources carries that commit as provenance.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -38,6 +41,7 @@ pub struct Namespace {
     backend: Arc<dyn SkillBackend>,
     sources: SourceList,
     source_locations: Vec<Location>,
+    git_mounts: Vec<(Location, Option<String>)>,
     load: LoadOptions,
     prompt: PromptSettings,
     sync: SyncOptions,
@@ -92,6 +96,13 @@ impl Namespace {
     /// the configuration's `sync` section, defaults elsewhere.
     pub fn sync_options(&self) -> &SyncOptions {
         &self.sync
+    }
+
+    /// Every Git mount's location and the commit it resolved to (`None`
+    /// when its remote could not be reached and nothing was fetched
+    /// before), in mount order.
+    pub fn git_mounts(&self) -> &[(Location, Option<String>)] {
+        &self.git_mounts
     }
 
     /// The location serving the source `name` (for a front end that must
@@ -161,6 +172,13 @@ enum Opened {
     Fs(FsBackend),
     Object(ObjectStoreBackend),
     Memory(Arc<MemoryBackend>),
+    /// A Git repository at its commit, or, when the remote could not be
+    /// reached and nothing was fetched before, a stand-in answering
+    /// `unavailable` (so the other sources are still served).
+    Git {
+        backend: Arc<dyn SkillBackend>,
+        commit: Option<String>,
+    },
     Discovery(Arc<skillstore_backends::DiscoveryBackend>),
 }
 
@@ -196,6 +214,38 @@ impl Opened {
                     .map(|b| Opened::Discovery(Arc::new(b)))
                     .map_err(|e| Error::Usage(format!("cannot use `{location}`: {e}")))
             }
+            Location::Git { remote, reference } => {
+                match crate::git_source::open(
+                    remote,
+                    reference.as_deref(),
+                    policy,
+                    cache.and_then(|c| c.dir.as_deref()),
+                ) {
+                    Ok(b) => Ok(Opened::Git {
+                        commit: Some(b.commit()),
+                        backend: Arc::new(b) as Arc<dyn SkillBackend>,
+                    }),
+                    Err(e) if e.kind().is_transient() => {
+                        tracing::warn!(location = %location, error = %crate::git_source::with_causes(&e), "a Git remote could not be reached; its sources are unavailable");
+                        Ok(Opened::Git {
+                            backend: Arc::new(crate::git_source::Unreachable),
+                            commit: None,
+                        })
+                    }
+                    Err(e) => Err(Error::Usage(format!(
+                        "cannot use `{location}`: {}",
+                        crate::git_source::with_causes(&e)
+                    ))),
+                }
+            }
+        }
+    }
+
+    /// The commit served, for a Git mount.
+    fn commit(&self) -> Option<String> {
+        match self {
+            Opened::Git { commit, .. } => commit.clone(),
+            _ => None,
         }
     }
 
@@ -207,6 +257,7 @@ impl Opened {
             Opened::Memory(b) => {
                 Arc::new(Subtree::new(Arc::clone(b) as Arc<dyn SkillBackend>, VPath::root()).read_only())
             }
+            Opened::Git { backend, .. } => Arc::clone(backend),
             Opened::Discovery(b) => Arc::clone(b) as Arc<dyn SkillBackend>,
         }
     }
@@ -226,6 +277,7 @@ impl Opened {
                 let sub = Subtree::new(Arc::clone(b) as Arc<dyn SkillBackend>, inner.clone());
                 Arc::new(if writable { sub } else { sub.read_only() })
             }
+            Opened::Git { backend, .. } => Arc::new(Subtree::new(Arc::clone(backend), inner.clone()).read_only()),
             Opened::Discovery(_) if writable => {
                 return Err(Error::Usage(
                     "a discovery endpoint is read-only: its source cannot be writable".into(),
@@ -243,12 +295,19 @@ impl Location {
     /// local directory and `read_limit` for a memory file. For tools that
     /// write a whole tree to a location (`publish`); catalogs, editors and
     /// servers go through [`Config::open`], which applies the namespace's
-    /// rules.
+    /// rules. A Git location is refused before anything is fetched: it is
+    /// never written to.
     pub fn open(&self, policy: SymlinkPolicy, read_limit: u64) -> Result<Arc<dyn SkillBackend>> {
+        if self.is_git() {
+            return Err(Error::Usage(format!(
+                "`{self}` is a Git repository, which is read-only; write to a directory or an s3:// location"
+            )));
+        }
         Ok(match Opened::open(self, policy, read_limit, None)? {
             Opened::Fs(b) => Arc::new(b),
             Opened::Object(b) => Arc::new(b),
             Opened::Memory(b) => b,
+            Opened::Git { backend, .. } => backend,
             Opened::Discovery(b) => b,
         })
     }
@@ -283,9 +342,9 @@ pub(crate) fn assemble(config: &Config, writable_names: &[String]) -> Result<Nam
             None => Location::parse(&m.location)?.resolved_against(m.base_dir.as_deref().unwrap_or(&base)),
         };
         let policy = m.symlinks.as_deref().map(parse_policy).transpose()?.unwrap_or_default();
-        if m.symlinks.is_some() && !location.is_local_dir() {
+        if m.symlinks.is_some() && !location.is_local_dir() && !location.is_git() {
             return Err(Error::Usage(format!(
-                "the mount at {at} sets a symlink policy, which applies to local directories only"
+                "the mount at {at} sets a symlink policy, which applies to local directories and Git repositories only"
             )));
         }
         let opened = match &m.contents {
@@ -343,6 +402,14 @@ pub(crate) fn assemble(config: &Config, writable_names: &[String]) -> Result<Nam
             .max_by_key(|m| m.at.segments().count())
             .ok_or_else(|| Error::Usage(format!("no mount serves the source {path}")))?;
         let inner = path.strip_prefix(&mount.at).expect("the mount is an ancestor");
+        if source.is_writable() && mount.location.is_git() {
+            return Err(Error::Usage(format!(
+                "the source `{}` is writable, but {path} is in the Git repository mounted at {} ({}), which is never writable",
+                source.name(),
+                mount.at,
+                mount.location
+            )));
+        }
         if let Some(policy) = policy {
             if !mount.location.is_local_dir() {
                 return Err(Error::Usage(format!(
@@ -365,6 +432,10 @@ pub(crate) fn assemble(config: &Config, writable_names: &[String]) -> Result<Nam
         }
         identities.push((index, source.is_writable(), identity(mount, &mounts, &inner)));
         source_locations.push(mount.location.clone());
+        let source = match mount.opened.commit() {
+            Some(commit) => source.with_commit(commit),
+            None => source,
+        };
         list.push(source)?;
     }
     refuse_aliases(&list, &identities)?;
@@ -405,6 +476,11 @@ pub(crate) fn assemble(config: &Config, writable_names: &[String]) -> Result<Nam
         backend: Arc::new(table),
         sources: list,
         source_locations,
+        git_mounts: mounts
+            .iter()
+            .filter(|m| m.location.is_git())
+            .map(|m| (m.location.clone(), m.opened.commit()))
+            .collect(),
         load,
         prompt: PromptSettings {
             style,
@@ -464,6 +540,11 @@ fn identity(mount: &Mount, mounts: &[Mount], inner: &VPath) -> Identity {
         Location::S3 { bucket, prefix } => {
             let mut key = vec![format!("s3:{bucket}")];
             key.extend(prefix.split('/').filter(|s| !s.is_empty()).map(str::to_owned));
+            key.extend(inner.segments().map(str::to_owned));
+            Identity::Keyed(key)
+        }
+        Location::Git { remote, .. } => {
+            let mut key = vec![format!("git:{remote}@{}", mount.opened.commit().unwrap_or_default())];
             key.extend(inner.segments().map(str::to_owned));
             Identity::Keyed(key)
         }

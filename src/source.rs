@@ -1,5 +1,7 @@
 //! Sources: the ordered directories skills are loaded from.
 
+use std::sync::Arc;
+
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use skillstore_backends::VPath;
 
@@ -15,6 +17,7 @@ pub struct Source {
     include: Patterns,
     exclude: Patterns,
     writable: bool,
+    commit: Option<Arc<str>>,
 }
 
 /// A set of glob patterns with the text they were built from.
@@ -76,6 +79,7 @@ impl Source {
             include: Patterns::default(),
             exclude: Patterns::default(),
             writable: false,
+            commit: None,
         }
     }
 
@@ -119,6 +123,19 @@ impl Source {
     pub fn with_writable(mut self, writable: bool) -> Self {
         self.writable = writable;
         self
+    }
+
+    /// Records the Git commit the source's skills are read at (its
+    /// provenance: every skill of the source carries it).
+    pub fn with_commit(mut self, commit: impl Into<Arc<str>>) -> Self {
+        self.commit = Some(commit.into());
+        self
+    }
+
+    /// The Git commit the source is read at, for a source in a Git
+    /// repository.
+    pub fn commit(&self) -> Option<&Arc<str>> {
+        self.commit.as_ref()
     }
 
     /// The name used in provenance and JSON (`base`).

@@ -26,7 +26,8 @@
 //!
 //! Backends: [`MemoryBackend`], [`FsBackend`] (feature `fs`, any Unix),
 //! [`ObjectStoreBackend`] (feature `object-store`; S3 locations with feature
-//! `s3`), and [`MountTable`], which joins several into one namespace. The
+//! `s3`), `GitBackend` (feature `git`: one commit of a Git repository, read
+//! from its object database), and [`MountTable`], which joins several into one namespace. The
 //! conformance suite and the matrix of backends it runs on are in `testkit`
 //! (feature `testkit`).
 //!
@@ -62,6 +63,8 @@ mod walk;
 mod discovery;
 #[cfg(all(feature = "fs", unix))]
 mod fs;
+#[cfg(all(feature = "git", unix))]
+mod git;
 #[cfg(feature = "object-store")]
 mod object;
 #[cfg(feature = "s3")]
@@ -79,6 +82,8 @@ pub use discovery::{DiscoveryBackend, DiscoveryLimits, SCHEMA_V2, Unpack};
 pub use error::{Error, ErrorKind, Result};
 #[cfg(all(feature = "fs", unix))]
 pub use fs::{FsBackend, PathResolver, SymlinkPolicy};
+#[cfg(all(feature = "git", unix))]
+pub use git::{GitBackend, GitCache, GitRemote, Resolution as GitResolution, is_full_commit_id, redact as git_redact};
 pub use memory::MemoryBackend;
 pub use mount::MountTable;
 #[cfg(feature = "object-store")]

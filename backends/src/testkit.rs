@@ -3,9 +3,10 @@
 //!
 //! The matrix: [`memory_fixture`], [`mount_fixture`],
 //! [`object_store_memory_fixture`], [`fs_fixture`] (the default path
-//! resolver), [`fs_portable_fixture`] (the per-component resolver) and, with
-//! feature `s3-server`, [`s3_server::s3_fixture`] (the in-process S3
-//! server). [`conformance_matrix!`](crate::conformance_matrix) expands every
+//! resolver), [`fs_portable_fixture`] (the per-component resolver), with
+//! feature `git`, `git_repo::git_fixture` (a Git repository committed by the
+//! real `git` after every write) and, with feature `s3-server`,
+//! [`s3_server::s3_fixture`] (the in-process S3 server). [`conformance_matrix!`](crate::conformance_matrix) expands every
 //! conformance case on every backend of it;
 //! [`backend_matrix!`](crate::backend_matrix) does the same for cases of the
 //! caller's own, so a crate built on these backends tests its code on all of
@@ -37,6 +38,10 @@ use crate::backend::SkillBackend;
 pub mod cases;
 #[cfg(feature = "s3-server")]
 pub mod fault_proxy;
+#[cfg(all(feature = "git", unix))]
+pub mod git_repo;
+#[cfg(all(feature = "git", unix))]
+pub mod git_servers;
 pub mod hostile;
 pub mod read_only;
 #[cfg(feature = "s3-server")]
@@ -214,7 +219,7 @@ macro_rules! conformance_tests {
 
 /// Expands the conformance suite on every backend of the matrix: one module
 /// per backend (`memory`, `mount`, `object_store`, `fs`, `fs_portable`,
-/// `s3`), one `#[test]` per case in each.
+/// `git`, `s3`), one `#[test]` per case in each.
 #[macro_export]
 macro_rules! conformance_matrix {
     () => {
@@ -246,6 +251,9 @@ macro_rules! __for_each_backend {
         $crate::__if_fs! {
             $crate::$callback!(fs, $crate::testkit::fs_fixture; $($args)*);
             $crate::$callback!(fs_portable, $crate::testkit::fs_portable_fixture; $($args)*);
+        }
+        $crate::__if_git! {
+            $crate::$callback!(git, $crate::testkit::git_repo::git_fixture; $($args)*);
         }
         $crate::__if_s3_server! {
             $crate::$callback!(s3, $crate::testkit::s3_server::s3_fixture; $($args)*);
@@ -306,6 +314,20 @@ macro_rules! __if_fs {
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __if_fs {
+    ($($item:tt)*) => {};
+}
+
+#[cfg(all(feature = "git", unix))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __if_git {
+    ($($item:tt)*) => { $($item)* };
+}
+
+#[cfg(not(all(feature = "git", unix)))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __if_git {
     ($($item:tt)*) => {};
 }
 

@@ -208,6 +208,9 @@ pub async fn show(global: &Global, name: &str, json: bool) -> Result<(), Failure
     let _ = writeln!(out, "description:   {}", shown(&meta.description));
     let _ = writeln!(out, "source:        {} ({})", shown(&skill.source), skill.path);
     let _ = writeln!(out, "version:       {}", shown(skill.version.as_str()));
+    if let Some(commit) = &skill.commit {
+        let _ = writeln!(out, "commit:        {}", shown(commit));
+    }
     if let Some(license) = &meta.license {
         let _ = writeln!(out, "license:       {}", shown(license));
     }
@@ -323,4 +326,14 @@ pub async fn prompt(
     }
     emit(text.as_bytes())?;
     degraded(&catalog).map_or(Ok(()), Err)
+}
+
+/// `lock`: each Git source's commit, written to `output`.
+pub fn lock(global: &Global, output: &Path) -> Result<(), Failure> {
+    // The lock being written is not checked against the one it replaces.
+    let namespace = crate::namespace::config(global)?.open()?;
+    let lock = skillstore::git_lock::GitLock::of(&namespace)?;
+    std::fs::write(output, lock.to_json())
+        .map_err(|e| Failure::failed(format!("cannot write {}: {e}", output.display())))?;
+    Ok(())
 }

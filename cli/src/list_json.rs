@@ -162,6 +162,7 @@ mod tests {
                 },
             ],
             version: Version::new("v1"),
+            commit: enabled.then(|| Arc::from("0123456789abcdef0123456789abcdef01234567")),
         }
     }
 

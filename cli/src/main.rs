@@ -64,7 +64,7 @@ pub struct Global {
     /// Configuration file (default: ./skillstore.yaml when present and no --source is given).
     #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Mount a location into the namespace: a directory, s3://bucket[/prefix] or memory:FILE.json.
+    /// Mount a location into the namespace: a directory, s3://bucket[/prefix], memory:FILE.json or git+URL[@REF].
     #[arg(long = "mount", global = true, value_name = "VPATH=LOCATION")]
     pub mounts: Vec<String>,
     /// A source of skills, lowest priority first; replaces the configuration's sources.
@@ -76,6 +76,10 @@ pub struct Global {
     /// Do not read or write the local cache of S3 frontmatters.
     #[arg(long, global = true)]
     pub no_cache: bool,
+    /// Refuse to run when a Git source resolved to another commit than this
+    /// lock file (`--locked=FILE`; default skillstore.lock) says.
+    #[arg(long, global = true, value_name = "FILE", num_args = 0..=1, require_equals = true, default_missing_value = skillstore::git_lock::LOCK_FILE)]
+    pub locked: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -125,6 +129,12 @@ pub enum Command {
         /// layer, or a root of layers): each skill in them is validated.
         #[arg(required = true, value_name = "PATH")]
         paths: Vec<PathBuf>,
+    },
+    /// Record the commit each Git source resolved to in a lock file, for --locked.
+    Lock {
+        /// The file to write.
+        #[arg(short, long, value_name = "FILE", default_value = skillstore::git_lock::LOCK_FILE)]
+        output: PathBuf,
     },
     /// Upload a local skills tree to a location.
     Publish {
@@ -446,6 +456,7 @@ async fn run(args: Args) -> Result<(), Failure> {
         }
         Command::Validate { json, paths } => validate::run(&paths, json).await,
         Command::TokenHash => serve::token_hash(),
+        Command::Lock { output } => commands::lock(&args.global, &output),
         Command::Config(ConfigCommand::Check { file }) => {
             config_check::run(file.as_deref(), args.global.config.as_deref())
         }

@@ -36,6 +36,10 @@ pub fn config(global: &Global) -> Result<Config, Failure> {
 /// would be lost.
 pub fn build(global: &Global) -> Result<Namespace, Failure> {
     let namespace = config(global)?.open()?;
+    if let Some(file) = &global.locked {
+        let text = skillstore::location::read_local_text(file, 1024 * 1024, "lock file")?;
+        skillstore::git_lock::GitLock::parse(&text)?.check(&namespace)?;
+    }
     for source in namespace.sources().iter().filter(|s| s.is_writable()) {
         if let Some(location @ Location::Memory(_)) = namespace.source_location(source.name()) {
             return Err(Failure::usage(format!(

@@ -44,6 +44,9 @@ use sessions::Sessions;
 pub const LEFT_OUT_META: &str = "io.github.skillstore/leftOut";
 /// The `_meta` key set to true when a skill's file list was cut short.
 pub const TRUNCATED_META: &str = "io.github.skillstore/truncated";
+/// The `_meta` key holding the Git commit a skill's source is read at,
+/// for a source in a Git repository.
+pub const COMMIT_META: &str = "io.github.skillstore/commit";
 
 /// The MCP server of one session: answers for the tenant its caller names.
 #[derive(Clone)]
@@ -260,18 +263,25 @@ impl SkillsServer {
             frontmatter,
             SkillResources::Files(files),
         );
-        if manifest.left_out.is_empty() && !manifest.truncated {
+        let commit = view.catalog.get(name).and_then(|s| s.commit.clone());
+        if manifest.left_out.is_empty() && !manifest.truncated && commit.is_none() {
             return Ok(entry);
+        }
+        let mut meta = MetaObject::new();
+        if let Some(commit) = commit {
+            meta.0
+                .insert(COMMIT_META.into(), serde_json::Value::String(commit.to_string()));
         }
         // What the skill's directory holds beyond its files, by relative
         // path and stable kind, so a host can tell a client why.
-        let left_out: Vec<serde_json::Value> = manifest
-            .left_out
-            .iter()
-            .map(|l| serde_json::json!({"path": l.relative, "kind": l.kind.as_str()}))
-            .collect();
-        let mut meta = MetaObject::new();
-        meta.0.insert(LEFT_OUT_META.into(), serde_json::Value::Array(left_out));
+        if !manifest.left_out.is_empty() || manifest.truncated {
+            let left_out: Vec<serde_json::Value> = manifest
+                .left_out
+                .iter()
+                .map(|l| serde_json::json!({"path": l.relative, "kind": l.kind.as_str()}))
+                .collect();
+            meta.0.insert(LEFT_OUT_META.into(), serde_json::Value::Array(left_out));
+        }
         if manifest.truncated {
             meta.0.insert(TRUNCATED_META.into(), serde_json::Value::Bool(true));
         }

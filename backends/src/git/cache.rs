@@ -1,0 +1,382 @@
+//! A private cache of bare repositories, one per remote URL, and the fetch
+//! that brings one commit into it.
+//!
+//! The cache directory is made `0700`. A repository lives at
+//! `KEY.git`, where `KEY` is a hash of the URL with its credentials
+//! removed; `KEY.lock` is held (`flock`) by whoever fetches into it or
+//! prunes it, so concurrent processes wait for each other rather than
+//! write one repository at once. Each reference asked for is fetched into
+//! a ref of its own (`refs/skillstore/HASH`), shallow (depth 1), with no
+//! tags. A full commit id already in the repository is served without
+//! any network; anything else asks the remote for that one ref (one
+//! round trip, and no objects when it did not move). When the remote
+//! cannot be reached, the commit last fetched for the same reference is
+//! served, and the outcome says so. At most
+//! [`GitCache::max_repositories`] are kept: the least recently used
+//! beyond it are removed.
+
+use std::num::NonZeroU32;
+use std::os::fd::AsFd;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+
+use gix::bstr::ByteSlice;
+use sha2::{Digest, Sha256};
+
+use super::GitBackend;
+use crate::error::{Error, ErrorKind, Result};
+use crate::fs::SymlinkPolicy;
+
+/// The most repositories a cache keeps by default.
+pub const DEFAULT_MAX_REPOSITORIES: usize = 64;
+
+/// A remote Git repository: its URL as Git takes it, and the same URL
+/// without credentials, the only form ever shown.
+#[derive(Clone, PartialEq, Eq)]
+pub struct GitRemote {
+    url: String,
+    shown: String,
+}
+
+impl std::fmt::Debug for GitRemote {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("GitRemote").field(&self.shown).finish()
+    }
+}
+
+impl std::fmt::Display for GitRemote {
+    /// The URL without user name or password.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.shown)
+    }
+}
+
+impl GitRemote {
+    /// A remote at `url`: `https://`, `http://`, `ssh://`, `git://` or
+    /// `file://`. Anything else is [`ErrorKind::InvalidPath`].
+    pub fn new(url: &str) -> Result<Self> {
+        let scheme = url.split_once("://").map(|(s, _)| s).unwrap_or_default();
+        if !matches!(scheme, "https" | "http" | "ssh" | "git" | "file") {
+            return Err(Error::new(ErrorKind::InvalidPath).with_detail(format!(
+                "a Git URL needs https://, http://, ssh://, git:// or file://, not `{}`",
+                redact(url).escape_debug()
+            )));
+        }
+        Ok(GitRemote {
+            url: url.to_owned(),
+            shown: redact(url),
+        })
+    }
+
+    /// The URL with its credentials, for Git alone.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+}
+
+/// `url` with any `user[:password]@` before the host removed.
+pub fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    let (authority, path) = rest.split_at(authority_end);
+    match authority.rfind('@') {
+        Some(at) => format!("{scheme}://{}{path}", &authority[at + 1..]),
+        None => url.to_owned(),
+    }
+}
+
+/// What a [`GitCache::open`] did to find its commit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resolution {
+    /// A full commit id already in the cache: no network.
+    Pinned,
+    /// The remote was asked for the reference.
+    Fetched,
+    /// The remote could not be reached; the commit last fetched for the
+    /// reference is served.
+    Stale,
+}
+
+/// A directory of cached bare repositories.
+#[derive(Debug, Clone)]
+pub struct GitCache {
+    dir: PathBuf,
+    max_repositories: usize,
+}
+
+impl GitCache {
+    /// A cache in `dir`, created `0700` when missing (an existing one is
+    /// narrowed to `0700`).
+    pub fn new(dir: impl Into<PathBuf>) -> Result<Self> {
+        let dir = dir.into();
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&dir)
+            .and_then(|()| std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)))
+            .map_err(|e| {
+                Error::new(ErrorKind::PermissionDenied)
+                    .with_detail("cannot make the Git cache directory")
+                    .with_source(e)
+            })?;
+        Ok(GitCache {
+            dir,
+            max_repositories: DEFAULT_MAX_REPOSITORIES,
+        })
+    }
+
+    /// The usual place: `$XDG_CACHE_HOME/skillstore/git`, or
+    /// `$HOME/.cache/skillstore/git`; `None` when neither is set.
+    pub fn default_dir() -> Option<PathBuf> {
+        let base = match std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()) {
+            Some(dir) => PathBuf::from(dir),
+            None => PathBuf::from(std::env::var_os("HOME").filter(|v| !v.is_empty())?).join(".cache"),
+        };
+        Some(base.join("skillstore").join("git"))
+    }
+
+    /// The same cache keeping at most `max` repositories (at least one).
+    pub fn with_max_repositories(mut self, max: usize) -> Self {
+        self.max_repositories = max.max(1);
+        self
+    }
+
+    /// The most repositories kept.
+    pub fn max_repositories(&self) -> usize {
+        self.max_repositories
+    }
+
+    /// The cache directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The bare repository kept for `remote`.
+    pub fn repository_dir(&self, remote: &GitRemote) -> PathBuf {
+        self.dir.join(format!("{}.git", key(&remote.shown)))
+    }
+
+    /// `remote` at `reference` (a branch, a tag, a full commit id; the
+    /// remote's `HEAD` when `None`), fetched as this module describes and
+    /// opened with `policy`. Blocking: call it off an async runtime's
+    /// worker threads.
+    pub fn open(
+        &self,
+        remote: &GitRemote,
+        reference: Option<&str>,
+        policy: SymlinkPolicy,
+    ) -> Result<(GitBackend, Resolution)> {
+        let key = key(&remote.shown);
+        let repo_dir = self.dir.join(format!("{key}.git"));
+        let lock = Lock::take(&self.dir.join(format!("{key}.lock")))?;
+        let result = self.open_locked(remote, &repo_dir, reference, policy);
+        drop(lock);
+        self.prune(&key);
+        result
+    }
+
+    fn open_locked(
+        &self,
+        remote: &GitRemote,
+        repo_dir: &Path,
+        reference: Option<&str>,
+        policy: SymlinkPolicy,
+    ) -> Result<(GitBackend, Resolution)> {
+        let pinned = reference.filter(|r| is_full_commit_id(r));
+        if let Some(commit) = pinned
+            && repo_dir.exists()
+            && let Ok(backend) = GitBackend::open(repo_dir, commit, policy)
+        {
+            return Ok((backend, Resolution::Pinned));
+        }
+        let repo = if repo_dir.exists() {
+            gix::open(repo_dir).map_err(|e| cache_error("cannot open the cached repository", e))?
+        } else {
+            gix::init_bare(repo_dir).map_err(|e| cache_error("cannot make the cached repository", e))?
+        };
+        let source = reference.unwrap_or("HEAD");
+        let local = format!("refs/skillstore/{}", key(source));
+        let fetched = fetch(&repo, remote, source, &local);
+        let commit = match (&fetched, pinned) {
+            (Ok(()), Some(commit)) => commit.to_owned(),
+            (Ok(()), None) => local.clone(),
+            (Err(_), None) if repo.try_find_reference(local.as_str()).ok().flatten().is_some() => local.clone(),
+            (Err(_), _) => return Err(fetched.expect_err("matched an error")),
+        };
+        let backend = GitBackend::open(repo_dir, &commit, policy)?;
+        let resolution = if fetched.is_ok() {
+            Resolution::Fetched
+        } else {
+            tracing::warn!(remote = %remote, "the Git remote could not be reached; serving the commit fetched before");
+            Resolution::Stale
+        };
+        Ok((backend, resolution))
+    }
+
+    /// Removes the least recently used repositories beyond the bound,
+    /// never `keep` and never one another process holds.
+    fn prune(&self, keep: &str) {
+        let Ok(dir) = std::fs::read_dir(&self.dir) else {
+            return;
+        };
+        let mut repos: Vec<(std::time::SystemTime, String)> = dir
+            .filter_map(|e| e.ok())
+            .filter_map(|e| {
+                let name = e.file_name().into_string().ok()?;
+                let key = name.strip_suffix(".lock")?.to_owned();
+                let used = e.metadata().and_then(|m| m.modified()).ok()?;
+                Some((used, key))
+            })
+            .collect();
+        if repos.len() <= self.max_repositories {
+            return;
+        }
+        repos.sort();
+        let excess = repos.len() - self.max_repositories;
+        for (_, key) in repos.into_iter().filter(|(_, k)| k != keep).take(excess) {
+            let lock_path = self.dir.join(format!("{key}.lock"));
+            if let Some(lock) = Lock::try_take(&lock_path) {
+                let _ = std::fs::remove_dir_all(self.dir.join(format!("{key}.git")));
+                let _ = std::fs::remove_file(&lock_path);
+                drop(lock);
+            }
+        }
+    }
+}
+
+/// Fetches `source` from `remote` into the local ref `local`, depth 1.
+fn fetch(repo: &gix::Repository, remote: &GitRemote, source: &str, local: &str) -> Result<()> {
+    let unavailable = |what: &str, e: &dyn std::fmt::Display| {
+        let cause = e.to_string().replace(remote.url(), &remote.shown);
+        Error::new(ErrorKind::Unavailable)
+            .with_detail(format!("{what} `{}` of {remote}", source.escape_debug()))
+            .with_source(std::io::Error::other(redact_all(&cause)))
+    };
+    let refspec = format!("+{source}:{local}");
+    let handle = repo
+        .remote_at(remote.url())
+        .map_err(|e| unavailable("cannot use the remote for", &e))?
+        .with_fetch_tags(gix::remote::fetch::Tags::None)
+        .with_refspecs([refspec.as_bytes().as_bstr()], gix::remote::Direction::Fetch)
+        .map_err(|e| unavailable("cannot ask for", &e))?;
+    let connection = handle
+        .connect(gix::remote::Direction::Fetch)
+        .map_err(|e| unavailable("cannot reach the remote for", &e))?;
+    let prepared = connection
+        .prepare_fetch(gix::progress::Discard, Default::default())
+        .map_err(|e| unavailable("cannot list", &e))?;
+    if prepared.ref_map().mappings.is_empty() {
+        return Err(Error::new(ErrorKind::NotFound).with_detail(format!(
+            "the remote {remote} has no reference `{}`",
+            source.escape_debug()
+        )));
+    }
+    // The ref did not move and its objects are here: one round trip, done.
+    let unchanged = prepared.ref_map().mappings.iter().all(|m| {
+        let (Some(id), Some(local)) = (m.remote.as_id(), m.local.as_ref()) else {
+            return false;
+        };
+        let here = repo
+            .try_find_reference(local.as_bstr())
+            .ok()
+            .flatten()
+            .and_then(|r| r.try_id().map(|i| i.detach()));
+        here.as_deref() == Some(id) && repo.has_object(id)
+    });
+    if unchanged {
+        return Ok(());
+    }
+    let depth = NonZeroU32::new(1).expect("one is not zero");
+    prepared
+        .with_shallow(gix::remote::fetch::Shallow::DepthAtRemote(depth))
+        .receive(gix::progress::Discard, &AtomicBool::new(false))
+        .map_err(|e| unavailable("cannot fetch", &e))?;
+    Ok(())
+}
+
+/// Removes userinfo from every URL-looking word of `text`.
+fn redact_all(text: &str) -> String {
+    text.split(' ').map(redact).collect::<Vec<_>>().join(" ")
+}
+
+/// True for 40 (SHA-1) or 64 (SHA-256) lowercase or uppercase hex digits.
+pub fn is_full_commit_id(text: &str) -> bool {
+    matches!(text.len(), 40 | 64) && text.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// A short, stable name for `text`: 32 hex digits of its SHA-256.
+fn key(text: &str) -> String {
+    let digest = Sha256::digest(text.as_bytes());
+    digest[..16].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn cache_error(what: &str, e: impl std::error::Error + Send + Sync + 'static) -> Error {
+    Error::new(ErrorKind::Other).with_detail(what.to_owned()).with_source(e)
+}
+
+/// An exclusive `flock` on a lock file, released on drop.
+struct Lock(#[allow(dead_code, reason = "held for its flock, released on drop")] std::fs::File);
+
+impl Lock {
+    fn open(path: &Path) -> Result<std::fs::File> {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(path)
+            .map_err(|e| cache_error("cannot open the Git cache's lock", e))
+    }
+
+    /// Waits for the lock.
+    fn take(path: &Path) -> Result<Lock> {
+        let file = Self::open(path)?;
+        rustix::fs::flock(file.as_fd(), rustix::fs::FlockOperation::LockExclusive)
+            .map_err(|e| cache_error("cannot lock the Git cache", std::io::Error::from(e)))?;
+        // The lock file's time says when the repository was last used.
+        let _ = file.set_modified(std::time::SystemTime::now());
+        Ok(Lock(file))
+    }
+
+    /// The lock if nobody holds it.
+    fn try_take(path: &Path) -> Option<Lock> {
+        let file = Self::open(path).ok()?;
+        rustix::fs::flock(file.as_fd(), rustix::fs::FlockOperation::NonBlockingLockExclusive).ok()?;
+        Some(Lock(file))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn credentials_never_show() {
+        for (url, shown) in [
+            ("https://user:secret@host/org/repo.git", "https://host/org/repo.git"),
+            ("https://token@host/r.git", "https://host/r.git"),
+            ("ssh://git@host:22/r.git", "ssh://host:22/r.git"),
+            ("https://host/a@b.git", "https://host/a@b.git"),
+            ("file:///srv/r.git", "file:///srv/r.git"),
+        ] {
+            let remote = GitRemote::new(url).unwrap();
+            assert_eq!(remote.to_string(), shown);
+            assert_eq!(format!("{remote:?}"), format!("GitRemote({shown:?})"));
+            assert!(!remote.to_string().contains("secret"));
+        }
+        assert!(GitRemote::new("ftp://host/r.git").is_err());
+        let err = GitRemote::new("gopher://u:secret@h/r").unwrap_err().to_string();
+        assert!(!err.contains("secret"), "{err}");
+    }
+
+    #[test]
+    fn full_commit_ids_are_recognized() {
+        assert!(is_full_commit_id(&"a".repeat(40)));
+        assert!(is_full_commit_id(&"0123456789abcdef".repeat(4)));
+        assert!(!is_full_commit_id("main"));
+        assert!(!is_full_commit_id(&"a".repeat(39)));
+        assert!(!is_full_commit_id(&"g".repeat(40)));
+    }
+}

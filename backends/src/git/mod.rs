@@ -1,0 +1,366 @@
+//! [`GitBackend`]: one commit of a local Git repository, read from its
+//! object database, with no checkout.
+//!
+//! Paths are resolved in the commit's tree ([`tree`]). Versions are blob
+//! ids, so the same file has the same version in every clone. A read takes
+//! the blob's size from its object header and refuses an object over the
+//! limit before inflating it, then checks the inflated bytes against that
+//! size again. Links (mode `120000`) are followed by the [`SymlinkPolicy`],
+//! always inside the tree; submodules are listed as
+//! [`EntryKind::Other`] and never entered; a Git LFS pointer is listed as
+//! [`EntryKind::Other`] too and refused ([`ErrorKind::NotRegularFile`])
+//! rather than served as if it were the file. Writes are refused with
+//! [`ErrorKind::ReadOnly`].
+
+mod cache;
+pub(crate) mod tree;
+
+pub use cache::{GitCache, GitRemote, Resolution, is_full_commit_id, redact};
+
+use std::path::Path;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use gix::ObjectId;
+use gix::bstr::ByteSlice;
+use gix::objs::tree::EntryKind as Mode;
+
+use crate::backend::{Blob, Capabilities, Entry, EntryKind, Listing, Metadata, ReadOptions, SkillBackend, Version};
+use crate::error::{Error, ErrorKind, Result};
+use crate::fs::SymlinkPolicy;
+use crate::vpath::{VPath, is_valid_segment};
+use tree::{Node, Trees, odb_error, submodule};
+
+/// How a Git LFS pointer file starts (the LFS specification's first line).
+const LFS_POINTER: &[u8] = b"version https://git-lfs.github.com/spec/";
+
+/// The largest blob checked for being an LFS pointer (pointers are small).
+const LFS_POINTER_MAX: usize = 1024;
+
+/// The tree of one commit of a local Git repository (bare or not), as a
+/// read-only [`SkillBackend`].
+///
+/// Cheap to clone; clones share the open repository. Every call reads the
+/// object database only: nothing is checked out, nothing is written.
+#[derive(Clone)]
+pub struct GitBackend {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    repo: gix::ThreadSafeRepository,
+    commit: ObjectId,
+    tree: ObjectId,
+    policy: SymlinkPolicy,
+}
+
+impl std::fmt::Debug for GitBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GitBackend")
+            .field("commit", &self.inner.commit.to_string())
+            .field("policy", &self.inner.policy)
+            .finish_non_exhaustive()
+    }
+}
+
+impl GitBackend {
+    /// Opens the repository at `git_dir` (a bare repository, or a `.git`
+    /// directory) at `rev`: a full commit id, a branch, a tag or `HEAD`,
+    /// resolved once to a commit that the backend then serves for its
+    /// whole life. The repository is opened without the user's or the
+    /// system's Git configuration. Errors say which revision failed and
+    /// never the host path.
+    pub fn open(git_dir: &Path, rev: &str, policy: SymlinkPolicy) -> Result<Self> {
+        let options = gix::open::Options::isolated();
+        let repo = gix::ThreadSafeRepository::open_opts(git_dir, options).map_err(|e| {
+            Error::new(ErrorKind::NotFound)
+                .with_detail("no Git repository there")
+                .with_source(e)
+        })?;
+        let local = repo.to_thread_local();
+        let unknown = |e: Box<dyn std::error::Error + Send + Sync>| {
+            Error::new(ErrorKind::NotFound)
+                .with_detail(format!("no commit `{}` in the repository", escape(rev)))
+                .with_source(e)
+        };
+        let commit = if cache::is_full_commit_id(rev) {
+            let id = ObjectId::from_hex(rev.as_bytes()).map_err(|e| unknown(e.into()))?;
+            local
+                .find_object(id)
+                .map_err(|e| unknown(e.into()))?
+                .peel_to_commit()
+                .map_err(|e| unknown(e.into()))?
+        } else {
+            local
+                .find_reference(rev)
+                .map_err(|e| unknown(e.into()))?
+                .peel_to_commit()
+                .map_err(|e| unknown(e.into()))?
+        };
+        let tree = commit.tree_id().map_err(|e| unknown(e.into()))?.detach();
+        Ok(GitBackend {
+            inner: Arc::new(Inner {
+                commit: commit.id,
+                tree,
+                policy,
+                repo,
+            }),
+        })
+    }
+
+    /// The full id of the commit served, in hexadecimal.
+    pub fn commit(&self) -> String {
+        self.inner.commit.to_string()
+    }
+
+    /// The symlink policy links in the tree are followed by.
+    pub fn policy(&self) -> SymlinkPolicy {
+        self.inner.policy
+    }
+
+    async fn blocking<T: Send + 'static>(&self, f: impl FnOnce(&Inner) -> Result<T> + Send + 'static) -> Result<T> {
+        let inner = Arc::clone(&self.inner);
+        tokio::task::spawn_blocking(move || f(&inner)).await.map_err(|e| {
+            Error::new(ErrorKind::Other)
+                .with_detail("a Git task failed")
+                .with_source(e)
+        })?
+    }
+}
+
+/// A revision as safe to show: control characters escaped.
+fn escape(rev: &str) -> String {
+    rev.escape_debug().to_string()
+}
+
+impl Inner {
+    fn with_trees<T>(&self, f: impl FnOnce(&Trees<'_>) -> Result<T>) -> Result<T> {
+        let mut repo = self.repo.to_thread_local();
+        repo.object_cache_size(Some(4 * 1024 * 1024));
+        f(&Trees {
+            repo: &repo,
+            policy: self.policy,
+        })
+    }
+
+    fn list(&self, dir: &VPath) -> Result<Listing> {
+        self.with_trees(|trees| {
+            let tree = match trees.resolve(self.tree, dir, None, true)? {
+                Node::Tree(id) => id,
+                Node::Submodule(_) => return Err(submodule(dir)),
+                Node::Blob(_) | Node::Link(_) => return Err(Error::at(ErrorKind::NotADirectory, dir)),
+            };
+            let mut listing = Listing::default();
+            for (name, mode, id) in trees.entries(tree, dir)? {
+                let name = match name.to_str() {
+                    Ok(name) if is_valid_segment(name) => name.to_owned(),
+                    _ => {
+                        listing
+                            .invalid
+                            .push(String::from_utf8_lossy(&name).escape_debug().to_string());
+                        continue;
+                    }
+                };
+                let path = dir.join(&name)?;
+                let entry = match mode {
+                    Mode::Tree => entry(name, EntryKind::Dir, None, false),
+                    Mode::Blob | Mode::BlobExecutable => {
+                        let size = trees.size(id, &path)?;
+                        if is_lfs_pointer(trees, id, size, &path)? {
+                            entry(name, EntryKind::Other, None, false)
+                        } else {
+                            file_entry(name, id, size, false)
+                        }
+                    }
+                    Mode::Commit => entry(name, EntryKind::Other, None, false),
+                    Mode::Link => match trees.resolve(self.tree, &path, None, true) {
+                        Ok(Node::Tree(_)) => entry(name, EntryKind::Dir, None, true),
+                        Ok(Node::Blob(target)) => {
+                            let size = trees.size(target, &path)?;
+                            if is_lfs_pointer(trees, target, size, &path)? {
+                                entry(name, EntryKind::Other, None, true)
+                            } else {
+                                file_entry(name, target, size, true)
+                            }
+                        }
+                        Ok(Node::Link(_) | Node::Submodule(_)) | Err(_) => entry(name, EntryKind::Other, None, true),
+                    },
+                };
+                listing.entries.push(entry);
+            }
+            Ok(listing)
+        })
+    }
+
+    fn stat(&self, path: &VPath) -> Result<Metadata> {
+        self.with_trees(|trees| {
+            Ok(match trees.resolve(self.tree, path, None, true)? {
+                Node::Tree(_) => Metadata {
+                    kind: EntryKind::Dir,
+                    size: None,
+                    version: None,
+                },
+                Node::Blob(id) => {
+                    let size = trees.size(id, path)?;
+                    if is_lfs_pointer(trees, id, size, path)? {
+                        Metadata {
+                            kind: EntryKind::Other,
+                            size: None,
+                            version: None,
+                        }
+                    } else {
+                        Metadata {
+                            kind: EntryKind::File,
+                            size: Some(size),
+                            version: Some(version(id)),
+                        }
+                    }
+                }
+                Node::Link(_) | Node::Submodule(_) => Metadata {
+                    kind: EntryKind::Other,
+                    size: None,
+                    version: None,
+                },
+            })
+        })
+    }
+
+    fn read(&self, path: &VPath, options: ReadOptions) -> Result<Blob> {
+        let confined = options.confining_dir(path)?.map(|dir| dir.segments().count());
+        self.with_trees(|trees| {
+            let id = match trees.resolve(self.tree, path, confined, true)? {
+                Node::Blob(id) => id,
+                Node::Tree(_) => return Err(Error::at(ErrorKind::IsADirectory, path)),
+                Node::Link(_) | Node::Submodule(_) => {
+                    return Err(Error::at(ErrorKind::NotRegularFile, path).with_detail("a submodule"));
+                }
+            };
+            let size = trees.size(id, path)?;
+            if size > options.limit {
+                return Err(Error::too_large(path, size, options.limit));
+            }
+            let object = trees.repo.find_object(id).map_err(|e| odb_error(path, e))?;
+            let data = object.detach().data;
+            if data.len() as u64 != size {
+                return Err(Error::at(ErrorKind::Other, path).with_detail(format!(
+                    "the Git object inflated to {} bytes, not the {size} its header says",
+                    data.len()
+                )));
+            }
+            if looks_like_lfs_pointer(&data) {
+                return Err(Error::at(ErrorKind::NotRegularFile, path)
+                    .with_detail("a Git LFS pointer; LFS content is not fetched"));
+            }
+            let mut data = Bytes::from(data);
+            data.truncate(options.wanted(size) as usize);
+            Ok(Blob {
+                data,
+                size,
+                version: version(id),
+            })
+        })
+    }
+}
+
+/// True for a blob whose bytes are a Git LFS pointer (read only when its
+/// size is one a pointer can have).
+fn is_lfs_pointer(trees: &Trees<'_>, id: ObjectId, size: u64, path: &VPath) -> Result<bool> {
+    if size < LFS_POINTER.len() as u64 || size > LFS_POINTER_MAX as u64 {
+        return Ok(false);
+    }
+    let object = trees.repo.find_object(id).map_err(|e| odb_error(path, e))?;
+    Ok(looks_like_lfs_pointer(&object.data))
+}
+
+fn looks_like_lfs_pointer(data: &[u8]) -> bool {
+    data.len() <= LFS_POINTER_MAX && data.starts_with(LFS_POINTER)
+}
+
+fn entry(name: String, kind: EntryKind, size: Option<u64>, symlink: bool) -> Entry {
+    Entry {
+        name,
+        kind,
+        size,
+        version: None,
+        symlink,
+    }
+}
+
+fn file_entry(name: String, id: ObjectId, size: u64, symlink: bool) -> Entry {
+    Entry {
+        version: Some(version(id)),
+        ..entry(name, EntryKind::File, Some(size), symlink)
+    }
+}
+
+/// A blob's version: its object id in hexadecimal.
+fn version(id: ObjectId) -> Version {
+    Version::new(id.to_string())
+}
+
+#[async_trait]
+impl SkillBackend for GitBackend {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            symlinks: true,
+            ..Capabilities::READ_ONLY
+        }
+    }
+
+    async fn list(&self, dir: &VPath) -> Result<Vec<Entry>> {
+        Ok(self.list_detailed(dir).await?.entries)
+    }
+
+    async fn list_detailed(&self, dir: &VPath) -> Result<Listing> {
+        let dir = dir.clone();
+        self.blocking(move |inner| inner.list(&dir)).await
+    }
+
+    /// `git:` with the commit and the directory: a commit's tree never
+    /// changes, so equal identities hold equal files.
+    fn location_id(&self, dir: &VPath) -> Option<String> {
+        Some(format!("git:{}:{dir}", self.inner.commit))
+    }
+
+    async fn stat(&self, path: &VPath) -> Result<Metadata> {
+        let path = path.clone();
+        self.blocking(move |inner| inner.stat(&path)).await
+    }
+
+    async fn read(&self, path: &VPath, options: ReadOptions) -> Result<Blob> {
+        let path = path.clone();
+        self.blocking(move |inner| inner.read(&path, options)).await
+    }
+
+    /// One blocking task for the whole batch.
+    async fn read_many(&self, paths: &[VPath], options: ReadOptions) -> Vec<Result<Blob>> {
+        let paths = paths.to_vec();
+        let count = paths.len();
+        let done = self
+            .blocking(move |inner| Ok(paths.iter().map(|p| inner.read(p, options)).collect::<Vec<_>>()))
+            .await;
+        done.unwrap_or_else(|e| {
+            (0..count)
+                .map(|_| Err(Error::new(e.kind()).with_detail("a Git task failed")))
+                .collect()
+        })
+    }
+
+    async fn stat_many(&self, paths: &[VPath]) -> Vec<Result<Metadata>> {
+        let paths = paths.to_vec();
+        let count = paths.len();
+        let done = self
+            .blocking(move |inner| Ok(paths.iter().map(|p| inner.stat(p)).collect::<Vec<_>>()))
+            .await;
+        done.unwrap_or_else(|e| {
+            (0..count)
+                .map(|_| Err(Error::new(e.kind()).with_detail("a Git task failed")))
+                .collect()
+        })
+    }
+
+    fn preferred_batch(&self) -> usize {
+        64
+    }
+}

@@ -1,0 +1,77 @@
+//! A tenant whose skills come from a Git repository (fetched over
+//! `file://` from a repository the real `git` made): the HTTP API and the
+//! MCP `skills/list` entries say the commit they were read at.
+
+mod common;
+
+use std::path::Path;
+
+use common::mcp_client::http_client;
+use common::*;
+use skillstore::Config;
+use skillstore::backends::testkit::git_repo::git;
+use skillstore_server::Scope;
+
+/// The layered tree committed in `root`; returns the commit.
+fn committed_layers(root: &Path) -> String {
+    layered_tree(root);
+    git(root, &["init", "-q"]);
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "-q", "-m", "layers"]);
+    git(root, &["rev-parse", "HEAD"]).trim().to_owned()
+}
+
+fn git_config(root: &Path, cache: &Path) -> Config {
+    let yaml = format!(
+        "mounts:\n  - at: /\n    location: \"git+file://{}@main\"\nsources:\n  - path: /base\n  - path: /team\ncache:\n  dir: \"{}\"\n",
+        root.display(),
+        cache.display()
+    );
+    Config::parse(&yaml).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_and_mcp_say_the_commit_of_a_git_source() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    let head = committed_layers(&work);
+    let config = git_config(&work, &dir.path().join("cache"));
+    let server = Served::start(settings(vec![("acme", config, vec![("reader", Scope::Read)])])).await;
+    let http = reqwest::Client::new();
+    let list: serde_json::Value = get(&http, server.url("/v1/skills"), "reader")
+        .await
+        .json()
+        .await
+        .unwrap();
+    let skills = list["skills"].as_array().unwrap();
+    assert_eq!(skills.len(), 2);
+    assert!(skills.iter().all(|s| s["commit"] == head), "{list}");
+    let show: serde_json::Value = get(&http, server.url("/v1/skills/alpha"), "reader")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(show["commit"], head);
+    let file = get(
+        &http,
+        server.url("/v1/skills/alpha/files/references/guide.md"),
+        "reader",
+    )
+    .await;
+    assert_eq!(file.text().await.unwrap(), "# Team guide\n");
+
+    let client = http_client(&server.base, "reader").await;
+    let listed = client.list_all_skills().await.unwrap();
+    assert_eq!(listed.len(), 2);
+    for skill in &listed {
+        let meta = skill.meta.as_ref().expect("a Git skill carries _meta");
+        assert_eq!(
+            meta.0[skillstore_server::mcp::COMMIT_META],
+            head.as_str(),
+            "{}",
+            skill.uri
+        );
+    }
+    let _ = client.cancel().await;
+    server.stop().await;
+}
