@@ -482,6 +482,17 @@ impl DiscoveryBackend {
                 .join(&format!("{}/{relative}", entry.name))
                 .map_err(|e| Error::at(ErrorKind::Other, &path).with_detail(e.to_string()))?;
             let url = self.same_origin(index_url, url.as_str(), dir)?;
+            // `%2e%2e` is a name to the path check but `..` to a URL: the
+            // resolved URL must stay under the entry's own directory.
+            let under = index_url
+                .join(&format!("{}/", entry.name))
+                .map_err(|e| Error::at(ErrorKind::Other, &path).with_detail(e.to_string()))?;
+            if relative.contains('%') || !url.as_str().starts_with(under.as_str()) {
+                return Err(Error::at(ErrorKind::InvalidPath, dir).with_detail(format!(
+                    "the entry lists `{}`, which does not stay inside the skill's directory",
+                    relative.escape_debug()
+                )));
+            }
             planned.push((relative, path, url));
         }
         let mut files = Vec::with_capacity(planned.len());

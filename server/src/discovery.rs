@@ -37,6 +37,10 @@ pub const SCHEMA_V2: &str = "https://schemas.agentskills.io/discovery/0.2.0/sche
 pub const MAX_DESCRIPTION: usize = 1024;
 
 /// How far a skill's files are listed for its archive.
+/// The most bytes a skill's files may hold to be served as an artifact
+/// (what a reader takes for one archive).
+pub const MAX_ARTIFACT_INPUT_BYTES: u64 = 64 * 1024 * 1024;
+
 const LIMITS: FileLimits = FileLimits {
     max_depth: 32,
     max_files: 4096,
@@ -106,6 +110,9 @@ impl Published {
 #[derive(Debug, Default)]
 pub struct ArtifactCache {
     by_name: Mutex<HashMap<String, (u64, Arc<Artifact>)>>,
+    /// Skills left out, by the fingerprint they were left out at: not
+    /// read and packed again until they change.
+    refused: Mutex<HashMap<String, u64>>,
 }
 
 impl ArtifactCache {
@@ -125,6 +132,16 @@ impl ArtifactCache {
     fn retain(&self, names: &HashMap<String, Arc<Artifact>>) {
         let mut map = self.by_name.lock().unwrap_or_else(|e| e.into_inner());
         map.retain(|name, _| names.contains_key(name));
+    }
+
+    fn is_refused(&self, name: &str, fingerprint: u64) -> bool {
+        let map = self.refused.lock().unwrap_or_else(|e| e.into_inner());
+        map.get(name) == Some(&fingerprint)
+    }
+
+    fn refuse(&self, name: &str, fingerprint: u64) {
+        let mut map = self.refused.lock().unwrap_or_else(|e| e.into_inner());
+        map.insert(name.to_owned(), fingerprint);
     }
 }
 
@@ -250,6 +267,22 @@ async fn artifact(catalog: &Catalog, cache: &ArtifactCache, skill: &Skill) -> Op
     if versioned && let Some(hit) = cache.get(name, fingerprint) {
         return Some(hit);
     }
+    if versioned && cache.is_refused(name, fingerprint) {
+        return None;
+    }
+    let refuse = || {
+        if versioned {
+            cache.refuse(name, fingerprint);
+        }
+        None
+    };
+    // The bytes read before packing are bounded by the sizes listed: a
+    // skill of many files under the read limit is left out, not held.
+    let total: u64 = listed.files.iter().map(|f| f.size).sum();
+    if total > MAX_ARTIFACT_INPUT_BYTES {
+        tracing::warn!(skill = %name, bytes = total, "left out of the discovery index: its files hold more than an artifact may");
+        return refuse();
+    }
     let read = listed.read_options();
     let backend = catalog.backend();
     let mut files = Vec::with_capacity(listed.files.len());
@@ -267,13 +300,24 @@ async fn artifact(catalog: &Catalog, cache: &ArtifactCache, skill: &Skill) -> Op
     }
     let artifact = match files.as_slice() {
         [only] if only.path == SKILL_FILE => Artifact::new(ArtifactType::SkillMd, only.data.clone()),
-        _ => match skillstore::pack_rooted(name, &files, &ArchiveLimits::default()) {
-            Ok(bytes) => Artifact::new(ArtifactType::Archive, Bytes::from(bytes)),
-            Err(e) => {
-                tracing::warn!(skill = %name, error = %e, "left out of the discovery index: cannot be packed");
-                return None;
+        _ => {
+            // Packing compresses and checks every byte: off the async runtime.
+            let owned = name.to_owned();
+            let packed =
+                tokio::task::spawn_blocking(move || skillstore::pack_rooted(&owned, &files, &ArchiveLimits::default()))
+                    .await;
+            match packed {
+                Ok(Ok(bytes)) => Artifact::new(ArtifactType::Archive, Bytes::from(bytes)),
+                Ok(Err(e)) => {
+                    tracing::warn!(skill = %name, error = %e, "left out of the discovery index: cannot be packed");
+                    return refuse();
+                }
+                Err(e) => {
+                    tracing::warn!(skill = %name, error = %e, "left out of the discovery index: packing stopped");
+                    return None;
+                }
             }
-        },
+        }
     };
     let artifact = Arc::new(artifact);
     if versioned {

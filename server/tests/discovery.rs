@@ -357,3 +357,66 @@ async fn an_open_server_keeps_its_host_and_origin_checks_on_discovery() {
         .unwrap();
     assert_eq!(own.status(), 200);
 }
+
+/// A skill whose files together hold more than an artifact may (here 7
+/// sparse files of 10,000,000 bytes, each under the read limit) is left out
+/// of the index without being read, and stays out: an anonymous index
+/// request cannot make the server hold it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_skill_too_large_for_an_artifact_is_left_out_unread() {
+    let dir = tempfile::tempdir().unwrap();
+    tree(dir.path());
+    write(
+        dir.path(),
+        "team/bloat/SKILL.md",
+        &skill_md("bloat", "Many large files."),
+    );
+    for n in 0..7 {
+        let file = std::fs::File::create(dir.path().join(format!("team/bloat/f{n}.bin"))).unwrap();
+        file.set_len(10_000_000).unwrap();
+    }
+    assert!(7 * 10_000_000 > skillstore_server::discovery::MAX_ARTIFACT_INPUT_BYTES);
+    let server = Served::start(Settings::single(layered_config(dir.path()))).await;
+    let client = reqwest::Client::new();
+    let reads = || async {
+        let text = client
+            .get(server.url("/metrics"))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        text.lines()
+            .find_map(|l| l.strip_prefix("skillstore_backend_calls_total{call=\"read\"} "))
+            .map(|n| n.parse::<u64>().unwrap())
+            .expect("the read counter")
+    };
+    let before = reads().await;
+    for _ in 0..2 {
+        let index: Value = client
+            .get(server.url(INDEX))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let names: Vec<&str> = index["skills"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["alpha", "beta", "gamma"]);
+    }
+    // The other skills' five files are read once; bloat's eight never.
+    let read = reads().await - before;
+    assert!(read < 8, "{read} reads for two index requests");
+    let answer = client
+        .get(server.url("/.well-known/agent-skills/bloat.zip"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), StatusCode::NOT_FOUND);
+}
