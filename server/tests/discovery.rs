@@ -375,7 +375,7 @@ async fn a_skill_too_large_for_an_artifact_is_left_out_unread() {
         let file = std::fs::File::create(dir.path().join(format!("team/bloat/f{n}.bin"))).unwrap();
         file.set_len(10_000_000).unwrap();
     }
-    assert!(7 * 10_000_000 > skillstore_server::discovery::MAX_ARTIFACT_INPUT_BYTES);
+    const { assert!(7 * 10_000_000 > skillstore_server::discovery::MAX_ARTIFACT_INPUT_BYTES) };
     let server = Served::start(Settings::single(layered_config(dir.path()))).await;
     let client = reqwest::Client::new();
     let reads = || async {

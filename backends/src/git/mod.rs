@@ -30,6 +30,13 @@ use crate::backend::{Blob, Capabilities, Entry, EntryKind, Listing, Metadata, Re
 use crate::error::{Error, ErrorKind, Result};
 use crate::fs::SymlinkPolicy;
 use crate::vpath::{VPath, is_valid_segment};
+
+/// True for `.git` in any case: a name Git never checks out, so a tree
+/// holding one (whose hooks and config would run in the tree it lands in)
+/// is never listed, read or synced from.
+pub(crate) fn is_git_dir_name(name: &gix::bstr::BStr) -> bool {
+    name.eq_ignore_ascii_case(b".git")
+}
 use tree::{Node, Trees, odb_error, submodule};
 
 /// How a Git LFS pointer file starts (the LFS specification's first line).
@@ -154,7 +161,9 @@ impl Inner {
             let mut listing = Listing::default();
             for (name, mode, id) in trees.entries(tree, dir)? {
                 let name = match name.to_str() {
-                    Ok(name) if is_valid_segment(name) => name.to_owned(),
+                    Ok(name) if is_valid_segment(name) && !is_git_dir_name(name.as_bytes().as_bstr()) => {
+                        name.to_owned()
+                    }
                     _ => {
                         listing
                             .invalid

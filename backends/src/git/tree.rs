@@ -133,6 +133,11 @@ impl Trees<'_> {
                 last = Node::Tree(*stack.last().expect("above the floor"));
                 continue;
             }
+            if super::is_git_dir_name(name) {
+                // Never served, as `git` itself never checks one out: a
+                // synced `.git/` would run its hooks and config.
+                return Err(Error::at(ErrorKind::NotFound, path).with_detail("a `.git` entry is not served"));
+            }
             let parent = *stack.last().expect("the root is on the stack");
             if !matches!(last, Node::Tree(_)) {
                 return Err(Error::at(ErrorKind::NotADirectory, path));
