@@ -179,7 +179,11 @@ async fn the_0_1_form_with_files_lists_is_read_too() {
     write(&dir, "pdf/SKILL.md", &skill_md("pdf", "Read PDFs."));
     write(&dir, "pdf/references/forms.md", "# Forms\n");
     write(&dir, "notes/SKILL.md", &skill_md("notes", "Take notes."));
+    // `%2e%2e` passes a path check as a name, and a URL takes it for `..`.
+    write(&dir, "encoded/SKILL.md", &skill_md("encoded", "Leaves, encoded."));
+    write(site.path(), ".well-known/secret", "outside every skill\n");
     let index = json!({"skills": [
+        {"name": "encoded", "description": "Leaves, encoded.", "files": ["SKILL.md", "%2e%2e/%2e%2e/secret"]},
         {"name": "pdf", "description": "Read PDFs.", "files": ["SKILL.md", "references/forms.md"]},
         {"name": "notes", "description": "Take notes.", "files": ["SKILL.md"]},
         {"name": "escape", "description": "Leaves.", "files": ["SKILL.md", "../../../etc/passwd"]},
@@ -191,7 +195,7 @@ async fn the_0_1_form_with_files_lists_is_read_too() {
     let names: Vec<&str> = read.skills().iter().map(|s| s.name()).collect();
     assert_eq!(names.len(), 2, "{names:?} {:?}", read.diagnostics());
     assert_eq!(read.read_file("pdf", "references/forms.md").await.unwrap(), "# Forms\n");
-    for refused in ["escape", "missing"] {
+    for refused in ["escape", "missing", "encoded"] {
         let about: Vec<_> = read
             .diagnostics()
             .iter()
