@@ -815,6 +815,17 @@ fn skill_file(source: &Source, dir_name: &str) -> skillstore_backends::Result<VP
     source.path().join(&relative)
 }
 
+/// What a diagnostic says of a backend error: its kind, and the reason a
+/// backend wrote for callers to see
+/// ([`public_detail`](skillstore_backends::Error::public_detail)), such as
+/// why a discovery entry was refused; any other detail only in the log.
+fn shown_cause(err: &skillstore_backends::Error) -> String {
+    match err.public_detail() {
+        Some(detail) => format!("{} ({detail})", err.kind().describe()),
+        None => err.kind().describe().to_owned(),
+    }
+}
+
 /// The diagnostic of a source that cannot be listed. Its message is made
 /// of the error's kind and the source's virtual path only: a backend's own
 /// message may name an endpoint, a bucket or a host path, so it goes to
@@ -830,7 +841,7 @@ fn source_failure(source: &Source, err: &skillstore_backends::Error) -> Diagnost
         kind,
         Some(source.name()),
         Some(source.path()),
-        format!("cannot list the source {}: {}", source.path(), err.kind().describe()),
+        format!("cannot list the source {}: {}", source.path(), shown_cause(err)),
     )
 }
 
@@ -1068,7 +1079,7 @@ async fn apply_index(
         Err(err) if err.kind() == ErrorKind::NotFound => return (0, None),
         Err(err) => {
             tracing::debug!(source = source.name(), error = %err, "cannot read the index");
-            return (0, note(Refused::Whole(err.kind().describe().to_owned())));
+            return (0, note(Refused::Whole(shown_cause(&err))));
         }
     };
     let (entries, malformed) = match crate::index::parse(&blob.data) {
@@ -1212,7 +1223,7 @@ fn failed_state(source: &Source, before: Option<&SourceState>, err: &skillstore_
                 Some(source.path()),
                 format!(
                     "cannot list the source now ({}); keeping the skills it had at the last load",
-                    err.kind().describe()
+                    shown_cause(err)
                 ),
             )),
             candidates: old.candidates.clone(),
@@ -1240,7 +1251,7 @@ fn outcome_of_error(source: &Source, skill_md: &VPath, err: &skillstore_backends
             kind,
             Some(source.name()),
             Some(skill_md),
-            format!("cannot read {skill_md}: {}", err.kind().describe()),
+            format!("cannot read {skill_md}: {}", shown_cause(err)),
         )],
     }
 }

@@ -73,6 +73,12 @@ pub struct DiscoveryLimits {
     pub timeout: Duration,
     /// The longest a connection may take to open (default 10 s).
     pub connect_timeout: Duration,
+    /// The longest the downloads of one load may take together (default
+    /// 120 s); an entry not delivered by then is refused as unavailable
+    /// and tried again at the next load.
+    pub load_timeout: Duration,
+    /// The most downloads in flight at once (default 8).
+    pub concurrent_downloads: usize,
 }
 
 impl Default for DiscoveryLimits {
@@ -84,6 +90,8 @@ impl Default for DiscoveryLimits {
             max_legacy_files: 1_000,
             timeout: Duration::from_secs(30),
             connect_timeout: Duration::from_secs(10),
+            load_timeout: Duration::from_secs(120),
+            concurrent_downloads: 8,
         }
     }
 }
@@ -264,9 +272,13 @@ impl DiscoveryBackend {
         })
     }
 
-    /// Keeps verified artifacts in `dir` (made private to the user if
-    /// missing), at most `max_bytes` of them, oldest dropped first.
+    /// Keeps verified artifacts under `dir` (made private to the user if
+    /// missing), at most `max_bytes` of them, oldest dropped first. Each
+    /// endpoint has a directory of its own there, so one endpoint cannot
+    /// learn, from which artifacts are not requested, what another served.
     pub fn with_cache(mut self, dir: std::path::PathBuf, max_bytes: u64) -> Self {
+        let endpoint = hex(&Sha256::digest(self.base.as_str().as_bytes()));
+        let dir = dir.join(&endpoint[..32]);
         self.cache = Some(ArtifactCache { dir, max_bytes });
         self
     }
@@ -313,22 +325,28 @@ impl DiscoveryBackend {
             wanted.push(entry);
         }
         let mut loaded = HashMap::new();
+        let mut pending = Vec::new();
         for entry in wanted {
-            let dir = VPath::root().join(&entry.name).expect("checked above");
-            let key = entry.key();
-            if known.loaded.get(&entry.name) == Some(&key) {
-                loaded.insert(entry.name.clone(), key);
-                continue;
-            }
-            let files = if legacy {
-                self.fetch_legacy(&index_url, entry, &dir).await
+            if known.loaded.get(&entry.name) == Some(&entry.key()) {
+                loaded.insert(entry.name.clone(), entry.key());
             } else {
-                self.fetch_artifact(&index_url, entry, &dir).await
-            };
+                pending.push(entry);
+            }
+        }
+        // Every download of this load ends by one deadline, so an endpoint
+        // that trickles each of thousands of artifacts costs the load at
+        // most `load_timeout`, not `timeout` times the entries.
+        let deadline = tokio::time::Instant::now() + self.limits.load_timeout;
+        let fetches: Vec<futures::future::BoxFuture<'_, Fetched<'_>>> = pending
+            .into_iter()
+            .map(|entry| Box::pin(self.fetch_by(deadline, &index_url, entry, legacy)) as _)
+            .collect();
+        let mut fetched = futures::stream::iter(fetches).buffer_unordered(self.limits.concurrent_downloads.max(1));
+        while let Some((entry, dir, files)) = fetched.next().await {
             match files {
                 Ok(files) => {
                     self.replace(&dir, files).await?;
-                    loaded.insert(entry.name.clone(), key);
+                    loaded.insert(entry.name.clone(), entry.key());
                 }
                 Err(e) => {
                     tracing::warn!(skill = %entry.name, error = %e, "a discovery entry was refused");
@@ -338,13 +356,14 @@ impl DiscoveryBackend {
                 }
             }
         }
+        drop(fetched);
         for gone in known.loaded.keys().filter(|n| !loaded.contains_key(*n)) {
             if let Ok(dir) = VPath::root().join(gone) {
                 self.remove(&dir).await;
             }
         }
         *known = Known {
-            index: Some((index_url, etag)),
+            index: Some((index_url.clone(), etag)),
             loaded,
             refused,
             invalid,
@@ -352,6 +371,30 @@ impl DiscoveryBackend {
             synced: true,
         };
         Ok(())
+    }
+
+    /// The files of `entry` (0.2.0 or 0.1), refused as unavailable when
+    /// they are not all downloaded by `deadline`.
+    async fn fetch_by<'a>(
+        &self,
+        deadline: tokio::time::Instant,
+        index_url: &reqwest::Url,
+        entry: &'a RawEntry,
+        legacy: bool,
+    ) -> Fetched<'a> {
+        let dir = VPath::root().join(&entry.name).expect("a checked name");
+        let fetch = async {
+            if legacy {
+                self.fetch_legacy(index_url, entry, &dir).await
+            } else {
+                self.fetch_artifact(index_url, entry, &dir).await
+            }
+        };
+        let files = tokio::time::timeout_at(deadline, fetch).await.unwrap_or_else(|_| {
+            Err(Error::at(ErrorKind::Unavailable, &dir)
+                .with_detail("the endpoint did not deliver this skill within the load's time limit"))
+        });
+        (entry, dir, files)
     }
 
     /// The index, unless it is unchanged (`None`): the 0.2.0 path first,
@@ -575,7 +618,7 @@ impl DiscoveryBackend {
         if let Some(first) = path.segments().next()
             && let Some((kind, detail)) = known.refused.get(first)
         {
-            return Err(Error::at(*kind, path).with_detail(detail.clone()));
+            return Err(Error::at(*kind, path).with_public_detail(detail.clone()));
         }
         Ok(())
     }
@@ -627,6 +670,9 @@ impl SkillBackend for DiscoveryBackend {
         self.files.read(path, options).await
     }
 }
+
+/// An entry, its skill's directory, and its files or why it was refused.
+type Fetched<'a> = (&'a RawEntry, VPath, Result<Vec<(String, Bytes)>>);
 
 /// One entry as the index gives it, before any check.
 #[derive(Debug, serde::Deserialize)]

@@ -135,6 +135,7 @@ pub struct Error {
     kind: ErrorKind,
     path: Option<VPath>,
     detail: Option<String>,
+    public: bool,
     source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
 }
 
@@ -145,6 +146,7 @@ impl Error {
             kind,
             path: None,
             detail: None,
+            public: false,
             source: None,
         }
     }
@@ -164,7 +166,24 @@ impl Error {
     /// paths, endpoints, buckets, key prefixes or URLs.
     pub fn with_detail(mut self, detail: impl Into<String>) -> Self {
         self.detail = Some(detail.into());
+        self.public = false;
         self
+    }
+
+    /// Sets a detail that says why content was refused in words a caller
+    /// of any front end may see (a digest that does not match, an archive
+    /// refused, an entry listed twice): shown in catalog diagnostics and
+    /// server answers, where other details stay in the log. It must name
+    /// no host, URL, credential or host path.
+    pub fn with_public_detail(mut self, detail: impl Into<String>) -> Self {
+        self.detail = Some(detail.into());
+        self.public = true;
+        self
+    }
+
+    /// The detail, when it was set with [`Error::with_public_detail`].
+    pub fn public_detail(&self) -> Option<&str> {
+        self.detail.as_deref().filter(|_| self.public)
     }
 
     /// Sets the underlying cause, kept for `source()` and never displayed.

@@ -586,6 +586,41 @@ async fn link_inside_the_root_carries_no_confined_read_across_layers(resolver: P
     }
 }
 
+/// A version is what a cache trusts not to have changed: a rewrite in place
+/// that keeps the size and puts the old modification time back (as `touch
+/// -r` or an archiver does) must still give a new one.
+async fn fs_a_rewrite_in_place_keeping_size_and_mtime_has_a_new_version(resolver: PathResolver) {
+    use std::io::Write as _;
+    let tree = Tree::new(resolver);
+    let backend = tree.backend(SymlinkPolicy::Deny);
+    let file = p("/skills/real/SKILL.md");
+    let before = backend.stat(&file).await.unwrap().version.unwrap();
+    let listed_before = backend.list_detailed(&p("/skills/real")).await.unwrap().entries[0]
+        .version
+        .clone();
+    let host = tree.at("skills/real/SKILL.md");
+    let mtime = std::fs::metadata(&host).unwrap().modified().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let mut open = std::fs::OpenOptions::new().write(true).open(&host).unwrap();
+    open.write_all(b"INSIDE").unwrap();
+    open.set_modified(mtime).unwrap();
+    drop(open);
+    assert_eq!(std::fs::metadata(&host).unwrap().modified().unwrap(), mtime);
+    let after = backend.stat(&file).await.unwrap().version.unwrap();
+    assert_ne!(
+        before, after,
+        "same size, same mtime, other bytes: the version must change"
+    );
+    let listed_after = backend.list_detailed(&p("/skills/real")).await.unwrap().entries[0]
+        .version
+        .clone();
+    assert_ne!(listed_before, listed_after);
+    assert_eq!(
+        backend.read(&file, ReadOptions::default()).await.unwrap().data,
+        "INSIDE"
+    );
+}
+
 /// Expands each guard into one test per path resolver.
 macro_rules! on_every_resolver {
     ($($name:ident),+ $(,)?) => {
@@ -632,4 +667,5 @@ on_every_resolver!(
     fs_put_leaves_no_temporary_files_behind,
     a_file_swapped_for_a_link_while_read_is_never_followed_out,
     the_write_lock_is_released_when_its_holder_crashes,
+    fs_a_rewrite_in_place_keeping_size_and_mtime_has_a_new_version,
 );

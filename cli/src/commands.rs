@@ -69,8 +69,8 @@ pub fn degraded(catalog: &Catalog) -> Option<Failure> {
         code: 3,
         message: format!(
             "incomplete: the source(s) {} could not be read whole now{why}; the output holds the rest. \
-             Check the credentials (the AWS_* variables) and the endpoint of s3:// locations, \
-             the address of https:// discovery endpoints, or the permissions of local directories",
+             The diagnostics above say what failed where; RUST_LOG=debug logs the storage's own errors \
+             (credentials, endpoints, permissions)",
             names.join(", ")
         ),
     })

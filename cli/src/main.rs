@@ -64,7 +64,7 @@ pub struct Global {
     /// Configuration file (default: ./skillstore.yaml when present and no --source is given).
     #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Mount a location into the namespace: a directory, s3://bucket[/prefix], memory:FILE.json or git+URL[@REF].
+    /// Mount a location into the namespace: a directory, s3://bucket[/prefix], memory:FILE.json, git+URL[@REF] or a discovery endpoint https://host[/path].
     #[arg(long = "mount", global = true, value_name = "VPATH=LOCATION")]
     pub mounts: Vec<String>,
     /// A source of skills, lowest priority first; replaces the configuration's sources.

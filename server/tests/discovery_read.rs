@@ -368,6 +368,16 @@ async fn a_hostile_endpoint_is_refused_entry_by_entry_and_revalidated_with_its_e
     assert!(shown.contains("Bad_Name"), "{shown}");
     assert!(shown.contains("../../etc") || shown.contains("..\\/"), "{shown}");
     assert!(!shown.contains("example.invalid"), "no URL in a diagnostic: {shown}");
+    // Each says why, in the words of the refusal, not only "backend error".
+    for why in [
+        "digest mismatch",
+        "more than once",
+        "only same-origin",
+        "refused archive",
+        "only skill-md and archive",
+    ] {
+        assert!(shown.contains(why), "{why}: {shown}");
+    }
 
     // A refresh of an unchanged index: one conditional request, no download.
     let (index_before, artifacts_before) = (
@@ -390,7 +400,7 @@ async fn a_new_process_downloads_only_what_the_local_cache_lacks() {
     // good, kept, linked, bomb and mismatch are downloaded; the four whose
     // digests match are kept, the mismatch is not.
     assert_eq!(downloads, 5);
-    let kept = std::fs::read_dir(cache.path().join("discovery")).unwrap().count();
+    let kept = std::fs::read_dir(endpoint_cache(cache.path())).unwrap().count();
     assert_eq!(kept, 4);
 
     // A cold catalog (a new namespace, as a new process opens) over the
@@ -401,12 +411,119 @@ async fn a_new_process_downloads_only_what_the_local_cache_lacks() {
 
     // A cached artifact that no longer matches its digest is downloaded
     // again, never used.
-    for entry in std::fs::read_dir(cache.path().join("discovery")).unwrap() {
+    for entry in std::fs::read_dir(endpoint_cache(cache.path())).unwrap() {
         std::fs::write(entry.unwrap().path(), b"tampered").unwrap();
     }
     let third = read_cached(&base, Some(cache.path())).await;
     assert_eq!(counts.artifacts.load(Ordering::SeqCst), downloads + 1 + 5);
     assert_eq!(contents(&third).await, contents(&first).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_command_says_why_an_entry_was_refused() {
+    let base = hostile_server(Arc::new(Counts::default())).await;
+    let home = tempfile::tempdir().unwrap();
+    let output = tokio::process::Command::new(skillstore_binary())
+        .args(["list", "--no-cache", "--source", "/org", "--mount"])
+        .arg(format!("/org={base}"))
+        .env("HOME", home.path())
+        .env_remove("RUST_LOG")
+        .output()
+        .await
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("digest mismatch"), "{stderr}");
+    assert!(stderr.contains("refused archive"), "{stderr}");
+    assert!(
+        !stderr.contains("AWS"),
+        "no hint about another kind of location: {stderr}"
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("good") && stdout.contains("kept"), "{stdout}");
+}
+
+/// The one endpoint's directory in the discovery cache under `cache`.
+fn endpoint_cache(cache: &Path) -> std::path::PathBuf {
+    let mut dirs: Vec<_> = std::fs::read_dir(cache.join("discovery"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    dirs.pop().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_artifact_cache_is_kept_per_endpoint() {
+    // Two endpoints listing the same artifacts: the second must download
+    // them itself. A shared cache would let it learn, from what is never
+    // requested, which artifacts the user fetched from the first.
+    let (first_counts, second_counts) = (Arc::new(Counts::default()), Arc::new(Counts::default()));
+    let first = hostile_server(Arc::clone(&first_counts)).await;
+    let second = hostile_server(Arc::clone(&second_counts)).await;
+    let cache = tempfile::tempdir().unwrap();
+    read_cached(&first, Some(cache.path())).await;
+    assert_eq!(first_counts.artifacts.load(Ordering::SeqCst), 5);
+    let read = read_cached(&second, Some(cache.path())).await;
+    assert_eq!(second_counts.artifacts.load(Ordering::SeqCst), 5);
+    assert_eq!(read.skills().len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_load_of_many_trickling_artifacts_ends_by_its_deadline() {
+    let good = skill_md("good", "Good.");
+    let mut skills = vec![
+        json!({"name": "good", "type": "skill-md", "description": "x", "url": "good/SKILL.md", "digest": digest(good.as_bytes())}),
+    ];
+    for i in 0..40 {
+        skills.push(json!({"name": format!("slow-{i}"), "type": "skill-md", "description": "x", "url": format!("slow-{i}/SKILL.md"), "digest": digest(b"never")}));
+    }
+    let index = Bytes::from(
+        json!({"$schema": "https://schemas.agentskills.io/discovery/0.2.0/schema.json", "skills": skills}).to_string(),
+    );
+    let good = Bytes::from(good);
+    let app = Router::new()
+        .route(INDEX, get(move || async move { index.clone() }))
+        .route(
+            "/.well-known/agent-skills/{name}/SKILL.md",
+            get(
+                move |axum::extract::Path(name): axum::extract::Path<String>| async move {
+                    if name == "good" {
+                        return good.clone().into_response();
+                    }
+                    let chunks = futures::stream::unfold((), |()| async {
+                        tokio::time::sleep(Duration::from_millis(500)).await;
+                        Some((Ok::<_, std::io::Error>(Bytes::from_static(b" ")), ()))
+                    });
+                    Response::new(Body::from_stream(chunks))
+                },
+            ),
+        );
+    let base = serve_router(app).await;
+    // Each request alone may take an hour: only the load's deadline ends
+    // these downloads (without it this test would wait for 40 of them).
+    let mut limits = DiscoveryLimits::default();
+    limits.timeout = Duration::from_secs(3600);
+    limits.load_timeout = Duration::from_secs(2);
+    let backend = DiscoveryBackend::new(&base, Arc::new(Rooted), limits, false).unwrap();
+    let listed = tokio::time::timeout(Duration::from_secs(120), backend.list(&VPath::root()))
+        .await
+        .expect("the load ends by its deadline")
+        .unwrap();
+    assert_eq!(listed.len(), 41);
+    let skill = VPath::new("/good/SKILL.md").unwrap();
+    assert_eq!(
+        backend.read(&skill, Default::default()).await.unwrap().data,
+        good_text()
+    );
+    let slow = VPath::new("/slow-7/SKILL.md").unwrap();
+    let err = backend.read(&slow, Default::default()).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Unavailable, "{err}");
+    assert!(err.public_detail().is_some_and(|d| d.contains("time limit")), "{err}");
+}
+
+fn good_text() -> String {
+    skill_md("good", "Good.")
 }
 
 /// The archive reader of the skillstore crate, for a backend built here.

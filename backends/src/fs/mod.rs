@@ -715,8 +715,11 @@ fn metadata(st: &Stat) -> Metadata {
     }
 }
 
-/// A file's version: device, inode, size and modification time. Writes made
-/// through this backend replace the inode, so they always change it.
+/// A file's version: device, inode, size, modification time and change
+/// time. Writes made through this backend replace the inode, so they always
+/// change it; a rewrite in place that keeps the size and sets the old
+/// modification time back still moves the change time, which no caller can
+/// set.
 // The `Stat` fields' integer types differ between platforms.
 #[allow(clippy::unnecessary_cast)]
 fn fingerprint(st: &Stat) -> Version {
@@ -727,6 +730,8 @@ fn fingerprint(st: &Stat) -> Version {
         st.st_size as u64,
         st.st_mtime as u64,
         st.st_mtime_nsec as u64,
+        st.st_ctime as u64,
+        st.st_ctime_nsec as u64,
     ]
     .into_iter()
     .enumerate()
