@@ -55,6 +55,12 @@ pub struct LoadOptions {
     /// `None` (the default here; [`crate::Config::open`] turns it on unless
     /// configured off) reads and writes no cache.
     pub cache: Option<CacheSettings>,
+    /// Diagnostics every load and refresh carries, whatever the listings
+    /// say: what the assembly knew before any listing, such as a Git
+    /// source served at a commit fetched before because its remote could
+    /// not be reached (`source_stale`, so the catalog counts it among its
+    /// incomplete sources).
+    pub standing: Vec<Diagnostic>,
 }
 
 impl Default for LoadOptions {
@@ -65,6 +71,7 @@ impl Default for LoadOptions {
             read_limit: DEFAULT_READ_LIMIT,
             filter: SkillFilter::default(),
             cache: None,
+            standing: Vec::new(),
         }
     }
 }
@@ -519,7 +526,8 @@ impl Catalog {
     /// A catalog over the same backend, sources and options with these
     /// source states, merged and indexed.
     fn with_states(&self, states: Vec<SourceState>) -> Catalog {
-        let (skills, index, diagnostics) = merge(&self.sources, &states, &self.options.filter);
+        let (skills, index, mut diagnostics) = merge(&self.sources, &states, &self.options.filter);
+        diagnostics.splice(0..0, self.options.standing.iter().cloned());
         Catalog {
             backend: Arc::clone(&self.backend),
             sources: Arc::clone(&self.sources),

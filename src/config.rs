@@ -88,12 +88,19 @@ pub struct Config {
 pub struct MountConfig {
     /// The virtual directory it appears at.
     pub at: String,
-    /// A directory, `s3://bucket/prefix`, or `memory:FILE.json`.
+    /// A directory, `s3://bucket/prefix`, `memory:FILE.json`,
+    /// `git+URL[@REF]` or a discovery endpoint `https://host[/path]`.
     pub location: String,
     /// The symlink policy for a directory: `deny`, `within_root` (default)
     /// or `follow`.
     #[serde(default)]
     pub symlinks: Option<String>,
+    /// Read a discovery endpoint (`http://host`) or a Git remote
+    /// (`git+http://host/...`) over plain HTTP although its host is not
+    /// loopback (default false: refused, as skills and credentials would
+    /// travel unencrypted).
+    #[serde(default)]
+    pub allow_http: bool,
     /// The directory a relative `location` is resolved against, when it is
     /// not the configuration's [`Config::base_dir`] (a mount given on the
     /// command line resolves against the working directory).

@@ -17,14 +17,15 @@ pub const GIT_CACHE_ENV: &str = "SKILLSTORE_GIT_CACHE";
 /// cache in [`GIT_CACHE_ENV`], else `cache_dir/git` (the configured
 /// `cache.dir`, while the cache is on), else the user's cache directory. The fetch runs on a thread of its own, so it is safe to call
 /// from inside an async runtime (Git's HTTP client blocks). A remote that
-/// cannot be reached is served at the commit fetched before, with a
-/// warning, when there is one.
+/// cannot be reached is served at the commit fetched before, when there
+/// is one: the resolution then says [`GitResolution::Stale`], which the
+/// namespace turns into a `source_stale` diagnostic.
 pub fn open(
     remote: &GitRemote,
     reference: Option<&str>,
     policy: SymlinkPolicy,
     cache_dir: Option<&Path>,
-) -> skillstore_backends::Result<GitBackend> {
+) -> skillstore_backends::Result<(GitBackend, GitResolution)> {
     let dir = std::env::var_os(GIT_CACHE_ENV)
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
@@ -46,7 +47,7 @@ pub fn open(
     if resolution == GitResolution::Stale {
         tracing::warn!(remote = %remote, commit = %backend.commit(), "serving a Git commit fetched before");
     }
-    Ok(backend)
+    Ok((backend, resolution))
 }
 
 /// `err` followed by each of its causes, for an operator's message: Git's

@@ -125,6 +125,25 @@ impl Location {
     pub fn is_git(&self) -> bool {
         matches!(self, Location::Git { .. })
     }
+
+    /// The host of a location read over plain `http://` (a discovery
+    /// endpoint or `git+http://`) when it is not a loopback host: what is
+    /// read from it travels unencrypted and can be changed on the way, so
+    /// a mount must allow it (`allow_http: true`).
+    pub fn plain_http_host(&self) -> Option<String> {
+        let text = match self {
+            Location::Discovery(url) => url.clone(),
+            Location::Git { remote, .. } => remote.to_string(),
+            _ => return None,
+        };
+        let url = url::Url::parse(&text).ok()?;
+        let loopback = match url.host()? {
+            url::Host::Ipv4(ip) => ip.is_loopback(),
+            url::Host::Ipv6(ip) => ip.is_loopback(),
+            url::Host::Domain(d) => d.eq_ignore_ascii_case("localhost"),
+        };
+        (url.scheme() == "http" && !loopback).then(|| url.host_str().unwrap_or_default().to_owned())
+    }
 }
 
 /// `URL[@REF]` after `git+`: the reference follows the last `@` of the
@@ -155,18 +174,13 @@ fn parse_git(url: &str) -> Result<Location> {
     Ok(Location::Git { remote, reference })
 }
 
-/// A discovery endpoint's URL, checked: a host, no credentials, query or
-/// fragment, and `http://` only for a loopback host.
+/// A discovery endpoint's URL, checked: a host, and no credentials, query
+/// or fragment. (`http://` to a host that is not loopback is refused when
+/// the namespace is assembled, unless its mount allows it.)
 fn discovery(url: url::Url) -> Result<Location> {
     let refuse = |why: &str| Err(Error::Usage(format!("`{url}` is not a discovery endpoint: {why}")));
-    let loopback = match url.host() {
-        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
-        None => return refuse("it names no host"),
-    };
-    if url.scheme() == "http" && !loopback {
-        return refuse("plain http:// is taken only for a loopback host; use https://");
+    if url.host().is_none() {
+        return refuse("it names no host");
     }
     if !url.username().is_empty() || url.password().is_some() || url.query().is_some() || url.fragment().is_some() {
         return refuse("it may hold no credentials, query or fragment");
@@ -362,9 +376,22 @@ mod tests {
                 "{text}"
             );
         }
+        // Plain http:// parses for any host; only a loopback one is read
+        // without a mount's `allow_http` (see `plain_http_host`).
+        for (text, host) in [
+            ("http://example.com", Some("example.com")),
+            ("http://10.0.0.1/x", Some("10.0.0.1")),
+            ("http://127.0.0.1:8080", None),
+            ("http://localhost/x", None),
+            ("https://example.com", None),
+            ("git+http://mirror.internal/r.git@main", Some("mirror.internal")),
+            ("git+http://[::1]:9/r.git", None),
+            ("git+https://example.com/r.git", None),
+        ] {
+            let parsed = Location::parse(text).unwrap();
+            assert_eq!(parsed.plain_http_host().as_deref(), host, "{text}");
+        }
         for bad in [
-            "http://example.com",
-            "http://10.0.0.1/x",
             "https://user:pw@example.com",
             "https://example.com/?q=1",
             "https://example.com/#x",

@@ -178,6 +178,8 @@ enum Opened {
     Git {
         backend: Arc<dyn SkillBackend>,
         commit: Option<String>,
+        /// Served at a commit fetched before: the remote did not answer.
+        stale: bool,
     },
     Discovery(Arc<skillstore_backends::DiscoveryBackend>),
 }
@@ -188,6 +190,7 @@ impl Opened {
         policy: SymlinkPolicy,
         read_limit: u64,
         cache: Option<&crate::cache::CacheSettings>,
+        allow_http: bool,
     ) -> Result<Opened> {
         match location {
             Location::Dir(path) => FsBackend::with_policy(path, policy)
@@ -204,7 +207,7 @@ impl Opened {
             }
             Location::Discovery(url) => {
                 let unpack = Arc::new(crate::archive::RootedUnpack::new(read_limit));
-                skillstore_backends::DiscoveryBackend::new(url, unpack, Default::default(), false)
+                skillstore_backends::DiscoveryBackend::new(url, unpack, Default::default(), allow_http)
                     .map(
                         |b| match cache.and_then(|c| c.resolved_dir().map(|d| (d, c.max_bytes))) {
                             Some((dir, max_bytes)) => b.with_cache(dir.join("discovery"), max_bytes),
@@ -221,15 +224,17 @@ impl Opened {
                     policy,
                     cache.and_then(|c| c.dir.as_deref()),
                 ) {
-                    Ok(b) => Ok(Opened::Git {
+                    Ok((b, resolution)) => Ok(Opened::Git {
                         commit: Some(b.commit()),
                         backend: Arc::new(b) as Arc<dyn SkillBackend>,
+                        stale: resolution == skillstore_backends::GitResolution::Stale,
                     }),
                     Err(e) if e.kind().is_transient() => {
                         tracing::warn!(location = %location, error = %crate::git_source::with_causes(&e), "a Git remote could not be reached; its sources are unavailable");
                         Ok(Opened::Git {
                             backend: Arc::new(crate::git_source::Unreachable),
                             commit: None,
+                            stale: false,
                         })
                     }
                     Err(e) => Err(Error::Usage(format!(
@@ -303,7 +308,7 @@ impl Location {
                 "`{self}` is a Git repository, which is read-only; write to a directory or an s3:// location"
             )));
         }
-        Ok(match Opened::open(self, policy, read_limit, None)? {
+        Ok(match Opened::open(self, policy, read_limit, None, false)? {
             Opened::Fs(b) => Arc::new(b),
             Opened::Object(b) => Arc::new(b),
             Opened::Memory(b) => b,
@@ -349,7 +354,18 @@ pub(crate) fn assemble(config: &Config, writable_names: &[String]) -> Result<Nam
         }
         let opened = match &m.contents {
             Some(files) => Opened::Memory(Arc::clone(files)),
-            None => Opened::open(&location, policy, read_limit, cache.as_ref())?,
+            None => {
+                if let Some(host) = location.plain_http_host()
+                    && !m.allow_http
+                {
+                    return Err(Error::Usage(format!(
+                        "the mount at {at} reads `{location}` over plain http:// from `{host}`, which is not a loopback host: \
+                         skills (and any credentials) would travel unencrypted and could be changed on the way; \
+                         use https://, or set `allow_http: true` on the mount"
+                    )));
+                }
+                Opened::open(&location, policy, read_limit, cache.as_ref(), m.allow_http)?
+            }
         };
         mounts.retain(|existing| existing.at != at);
         mounts.push(Mount {
@@ -394,6 +410,7 @@ pub(crate) fn assemble(config: &Config, writable_names: &[String]) -> Result<Nam
     let mut list = SourceList::new();
     let mut source_locations = Vec::with_capacity(sources.len());
     let mut identities = Vec::with_capacity(sources.len());
+    let mut standing = Vec::new();
     for (index, (source, policy)) in sources.into_iter().enumerate() {
         let path = source.path();
         let mount = mounts
@@ -432,6 +449,23 @@ pub(crate) fn assemble(config: &Config, writable_names: &[String]) -> Result<Nam
         }
         identities.push((index, source.is_writable(), identity(mount, &mounts, &inner)));
         source_locations.push(mount.location.clone());
+        if let Opened::Git {
+            stale: true,
+            commit: Some(commit),
+            ..
+        } = &mount.opened
+        {
+            standing.push(crate::Diagnostic::new(
+                crate::Severity::Warning,
+                crate::DiagnosticKind::SourceStale,
+                Some(source.name()),
+                Some(path),
+                format!(
+                    "the Git remote of {} could not be reached; serving commit {commit}, fetched before",
+                    mount.location
+                ),
+            ));
+        }
         let source = match mount.opened.commit() {
             Some(commit) => source.with_commit(commit),
             None => source,
@@ -462,6 +496,7 @@ pub(crate) fn assemble(config: &Config, writable_names: &[String]) -> Result<Nam
         read_limit,
         filter,
         cache,
+        standing,
         ..defaults
     };
     let style = match config.prompt.style.as_deref() {

@@ -112,9 +112,24 @@ async fn a_moved_branch_is_seen_on_the_next_open_and_a_pinned_commit_stays() {
     std::fs::remove_dir_all(&work).unwrap();
     let (still, _) = listing(&config(dir.path(), &pinned)).await;
     assert_eq!(still, before);
-    let (stale, commits) = listing(&config(dir.path(), &branch)).await;
-    assert_eq!(stale.len(), 3);
-    assert!(commits.iter().all(|c| c.as_deref() == Some(second.as_str())));
+    // The branch is served as last fetched, and says so: a `source_stale`
+    // warning for each of its sources, which count as incomplete (exit 3).
+    let stale = config(dir.path(), &branch).open().unwrap().load().await;
+    assert_eq!(stale.skills().len(), 3);
+    assert!(
+        stale
+            .skills()
+            .iter()
+            .all(|s| s.commit.as_deref() == Some(second.as_str()))
+    );
+    let warned: Vec<_> = stale.diagnostics().iter().map(|d| d.kind.as_str()).collect();
+    assert_eq!(warned, ["source_stale", "source_stale"], "{:?}", stale.diagnostics());
+    assert!(
+        stale.diagnostics()[0].message.contains(&second),
+        "{:?}",
+        stale.diagnostics()
+    );
+    assert_eq!(stale.incomplete_sources().len(), 2);
     // A reference never fetched cannot be served: its sources are
     // unavailable.
     let other = format!("git+file://{}@other", work.display());
@@ -222,6 +237,16 @@ async fn an_unreachable_remote_is_unavailable_and_shows_no_credentials() {
     let missing = format!("git+file://{}@no-such-branch", work.display());
     match config(dir.path(), &missing).open() {
         Err(Error::Usage(message)) => assert!(message.contains("no-such-branch"), "{message}"),
+        other => panic!("expected a usage error, got {:?}", other.map(|_| ())),
+    }
+    // A branch fetched before and then deleted at a remote that answers is
+    // an error, never the old commit from the cache.
+    git(&work, &["branch", "-q", "doomed"]);
+    let doomed = format!("git+file://{}@doomed", work.display());
+    assert!(config(dir.path(), &doomed).open().is_ok());
+    git(&work, &["branch", "-q", "-D", "doomed"]);
+    match config(dir.path(), &doomed).open() {
+        Err(Error::Usage(message)) => assert!(message.contains("doomed"), "{message}"),
         other => panic!("expected a usage error, got {:?}", other.map(|_| ())),
     }
 }

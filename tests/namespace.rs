@@ -290,3 +290,26 @@ async fn a_memory_mount_touches_no_disk_and_is_shared_by_its_namespaces() {
     assert!(replaced.get("changelog").is_none());
     assert_eq!(replaced.get("from-other").unwrap().source, "team");
 }
+
+/// Plain `http://` to a host that is not loopback, for a discovery endpoint
+/// or a Git remote, is refused unless the mount allows it; loopback and
+/// https are taken as they are.
+#[test]
+fn plain_http_off_loopback_needs_the_mount_to_allow_it() {
+    let dir = tempfile::tempdir().unwrap();
+    for location in [
+        "http://skills.example.invalid",
+        "git+http://mirror.example.invalid/r.git@main",
+    ] {
+        let yaml = format!("mounts:\n  - at: /org\n    location: \"{location}\"\nsources:\n  - path: /org\n");
+        let message = usage_message(config(&yaml, dir.path()).open());
+        assert!(
+            message.contains("allow_http: true") && message.contains("example.invalid"),
+            "{message}"
+        );
+    }
+    let allowed = "mounts:\n  - at: /org\n    location: \"http://skills.example.invalid\"\n    allow_http: true\nsources:\n  - path: /org\n";
+    assert!(config(allowed, dir.path()).open().is_ok());
+    let loopback = "mounts:\n  - at: /org\n    location: \"http://127.0.0.1:9\"\nsources:\n  - path: /org\n";
+    assert!(config(loopback, dir.path()).open().is_ok());
+}

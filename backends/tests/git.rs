@@ -489,3 +489,61 @@ fn a_dot_git_directory_in_the_tree_is_never_served() {
         assert!(read.is_err(), "{path} was served");
     }
 }
+
+/// A remote that accepts a connection and never speaks (a hung `git
+/// daemon` or SSH server) is given up after the fetch timeout; while
+/// another fetch holds a repository of the cache, a pinned commit is served
+/// without waiting for it, a branch as fetched before, and a reference
+/// never fetched is unavailable, never a wait.
+#[test]
+fn a_silent_remote_or_a_held_cache_never_hangs_an_open() {
+    use skillstore_backends::{GitCache, GitRemote, GitResolution};
+    use std::time::Duration;
+    let dir = tempfile::tempdir().unwrap();
+    let cache = GitCache::new(dir.path().join("cache"))
+        .unwrap()
+        .with_fetch_timeout(Duration::from_secs(1));
+    // Never accepted: the kernel completes each connection, nobody answers.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    for url in [
+        format!("git://127.0.0.1:{port}/r.git"),
+        format!("ssh://127.0.0.1:{port}/r.git"),
+    ] {
+        let remote = GitRemote::new(&url).unwrap();
+        let (done, outcome) = std::sync::mpsc::channel();
+        let cache = cache.clone();
+        std::thread::spawn(move || {
+            let opened = cache.open(&remote, Some("main"), SymlinkPolicy::WithinRoot);
+            let _ = done.send(opened.map(|_| ()).map_err(|e| e.kind()));
+        });
+        let outcome = outcome
+            .recv_timeout(Duration::from_secs(90))
+            .unwrap_or_else(|_| panic!("an open of {url} must give up by its fetch timeout"));
+        assert_eq!(outcome, Err(ErrorKind::Unavailable), "{url}");
+    }
+    drop(silent);
+
+    let work = dir.path().join("work");
+    layered_repo(&work);
+    let commit = git(&work, &["rev-parse", "HEAD"]).trim().to_owned();
+    let remote = GitRemote::new(&format!("file://{}", work.display())).unwrap();
+    let policy = SymlinkPolicy::WithinRoot;
+    let (_, resolution) = cache.open(&remote, Some("main"), policy).unwrap();
+    assert_eq!(resolution, GitResolution::Fetched);
+    // Another process's fetch holds the repository (as a hung one would).
+    let held = std::fs::OpenOptions::new()
+        .write(true)
+        .open(cache.repository_dir(&remote).with_extension("lock"))
+        .unwrap();
+    held.lock().unwrap();
+    let (pinned, resolution) = cache.open(&remote, Some(&commit), policy).unwrap();
+    assert_eq!((pinned.commit(), resolution), (commit.clone(), GitResolution::Pinned));
+    let (branch, resolution) = cache.open(&remote, Some("main"), policy).unwrap();
+    assert_eq!((branch.commit(), resolution), (commit.clone(), GitResolution::Stale));
+    let never = cache.open(&remote, Some("v1"), policy).unwrap_err();
+    assert_eq!(never.kind(), ErrorKind::Unavailable, "{never}");
+    drop(held);
+    let (tag, resolution) = cache.open(&remote, Some("v1"), policy).unwrap();
+    assert_eq!((tag.commit(), resolution), (commit, GitResolution::Fetched));
+}

@@ -11,7 +11,16 @@
 //! any network; anything else asks the remote for that one ref (one
 //! round trip, and no objects when it did not move). When the remote
 //! cannot be reached, the commit last fetched for the same reference is
-//! served, and the outcome says so. At most
+//! served, and the outcome says so; a remote that answers without the
+//! reference is an error, never an old commit.
+//!
+//! **Nothing waits forever.** A fetch (connection, negotiation, pack)
+//! runs on a thread of its own and is given up after
+//! [`GitCache::fetch_timeout`] (a `git://` or `ssh://` server that accepts
+//! and never speaks is treated as unreachable); the abandoned thread keeps
+//! the repository's lock until Git returns, and others wait for the lock
+//! only as long, then serve what was fetched before. A commit already in
+//! the cache is served without taking the lock at all. At most
 //! [`GitCache::max_repositories`] are kept: the least recently used
 //! beyond it are removed.
 
@@ -19,7 +28,9 @@ use std::num::NonZeroU32;
 use std::os::fd::AsFd;
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use gix::bstr::ByteSlice;
 use sha2::{Digest, Sha256};
@@ -30,6 +41,10 @@ use crate::fs::SymlinkPolicy;
 
 /// The most repositories a cache keeps by default.
 pub const DEFAULT_MAX_REPOSITORIES: usize = 64;
+
+/// How long a fetch may take, and how long the lock of a repository
+/// another process is fetching into is waited for, by default.
+pub const DEFAULT_FETCH_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// A remote Git repository: its URL as Git takes it, and the same URL
 /// without credentials, the only form ever shown.
@@ -63,6 +78,12 @@ impl GitRemote {
                 redact(url).escape_debug()
             )));
         }
+        if url::Url::parse(url).is_err() {
+            return Err(Error::new(ErrorKind::InvalidPath).with_detail(format!(
+                "`{}` is not a valid URL (in a user name or password, `/`, `@`, `:`, `?` and `#` must be percent-encoded)",
+                redact(url).escape_debug()
+            )));
+        }
         Ok(GitRemote {
             url: url.to_owned(),
             shown: redact(url),
@@ -75,16 +96,22 @@ impl GitRemote {
     }
 }
 
-/// `url` with any `user[:password]@` before the host removed.
+/// `url` as it may be shown: without user name, password, query or
+/// fragment (where access tokens travel). Text that does not parse as a URL
+/// is shown as its scheme alone, so a malformed secret never shows either.
 pub fn redact(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
+    let Some((scheme, _)) = url.split_once("://") else {
         return url.to_owned();
     };
-    let authority_end = rest.find('/').unwrap_or(rest.len());
-    let (authority, path) = rest.split_at(authority_end);
-    match authority.rfind('@') {
-        Some(at) => format!("{scheme}://{}{path}", &authority[at + 1..]),
-        None => url.to_owned(),
+    match url::Url::parse(url) {
+        Ok(mut parsed) => {
+            let _ = parsed.set_username("");
+            let _ = parsed.set_password(None);
+            parsed.set_query(None);
+            parsed.set_fragment(None);
+            parsed.to_string()
+        }
+        Err(_) => format!("{scheme}://(not a valid URL)"),
     }
 }
 
@@ -105,6 +132,7 @@ pub enum Resolution {
 pub struct GitCache {
     dir: PathBuf,
     max_repositories: usize,
+    fetch_timeout: Duration,
 }
 
 impl GitCache {
@@ -125,6 +153,7 @@ impl GitCache {
         Ok(GitCache {
             dir,
             max_repositories: DEFAULT_MAX_REPOSITORIES,
+            fetch_timeout: DEFAULT_FETCH_TIMEOUT,
         })
     }
 
@@ -149,6 +178,18 @@ impl GitCache {
         self.max_repositories
     }
 
+    /// The same cache giving up a fetch, or the wait for a repository's
+    /// lock, after `timeout`.
+    pub fn with_fetch_timeout(mut self, timeout: Duration) -> Self {
+        self.fetch_timeout = timeout;
+        self
+    }
+
+    /// How long a fetch, or the wait for a repository's lock, may take.
+    pub fn fetch_timeout(&self) -> Duration {
+        self.fetch_timeout
+    }
+
     /// The cache directory.
     pub fn dir(&self) -> &Path {
         &self.dir
@@ -169,12 +210,38 @@ impl GitCache {
         reference: Option<&str>,
         policy: SymlinkPolicy,
     ) -> Result<(GitBackend, Resolution)> {
-        let key = key(&remote.shown);
-        let repo_dir = self.dir.join(format!("{key}.git"));
-        let lock = Lock::take(&self.dir.join(format!("{key}.lock")))?;
-        let result = self.open_locked(remote, &repo_dir, reference, policy);
+        let name = key(&remote.shown);
+        let repo_dir = self.dir.join(format!("{name}.git"));
+        // A commit's objects never change once here: no lock, no network.
+        if let Some(commit) = reference.filter(|r| is_full_commit_id(r))
+            && repo_dir.exists()
+            && let Ok(backend) = GitBackend::open(&repo_dir, commit, policy)
+        {
+            return Ok((backend, Resolution::Pinned));
+        }
+        let source = reference.unwrap_or("HEAD");
+        let local = format!("refs/skillstore/{}", key(source));
+        let lock = match Lock::take_within(&self.dir.join(format!("{name}.lock")), self.fetch_timeout) {
+            Ok(lock) => Arc::new(lock),
+            Err(busy) => {
+                // Another process holds the repository (a fetch that hangs):
+                // what was fetched before is read without it.
+                let before = repo_dir
+                    .exists()
+                    .then(|| GitBackend::open(&repo_dir, &local, policy).ok())
+                    .flatten();
+                return match before {
+                    Some(backend) if !reference.is_some_and(is_full_commit_id) => {
+                        tracing::warn!(remote = %remote, "the Git cache is held by another fetch; serving the commit fetched before");
+                        Ok((backend, Resolution::Stale))
+                    }
+                    _ => Err(busy),
+                };
+            }
+        };
+        let result = self.open_locked(remote, &repo_dir, reference, &local, policy, &lock);
         drop(lock);
-        self.prune(&key);
+        self.prune(&name);
         result
     }
 
@@ -183,27 +250,27 @@ impl GitCache {
         remote: &GitRemote,
         repo_dir: &Path,
         reference: Option<&str>,
+        local: &str,
         policy: SymlinkPolicy,
+        lock: &Arc<Lock>,
     ) -> Result<(GitBackend, Resolution)> {
         let pinned = reference.filter(|r| is_full_commit_id(r));
-        if let Some(commit) = pinned
-            && repo_dir.exists()
-            && let Ok(backend) = GitBackend::open(repo_dir, commit, policy)
-        {
-            return Ok((backend, Resolution::Pinned));
-        }
         let repo = if repo_dir.exists() {
             gix::open(repo_dir).map_err(|e| cache_error("cannot open the cached repository", e))?
         } else {
             gix::init_bare(repo_dir).map_err(|e| cache_error("cannot make the cached repository", e))?
         };
         let source = reference.unwrap_or("HEAD");
-        let local = format!("refs/skillstore/{}", key(source));
-        let fetched = fetch(&repo, remote, source, &local);
+        let fetched = self.fetch_within(repo_dir, remote, source, local, lock);
         let commit = match (&fetched, pinned) {
             (Ok(()), Some(commit)) => commit.to_owned(),
-            (Ok(()), None) => local.clone(),
-            (Err(_), None) if repo.try_find_reference(local.as_str()).ok().flatten().is_some() => local.clone(),
+            (Ok(()), None) => local.to_owned(),
+            // Only a remote that did not answer falls back to what was
+            // fetched before; one that answered without the reference
+            // (deleted, renamed) is an error, never an old commit.
+            (Err(e), None) if e.kind().is_transient() && repo.try_find_reference(local).ok().flatten().is_some() => {
+                local.to_owned()
+            }
             (Err(_), _) => return Err(fetched.expect_err("matched an error")),
         };
         let backend = GitBackend::open(repo_dir, &commit, policy)?;
@@ -214,6 +281,49 @@ impl GitCache {
             Resolution::Stale
         };
         Ok((backend, resolution))
+    }
+
+    /// [`fetch`] on a thread of its own, given up after the fetch timeout:
+    /// the thread is asked to stop and keeps `lock` until it returns.
+    fn fetch_within(
+        &self,
+        repo_dir: &Path,
+        remote: &GitRemote,
+        source: &str,
+        local: &str,
+        lock: &Arc<Lock>,
+    ) -> Result<()> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (done, outcome) = std::sync::mpsc::sync_channel(1);
+        let thread = {
+            let (repo_dir, remote, source, local) =
+                (repo_dir.to_owned(), remote.clone(), source.to_owned(), local.to_owned());
+            let (stop, lock) = (Arc::clone(&stop), Arc::clone(lock));
+            std::thread::Builder::new()
+                .name("skillstore-git-fetch".into())
+                .spawn(move || {
+                    let result = gix::open(&repo_dir)
+                        .map_err(|e| cache_error("cannot open the cached repository", e))
+                        .and_then(|repo| fetch(&repo, &remote, &source, &local, &stop));
+                    let _ = done.send(result);
+                    drop(lock);
+                })
+                .map_err(|e| cache_error("cannot start a fetch", e))?
+        };
+        match outcome.recv_timeout(self.fetch_timeout) {
+            Ok(result) => {
+                let _ = thread.join();
+                result
+            }
+            Err(_) => {
+                stop.store(true, Ordering::Relaxed);
+                Err(Error::new(ErrorKind::Unavailable).with_detail(format!(
+                    "the remote {remote} did not answer for `{}` within {} s",
+                    source.escape_debug(),
+                    self.fetch_timeout.as_secs()
+                )))
+            }
+        }
     }
 
     /// Removes the least recently used repositories beyond the bound,
@@ -247,8 +357,9 @@ impl GitCache {
     }
 }
 
-/// Fetches `source` from `remote` into the local ref `local`, depth 1.
-fn fetch(repo: &gix::Repository, remote: &GitRemote, source: &str, local: &str) -> Result<()> {
+/// Fetches `source` from `remote` into the local ref `local`, depth 1;
+/// the pack's download stops when `stop` is set.
+fn fetch(repo: &gix::Repository, remote: &GitRemote, source: &str, local: &str, stop: &AtomicBool) -> Result<()> {
     let unavailable = |what: &str, e: &dyn std::fmt::Display| {
         let cause = e.to_string().replace(remote.url(), &remote.shown);
         Error::new(ErrorKind::Unavailable)
@@ -292,7 +403,7 @@ fn fetch(repo: &gix::Repository, remote: &GitRemote, source: &str, local: &str) 
     let depth = NonZeroU32::new(1).expect("one is not zero");
     prepared
         .with_shallow(gix::remote::fetch::Shallow::DepthAtRemote(depth))
-        .receive(gix::progress::Discard, &AtomicBool::new(false))
+        .receive(gix::progress::Discard, stop)
         .map_err(|e| unavailable("cannot fetch", &e))?;
     Ok(())
 }
@@ -330,11 +441,29 @@ impl Lock {
             .map_err(|e| cache_error("cannot open the Git cache's lock", e))
     }
 
-    /// Waits for the lock.
-    fn take(path: &Path) -> Result<Lock> {
+    /// Waits for the lock, at most `patience`; past it, `unavailable`.
+    fn take_within(path: &Path, patience: Duration) -> Result<Lock> {
         let file = Self::open(path)?;
-        rustix::fs::flock(file.as_fd(), rustix::fs::FlockOperation::LockExclusive)
-            .map_err(|e| cache_error("cannot lock the Git cache", std::io::Error::from(e)))?;
+        let deadline = std::time::Instant::now() + patience;
+        let mut pause = Duration::from_millis(5);
+        loop {
+            match rustix::fs::flock(file.as_fd(), rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+                Ok(()) => break,
+                Err(rustix::io::Errno::WOULDBLOCK | rustix::io::Errno::INTR)
+                    if std::time::Instant::now() < deadline =>
+                {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_millis(200));
+                }
+                Err(rustix::io::Errno::WOULDBLOCK | rustix::io::Errno::INTR) => {
+                    return Err(Error::new(ErrorKind::Unavailable).with_detail(format!(
+                        "another fetch of this remote has held the Git cache for over {} s",
+                        patience.as_secs()
+                    )));
+                }
+                Err(e) => return Err(cache_error("cannot lock the Git cache", std::io::Error::from(e))),
+            }
+        }
         // The lock file's time says when the repository was last used.
         let _ = file.set_modified(std::time::SystemTime::now());
         Ok(Lock(file))
@@ -360,6 +489,8 @@ mod tests {
             ("ssh://git@host:22/r.git", "ssh://host:22/r.git"),
             ("https://host/a@b.git", "https://host/a@b.git"),
             ("file:///srv/r.git", "file:///srv/r.git"),
+            ("https://host/r.git?access_token=secret", "https://host/r.git"),
+            ("https://u:se%2Fcret@host/r.git#secret", "https://host/r.git"),
         ] {
             let remote = GitRemote::new(url).unwrap();
             assert_eq!(remote.to_string(), shown);
@@ -369,6 +500,16 @@ mod tests {
         assert!(GitRemote::new("ftp://host/r.git").is_err());
         let err = GitRemote::new("gopher://u:secret@h/r").unwrap_err().to_string();
         assert!(!err.contains("secret"), "{err}");
+        // A raw `/` in a password makes the text no URL at all: refused,
+        // and shown without any part of it.
+        for malformed in ["https://user:se/cret@host/r.git", "https://user:secret@ho st/r.git"] {
+            let err = GitRemote::new(malformed).unwrap_err().to_string();
+            assert!(!err.contains("secret") && !err.contains("cret"), "{err}");
+        }
+        assert_eq!(
+            redact_all("cannot reach https://u:p/secret@h/x now"),
+            "cannot reach https://(not a valid URL) now"
+        );
     }
 
     #[test]
