@@ -366,3 +366,26 @@ async fn lfs_pointers_and_submodules_become_diagnostics() {
         "a skill's own refusal leaves its source whole"
     );
 }
+
+/// Credentials are never sent in clear text: a `user:password@` remote
+/// over plain `http://` is refused by the transport, and the operator's
+/// message says so (Git's own reason, every cause) without the password.
+#[test]
+fn a_password_over_plain_http_is_refused_and_the_message_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    layered_work(&work);
+    let served = dir.path().join("served");
+    std::fs::create_dir_all(&served).unwrap();
+    publish_bare(&work, &served, "skills.git");
+    let http = GitHttpServer::start(&served);
+    let url = http.url("skills.git").replace("http://", "http://someone:hunter2@");
+    let remote = skillstore::backends::GitRemote::new(&url).unwrap();
+    let err = skillstore::git_source::open(&remote, None, Default::default(), Some(dir.path())).unwrap_err();
+    let shown = skillstore::git_source::with_causes(&err);
+    assert!(shown.contains("clear text"), "{shown}");
+    assert!(!shown.contains("hunter2") && !shown.contains("someone"), "{shown}");
+    // Without credentials the same server serves it.
+    let plain = skillstore::backends::GitRemote::new(&http.url("skills.git")).unwrap();
+    assert!(skillstore::git_source::open(&plain, None, Default::default(), Some(dir.path())).is_ok());
+}

@@ -360,8 +360,16 @@ impl GitCache {
 /// Fetches `source` from `remote` into the local ref `local`, depth 1;
 /// the pack's download stops when `stop` is set.
 fn fetch(repo: &gix::Repository, remote: &GitRemote, source: &str, local: &str, stop: &AtomicBool) -> Result<()> {
-    let unavailable = |what: &str, e: &dyn std::fmt::Display| {
-        let cause = e.to_string().replace(remote.url(), &remote.shown);
+    let unavailable = |what: &str, e: &(dyn std::error::Error + 'static)| {
+        // Git's own words and each of their causes, for the operator's log.
+        let mut cause = e.to_string();
+        let mut next = e.source();
+        while let Some(inner) = next {
+            cause.push_str(": ");
+            cause.push_str(&inner.to_string());
+            next = inner.source();
+        }
+        let cause = cause.replace(remote.url(), &remote.shown);
         Error::new(ErrorKind::Unavailable)
             .with_detail(format!("{what} `{}` of {remote}", source.escape_debug()))
             .with_source(std::io::Error::other(redact_all(&cause)))
