@@ -46,6 +46,14 @@ fn shape() -> impl Strategy<Value = (&'static str, &'static str, Auth, Body)> {
             ("POST", "/mcp"),
             ("GET", "/v1/skills"),
             ("GET", "/metrics"),
+            // Discovery is anonymous by nature: a tenant that opted in
+            // answers anyone, one that did not and one that does not exist
+            // answer the same 404, and neither waits for a body.
+            ("GET", "/t/open/.well-known/agent-skills/index.json"),
+            ("POST", "/t/open/.well-known/agent-skills/index.json"),
+            ("GET", "/t/acme/.well-known/agent-skills/index.json"),
+            ("GET", "/t/nobody/.well-known/agent-skills/index.json"),
+            ("GET", "/.well-known/agent-skills/index.json"),
         ][..],
     );
     let auth = prop_oneof![
@@ -61,6 +69,15 @@ fn shape() -> impl Strategy<Value = (&'static str, &'static str, Auth, Body)> {
 /// The status a refused caller gets, or `None` when the request is one
 /// the caller may make (a read token reading).
 fn expected(method: &str, path: &str, auth: &Auth) -> Option<u16> {
+    if path.contains("/.well-known/") {
+        return match (method, path.starts_with("/t/open/"), auth) {
+            ("GET", true, _) => Some(200),
+            // Another tenant's token on a write: not this test's question.
+            (_, true, Auth::ReadOnly) => None,
+            (_, true, _) => Some(401),
+            _ => Some(404),
+        };
+    }
     match auth {
         Auth::ReadOnly if path == "/v1/refresh" || path == "/mcp" || method == "GET" && path != "/metrics" => None,
         Auth::ReadOnly if path == "/metrics" => Some(401),
@@ -78,11 +95,15 @@ fn refused_callers_are_answered_before_any_body_byte() {
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
     layered_tree(dir.path());
-    let mut settings = settings(vec![(
-        "acme",
-        layered_config(dir.path()),
-        vec![(WRITER, Scope::Write), (READER, Scope::Read)],
-    )]);
+    let mut settings = settings(vec![
+        (
+            "acme",
+            layered_config(dir.path()),
+            vec![(WRITER, Scope::Write), (READER, Scope::Read)],
+        ),
+        ("open", layered_config(dir.path()), vec![("open-token", Scope::Write)]),
+    ]);
+    settings.tenants[1].discovery = skillstore_server::Discovery::Public;
     settings.limits = Limits {
         max_body_bytes: 10 * 1024 * 1024,
         max_concurrent_requests: 1,
