@@ -19,11 +19,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use skillstore::backends::testkit::latency_proxy;
 use skillstore::backends::testkit::s3_server::{ACCESS_KEY, REGION, S3TestServer, SECRET_KEY};
 use skillstore::backends::{ObjectStoreBackend, PutMode, SkillBackend, VPath};
 use skillstore::{Catalog, LoadOptions, Source, SourceList};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
 
 const DELAY: Duration = Duration::from_millis(10);
 const LAYERS: [&str; 4] = ["base", "user", "project", "team"];
@@ -71,69 +70,14 @@ impl Counters {
     }
 }
 
-/// Copies one direction of a connection, each chunk delivered `DELAY` after
-/// it arrived (a delay line: throughput is kept, latency is added).
-async fn delayed_copy(
-    mut from: tokio::net::tcp::OwnedReadHalf,
-    mut to: tokio::net::tcp::OwnedWriteHalf,
-    on_chunk: impl Fn(&[u8]) + Send + 'static,
-) {
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(Instant, Vec<u8>)>();
-    let writer = tokio::spawn(async move {
-        while let Some((due, chunk)) = rx.recv().await {
-            tokio::time::sleep_until(due.into()).await;
-            if to.write_all(&chunk).await.is_err() {
-                break;
-            }
-        }
-        let _ = to.shutdown().await;
-    });
-    let mut buf = vec![0u8; 64 * 1024];
-    loop {
-        match from.read(&mut buf).await {
-            Ok(0) | Err(_) => break,
-            Ok(n) => {
-                on_chunk(&buf[..n]);
-                if tx.send((Instant::now() + DELAY, buf[..n].to_vec())).is_err() {
-                    break;
-                }
-            }
-        }
+impl latency_proxy::Observer for Counters {
+    fn request(&self, chunk: &[u8]) {
+        self.requests(chunk);
     }
-    drop(tx);
-    let _ = writer.await;
-}
 
-/// Starts the proxy in front of `upstream`; returns its address.
-async fn start_proxy(upstream: std::net::SocketAddr, counters: Arc<Counters>) -> std::net::SocketAddr {
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("binding the proxy");
-    let addr = listener.local_addr().expect("the proxy's address");
-    tokio::spawn(async move {
-        loop {
-            let Ok((client, _)) = listener.accept().await else {
-                continue;
-            };
-            let counters = Arc::clone(&counters);
-            tokio::spawn(async move {
-                let Ok(server) = TcpStream::connect(upstream).await else {
-                    return;
-                };
-                let _ = client.set_nodelay(true);
-                let _ = server.set_nodelay(true);
-                let (client_read, client_write) = client.into_split();
-                let (server_read, server_write) = server.into_split();
-                let up = Arc::clone(&counters);
-                let down = Arc::clone(&counters);
-                tokio::join!(
-                    delayed_copy(client_read, server_write, move |chunk| up.requests(chunk)),
-                    delayed_copy(server_read, client_write, move |chunk| {
-                        down.response_bytes.fetch_add(chunk.len() as u64, Ordering::Relaxed);
-                    }),
-                );
-            });
-        }
-    });
-    addr
+    fn response(&self, chunk: &[u8]) {
+        self.response_bytes.fetch_add(chunk.len() as u64, Ordering::Relaxed);
+    }
 }
 
 /// Uploads every file of `tree` under `prefix`.
@@ -217,7 +161,12 @@ async fn main() {
         .parse()
         .expect("an address");
     let counters = Arc::new(Counters::default());
-    let proxy = start_proxy(upstream, Arc::clone(&counters)).await;
+    let proxy = latency_proxy::start(
+        upstream,
+        DELAY,
+        Arc::clone(&counters) as Arc<dyn latency_proxy::Observer>,
+    )
+    .await;
     let endpoint = format!("http://{proxy}");
     println!("uploaded {uploaded} files ({skill_files} SKILL.md) to s3s-fs; proxy adds {DELAY:?} each way");
 

@@ -43,6 +43,7 @@ pub mod git_repo;
 #[cfg(all(feature = "git", unix))]
 pub mod git_servers;
 pub mod hostile;
+pub mod latency_proxy;
 pub mod read_only;
 #[cfg(feature = "s3-server")]
 pub mod s3_server;
