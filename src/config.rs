@@ -70,6 +70,10 @@ pub struct Config {
     /// Bounds of a synced tree.
     #[serde(default)]
     pub sync: SyncConfig,
+    /// A lock file (`skillstore lock`) every winner must match to be
+    /// served, relative to the configuration's directory.
+    #[serde(default)]
+    pub lock: Option<String>,
     /// The directory relative locations and files are resolved against:
     /// the configuration file's directory, or the working directory.
     #[serde(skip)]
@@ -322,6 +326,28 @@ impl Config {
     /// (an error then if no source has the name).
     pub fn make_writable(&mut self, name: &str) {
         self.writable_names.push(name.to_owned());
+    }
+
+    /// Checks every winner against the lock file at `path` (relative to
+    /// the working directory), in place of the configuration's `lock:`.
+    pub fn set_lock(&mut self, path: &Path) {
+        self.lock = Some(
+            if path.is_relative() {
+                std::env::current_dir()
+                    .map(|d| d.join(path))
+                    .unwrap_or_else(|_| path.to_path_buf())
+            } else {
+                path.to_path_buf()
+            }
+            .to_string_lossy()
+            .into_owned(),
+        );
+    }
+
+    /// Serves every winner without a lock, whatever the configuration says
+    /// (to write a new lock).
+    pub fn clear_lock(&mut self) {
+        self.lock = None;
     }
 
     /// Assembles the namespace: opens every mount (read-only), gives each

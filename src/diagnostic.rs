@@ -39,6 +39,12 @@ pub enum DiagnosticKind {
     /// (`directory_link`, `unresolved_link`, `special_file`, `too_deep`);
     /// a storage refusal is [`DiagnosticKind::Storage`].
     LeftOut(LeftOutKind),
+    /// A winner not served because a lock pins another digest for it
+    /// (`lock_mismatch`).
+    LockMismatch,
+    /// A winner not served because the lock does not hold it
+    /// (`not_locked`).
+    NotLocked,
 }
 
 impl DiagnosticKind {
@@ -54,7 +60,15 @@ impl DiagnosticKind {
             DiagnosticKind::InvalidKey => "invalid_key",
             DiagnosticKind::IndexIgnored => "index_ignored",
             DiagnosticKind::LeftOut(kind) => kind.as_str(),
+            DiagnosticKind::LockMismatch => "lock_mismatch",
+            DiagnosticKind::NotLocked => "not_locked",
         }
+    }
+
+    /// True for the kinds of a winner withheld by an integrity check (a
+    /// lock): the skill exists but is not served.
+    pub fn is_withheld(self) -> bool {
+        matches!(self, DiagnosticKind::LockMismatch | DiagnosticKind::NotLocked)
     }
 
     /// True for the kinds about a whole source (it was missing,
@@ -209,6 +223,8 @@ mod tests {
             (DiagnosticKind::DuplicateName, "duplicate_name"),
             (DiagnosticKind::InvalidKey, "invalid_key"),
             (DiagnosticKind::IndexIgnored, "index_ignored"),
+            (DiagnosticKind::LockMismatch, "lock_mismatch"),
+            (DiagnosticKind::NotLocked, "not_locked"),
         ];
         let all = problems
             .iter()

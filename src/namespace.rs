@@ -28,6 +28,7 @@ use crate::catalog::{Catalog, LoadOptions, SkillFilter};
 use crate::config::{Config, MountConfig};
 use crate::edit::SkillEditor;
 use crate::error::{Error, Result};
+use crate::integrity::{Integrity, Lock};
 use crate::location::{Location, read_local_text};
 use crate::prompt::{PromptOptions, PromptStyle};
 use crate::source::{Patterns, Source, SourceList, parse_dir};
@@ -45,6 +46,7 @@ pub struct Namespace {
     load: LoadOptions,
     prompt: PromptSettings,
     sync: SyncOptions,
+    lock: Option<Arc<Lock>>,
 }
 
 /// Prompt settings from the configuration, before a template is read.
@@ -103,6 +105,12 @@ impl Namespace {
     /// before), in mount order.
     pub fn git_mounts(&self) -> &[(Location, Option<String>)] {
         &self.git_mounts
+    }
+
+    /// The lock every winner is checked against, when one is configured
+    /// (`lock:` or `--locked`).
+    pub fn lock(&self) -> Option<&Lock> {
+        self.lock.as_deref()
     }
 
     /// The location serving the source `name` (for a front end that must
@@ -457,11 +465,25 @@ pub(crate) fn assemble(config: &Config, writable_names: &[String]) -> Result<Nam
         config.skills.enabled.clone().map(Patterns::new).transpose()?,
         Patterns::new(config.skills.disabled.iter().cloned())?,
     );
+    let lock = match &config.lock {
+        Some(file) => {
+            let file = Path::new(file);
+            let file = if file.is_relative() {
+                base.join(file)
+            } else {
+                file.to_path_buf()
+            };
+            let text = read_local_text(&file, MAX_LOCK_BYTES, "lock file")?;
+            Some(Arc::new(Lock::parse(&text)?))
+        }
+        None => None,
+    };
     let load = LoadOptions {
         concurrency: config.limits.concurrency.unwrap_or(defaults.concurrency).max(1),
         read_limit,
         filter,
         cache,
+        integrity: lock.clone().map(|lock| Arc::new(Integrity { lock: Some(lock) })),
         ..defaults
     };
     let style = match config.prompt.style.as_deref() {
@@ -472,7 +494,7 @@ pub(crate) fn assemble(config: &Config, writable_names: &[String]) -> Result<Nam
         let t = Path::new(t);
         if t.is_relative() { base.join(t) } else { t.to_path_buf() }
     });
-    Ok(Namespace {
+    let namespace = Namespace {
         backend: Arc::new(table),
         sources: list,
         source_locations,
@@ -489,8 +511,16 @@ pub(crate) fn assemble(config: &Config, writable_names: &[String]) -> Result<Nam
             location_root: config.prompt.location_root.clone(),
         },
         sync: sync_options(config, read_limit),
-    })
+        lock,
+    };
+    if let Some(lock) = &namespace.lock {
+        lock.check_git(&namespace)?;
+    }
+    Ok(namespace)
 }
+
+/// The largest lock file read.
+const MAX_LOCK_BYTES: u64 = 16 * 1024 * 1024;
 
 fn sync_options(config: &Config, read_limit: u64) -> SyncOptions {
     let defaults = SyncOptions::default();

@@ -76,9 +76,10 @@ pub struct Global {
     /// Do not read or write the local cache of S3 frontmatters.
     #[arg(long, global = true)]
     pub no_cache: bool,
-    /// Refuse to run when a Git source resolved to another commit than this
-    /// lock file (`--locked=FILE`; default skillstore.lock) says.
-    #[arg(long, global = true, value_name = "FILE", num_args = 0..=1, require_equals = true, default_missing_value = skillstore::git_lock::LOCK_FILE)]
+    /// Serve only the skills whose digests match this lock file, and refuse
+    /// to run when a Git source resolved to another commit than it says
+    /// (`--locked=FILE`; default skillstore.lock).
+    #[arg(long, global = true, value_name = "FILE", num_args = 0..=1, require_equals = true, default_missing_value = skillstore::integrity::LOCK_FILE)]
     pub locked: Option<PathBuf>,
 }
 
@@ -89,6 +90,10 @@ pub enum Command {
         /// Print one JSON object with skills and diagnostics.
         #[arg(long)]
         json: bool,
+        /// Compute every skill's digest (the `digest` field of --json); reads
+        /// every file whose version was not hashed before.
+        #[arg(long)]
+        digests: bool,
     },
     /// Show one skill, where it came from and what it shadowed.
     Show {
@@ -130,10 +135,10 @@ pub enum Command {
         #[arg(required = true, value_name = "PATH")]
         paths: Vec<PathBuf>,
     },
-    /// Record the commit each Git source resolved to in a lock file, for --locked.
+    /// Record every enabled skill's digest and each Git source's commit in a lock file, for --locked.
     Lock {
         /// The file to write.
-        #[arg(short, long, value_name = "FILE", default_value = skillstore::git_lock::LOCK_FILE)]
+        #[arg(short, long, value_name = "FILE", default_value = skillstore::integrity::LOCK_FILE)]
         output: PathBuf,
     },
     /// Upload a local skills tree to a location.
@@ -436,7 +441,7 @@ async fn run(args: Args) -> Result<(), Failure> {
     match args.command {
         Command::Completions { shell } => manual::completions(shell),
         Command::Man { dir } => manual::man(dir.as_deref()),
-        Command::List { json } => commands::list(&args.global, json).await,
+        Command::List { json, digests } => commands::list(&args.global, json, digests).await,
         Command::Show { name, json } => commands::show(&args.global, &name, json).await,
         Command::Read { name, relpath } => commands::read(&args.global, &name, relpath.as_deref()).await,
         Command::Prompt {
@@ -456,7 +461,7 @@ async fn run(args: Args) -> Result<(), Failure> {
         }
         Command::Validate { json, paths } => validate::run(&paths, json).await,
         Command::TokenHash => serve::token_hash(),
-        Command::Lock { output } => commands::lock(&args.global, &output),
+        Command::Lock { output } => commands::lock(&args.global, &output).await,
         Command::Config(ConfigCommand::Check { file }) => {
             config_check::run(file.as_deref(), args.global.config.as_deref())
         }
