@@ -139,6 +139,11 @@ pub struct Skill {
     /// otherwise).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub digest: Option<Arc<str>>,
+    /// Who signed it, when its source checks signatures and its signature
+    /// verified: the principals of the accepting `allowed_signers` line
+    /// (absent from JSON otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signer: Option<Arc<str>>,
 }
 
 impl Skill {
@@ -692,11 +697,12 @@ impl Catalog {
         self
     }
 
-    /// Sets the digests a check computed, by winner name.
-    pub(crate) fn set_digests(&mut self, digests: &HashMap<String, String>) {
+    /// Sets the digests and signers a check found, by winner name.
+    pub(crate) fn set_checked(&mut self, checked: &HashMap<String, (Option<String>, Option<String>)>) {
         for skill in &mut self.skills {
-            if let Some(digest) = digests.get(skill.name()) {
-                skill.digest = Some(Arc::from(digest.as_str()));
+            if let Some((digest, signer)) = checked.get(skill.name()) {
+                skill.digest = digest.as_deref().map(Arc::from);
+                skill.signer = signer.as_deref().map(Arc::from);
             }
         }
     }
@@ -1411,6 +1417,7 @@ fn merge(
                 version: candidate.version.clone().unwrap_or_else(|| Version::new("")),
                 commit: source.commit().cloned(),
                 digest: None,
+                signer: None,
             };
             match index.get(&winners, &metadata.name) {
                 Some(at) => {

@@ -135,6 +135,22 @@ pub struct SourceConfig {
     /// several).
     #[serde(default)]
     pub writable: bool,
+    /// Whose SSH signatures this source's skills are checked against.
+    #[serde(default)]
+    pub signatures: Option<SignaturesConfig>,
+}
+
+/// The signatures a source accepts.
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SignaturesConfig {
+    /// An `allowed_signers` file (Git's format), relative to the
+    /// configuration's directory.
+    pub allowed_signers: String,
+    /// Whether an unsigned skill is withheld (`signature_missing`); a
+    /// present signature is always checked.
+    #[serde(default)]
+    pub required: bool,
 }
 
 /// Enabled and disabled skills, by name or glob.

@@ -28,7 +28,8 @@ use crate::catalog::{Catalog, LoadOptions, SkillFilter};
 use crate::config::{Config, MountConfig};
 use crate::edit::SkillEditor;
 use crate::error::{Error, Result};
-use crate::integrity::{Integrity, Lock};
+use crate::integrity::signature::AllowedSigners;
+use crate::integrity::{Integrity, Lock, SignaturePolicy};
 use crate::location::{Location, read_local_text};
 use crate::prompt::{PromptOptions, PromptStyle};
 use crate::source::{Patterns, Source, SourceList, parse_dir};
@@ -118,6 +119,16 @@ impl Namespace {
     pub fn source_location(&self, name: &str) -> Option<&Location> {
         let index = self.sources.iter().position(|s| s.name() == name)?;
         self.source_locations.get(index)
+    }
+
+    /// Loads the catalog without its integrity checks (a lock, required
+    /// signatures): for `verify`, which reports on every winner.
+    pub async fn load_unchecked(&self) -> Catalog {
+        let options = LoadOptions {
+            integrity: None,
+            ..self.load.clone()
+        };
+        Catalog::load(self.backend(), self.sources.clone(), options).await
     }
 
     /// Loads the catalog.
@@ -369,6 +380,7 @@ pub(crate) fn assemble(config: &Config, writable_names: &[String]) -> Result<Nam
     }
 
     let mut sources: Vec<(Source, Option<SymlinkPolicy>)> = Vec::with_capacity(config.sources.len());
+    let mut signatures = Vec::new();
     for s in &config.sources {
         let path = parse_dir(&s.path)?;
         let source = match &s.label {
@@ -378,6 +390,23 @@ pub(crate) fn assemble(config: &Config, writable_names: &[String]) -> Result<Nam
         .with_include(Patterns::new(s.include.iter().cloned())?)
         .with_exclude(Patterns::new(s.exclude.iter().cloned())?)
         .with_writable(s.writable);
+        if let Some(wanted) = &s.signatures {
+            let file = Path::new(&wanted.allowed_signers);
+            let file = if file.is_relative() {
+                base.join(file)
+            } else {
+                file.to_path_buf()
+            };
+            let text = read_local_text(&file, MAX_LOCK_BYTES, "allowed_signers file")?;
+            let allowed = AllowedSigners::parse(&text)?;
+            signatures.push((
+                source.name().to_owned(),
+                Arc::new(SignaturePolicy {
+                    allowed,
+                    required: wanted.required,
+                }),
+            ));
+        }
         sources.push((source, s.symlinks.as_deref().map(parse_policy).transpose()?));
     }
     for name in writable_names {
@@ -483,7 +512,12 @@ pub(crate) fn assemble(config: &Config, writable_names: &[String]) -> Result<Nam
         read_limit,
         filter,
         cache,
-        integrity: lock.clone().map(|lock| Arc::new(Integrity { lock: Some(lock) })),
+        integrity: (lock.is_some() || !signatures.is_empty()).then(|| {
+            Arc::new(Integrity {
+                lock: lock.clone(),
+                signatures,
+            })
+        }),
         ..defaults
     };
     let style = match config.prompt.style.as_deref() {

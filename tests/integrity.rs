@@ -183,6 +183,7 @@ async fn locked(backend: Arc<dyn SkillBackend>, source: &str, lock: &Lock) -> Ca
     let options = LoadOptions {
         integrity: Some(Arc::new(Integrity {
             lock: Some(Arc::new(lock.clone())),
+            ..Integrity::default()
         })),
         ..LoadOptions::default()
     };

@@ -6,6 +6,7 @@
 mod archive;
 mod commands;
 mod config_check;
+mod integrity;
 mod list_json;
 mod namespace;
 mod publish;
@@ -141,6 +142,21 @@ pub enum Command {
         #[arg(short, long, value_name = "FILE", default_value = skillstore::integrity::LOCK_FILE)]
         output: PathBuf,
     },
+    /// Report every skill's digest, how it stands against the lock and who signed it; exit 3 when one would not be served.
+    Verify {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Sign local skill directories with an SSH key (written to DIR/.skillstore/signature).
+    Sign {
+        /// The skills' directories.
+        #[arg(required = true, value_name = "SKILL_DIR")]
+        dirs: Vec<PathBuf>,
+        /// An unencrypted OpenSSH private key (Ed25519 or ECDSA P-256).
+        #[arg(long, value_name = "PRIVATE_KEY")]
+        key: PathBuf,
+    },
     /// Upload a local skills tree to a location.
     Publish {
         /// The local directory holding the layer folders.
@@ -227,8 +243,9 @@ pub enum Command {
 
 /// The commands that open no namespace: the global options mean nothing to
 /// them, so their help leaves them out and giving one is a usage error.
-const WITHOUT_NAMESPACE: [&str; 8] = [
+const WITHOUT_NAMESPACE: [&str; 9] = [
     "validate",
+    "sign",
     "publish",
     "pack",
     "token-hash",
@@ -431,6 +448,7 @@ async fn run(args: Args) -> Result<(), Failure> {
         Command::Validate { .. } => refuse_global_options(global, "validate", false)?,
         Command::Publish { .. } => refuse_global_options(global, "publish", false)?,
         Command::Pack { .. } => refuse_global_options(global, "pack", false)?,
+        Command::Sign { .. } => refuse_global_options(global, "sign", false)?,
         Command::TokenHash => refuse_global_options(global, "token-hash", false)?,
         Command::Config(ConfigCommand::Check { .. }) => refuse_global_options(global, "config check", true)?,
         Command::Config(ConfigCommand::Schema { .. }) => refuse_global_options(global, "config schema", false)?,
@@ -461,6 +479,8 @@ async fn run(args: Args) -> Result<(), Failure> {
         }
         Command::Validate { json, paths } => validate::run(&paths, json).await,
         Command::TokenHash => serve::token_hash(),
+        Command::Verify { json } => integrity::verify(&args.global, json).await,
+        Command::Sign { dirs, key } => integrity::sign(&dirs, &key).await,
         Command::Lock { output } => commands::lock(&args.global, &output).await,
         Command::Config(ConfigCommand::Check { file }) => {
             config_check::run(file.as_deref(), args.global.config.as_deref())

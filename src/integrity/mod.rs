@@ -5,12 +5,19 @@
 //!   it is computed through;
 //! - [`lock`]: the lock file (`skillstore lock`, `--locked`), each enabled
 //!   winner's digest and each Git mount's commit;
-//! - [`policy`]: what a namespace checks before it serves a skill.
+//! - [`signature`]: SSH signatures over skill digests and the
+//!   `allowed_signers` files that accept them;
+//! - [`sign`]: `skillstore sign`, a local skill directory signed;
+//! - [`policy`]: what a namespace checks before it serves a skill;
+//! - [`verify`]: `skillstore verify`, every winner against those checks.
 
 pub mod digest;
 pub mod lock;
 pub mod policy;
+pub mod sign;
+pub mod signature;
+pub mod verify;
 
 pub use digest::{DigestedFile, FileDigests, RESERVED_DIR, SkillDigest, digest_lines, sha256_hex};
 pub use lock::{LOCK_FILE, Lock, LockedGit, LockedSkill};
-pub use policy::Integrity;
+pub use policy::{Integrity, SignaturePolicy, SignatureStatus};
