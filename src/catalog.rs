@@ -26,6 +26,7 @@ use crate::index::{Entries, HeadEntry, INDEX_DIR, INDEX_FILE, MAX_INDEX_BYTES, R
 use crate::diagnostic::{Diagnostic, DiagnosticKind};
 use crate::error::{Error, Result};
 use crate::frontmatter::MAX_FRONTMATTER_BYTES;
+use crate::integrity::{FileDigests, Integrity, SkillDigest};
 pub use crate::skill::SKILL_FILE;
 use crate::skill::{
     LOWERCASE_SKILL_FILE, Parsed, Problem, ProblemKind, Scan, Severity, SkillMetadata, Strictness, parse_frontmatter,
@@ -33,6 +34,9 @@ use crate::skill::{
 };
 use crate::skill_files::{FileLimits, SkillFiles};
 use crate::source::{Patterns, Source, SourceList};
+
+/// How many skills are digested at once.
+const DIGEST_PARALLEL: usize = 16;
 
 /// How a catalog is loaded.
 #[derive(Debug, Clone)]
@@ -61,6 +65,13 @@ pub struct LoadOptions {
     /// not be reached (`source_stale`, so the catalog counts it among its
     /// incomplete sources).
     pub standing: Vec<Diagnostic>,
+    /// File hashes by version, shared by every catalog loaded with these
+    /// options (and their refreshes): skill digests read only the files
+    /// whose version is new.
+    pub digests: Arc<FileDigests>,
+    /// What every winner must pass before it is served (a lock); checked
+    /// at every load, refresh and reload.
+    pub integrity: Option<Arc<Integrity>>,
 }
 
 impl Default for LoadOptions {
@@ -72,6 +83,8 @@ impl Default for LoadOptions {
             filter: SkillFilter::default(),
             cache: None,
             standing: Vec::new(),
+            digests: Arc::new(FileDigests::new()),
+            integrity: None,
         }
     }
 }
@@ -128,6 +141,16 @@ pub struct Skill {
     /// repository (absent from JSON otherwise).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub commit: Option<Arc<str>>,
+    /// Its skill digest ([`crate::integrity::digest`]), when computed: by
+    /// [`Catalog::with_digests`], or by a lock's check (absent from JSON
+    /// otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub digest: Option<Arc<str>>,
+    /// Who signed it, when its source checks signatures and its signature
+    /// verified: the principals of the accepting `allowed_signers` line
+    /// (absent from JSON otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signer: Option<Arc<str>>,
 }
 
 impl Skill {
@@ -320,7 +343,7 @@ impl Catalog {
             .enumerate()
             .map(|(i, source)| self.load_source(i, source, previous.and_then(|p| p.get(i)), batch, &permits));
         let states = futures::future::join_all(loads).await;
-        let catalog = self.with_states(states);
+        let catalog = self.with_states(states).checked().await;
         tracing::debug!(
             sources = self.sources.len(),
             skills = catalog.skills.len(),
@@ -599,7 +622,102 @@ impl Catalog {
                 (Err(_), _) => {}
             }
         }
-        Ok(self.with_states(states))
+        Ok(self.with_states(states).checked().await)
+    }
+
+    /// This catalog after the options' integrity checks: the winners that
+    /// fail one are withheld, each with an error diagnostic.
+    async fn checked(self) -> Catalog {
+        match self.options.integrity.clone() {
+            Some(integrity) if integrity.is_active() => integrity.enforce(self).await,
+            _ => self,
+        }
+    }
+
+    /// This catalog without the named winners, each with its diagnostic:
+    /// they are neither listed nor read, and what they shadowed stays
+    /// shadowed (a withheld skill is never replaced by a lower layer's).
+    pub(crate) fn withhold(mut self, refused: Vec<(String, Diagnostic)>) -> Catalog {
+        let names: std::collections::HashSet<String> = refused.iter().map(|(n, _)| n.clone()).collect();
+        self.skills.retain(|s| !names.contains(s.name()));
+        let mut index = NameIndex::with_capacity(self.skills.len());
+        for at in 0..self.skills.len() {
+            index.insert(&self.skills, at);
+        }
+        self.index = index;
+        self.diagnostics.extend(refused.into_iter().map(|(_, d)| d));
+        self
+    }
+
+    /// The diagnostics of winners withheld by an integrity check (a lock):
+    /// a command that serves this catalog exits 3 when there is one.
+    pub fn withheld(&self) -> impl Iterator<Item = &Diagnostic> {
+        self.diagnostics.iter().filter(|d| d.kind.is_withheld())
+    }
+
+    /// The skill digest of the winner `name` ([`crate::integrity::digest`]):
+    /// its files listed as a confined read serves them, each hashed once
+    /// per version (kept in [`LoadOptions::digests`]). Computed only when
+    /// asked for.
+    pub async fn skill_digest(&self, name: &str) -> Result<SkillDigest> {
+        let listed = self.skill_files(name, FileLimits::default()).await?;
+        self.options.digests.skill_digest(self.backend.as_ref(), &listed).await
+    }
+
+    /// This catalog with every winner's [`Skill::digest`] filled in (a
+    /// skill that cannot be digested keeps none, with a warning). Files
+    /// hashed before at the same version are not read again.
+    pub async fn with_digests(mut self) -> Catalog {
+        let names: Vec<Option<String>> = self
+            .skills
+            .iter()
+            .map(|s| s.digest.is_none().then(|| s.name().to_owned()))
+            .collect();
+        let this = &self;
+        let found: Vec<Option<Result<String>>> = futures::stream::iter(names)
+            .map(move |name| async move {
+                match name {
+                    Some(name) => Some(this.skill_digest(&name).await.map(|d| d.digest)),
+                    None => None,
+                }
+            })
+            .buffered(DIGEST_PARALLEL)
+            .collect()
+            .await;
+        let mut notes = Vec::new();
+        for (skill, digest) in self.skills.iter_mut().zip(found) {
+            let Some(digest) = digest else { continue };
+            match digest {
+                Ok(digest) => skill.digest = Some(Arc::from(digest)),
+                Err(e) => notes.push(Diagnostic::new(
+                    Severity::Warning,
+                    match e.kind() {
+                        crate::error::ErrorKind::Storage(kind) => DiagnosticKind::Storage(kind),
+                        _ => DiagnosticKind::Storage(ErrorKind::Other),
+                    },
+                    Some(&skill.source),
+                    Some(&skill.path),
+                    format!("no digest: {e}"),
+                )),
+            }
+        }
+        self.diagnostics.extend(notes);
+        self
+    }
+
+    /// Sets the digests and signers a check found, by winner name.
+    pub(crate) fn set_checked(&mut self, checked: &HashMap<String, (Option<String>, Option<String>)>) {
+        for skill in &mut self.skills {
+            if let Some((digest, signer)) = checked.get(skill.name()) {
+                skill.digest = digest.as_deref().map(Arc::from);
+                skill.signer = signer.as_deref().map(Arc::from);
+            }
+        }
+    }
+
+    /// The file hashes this catalog's digests are computed through.
+    pub fn file_digests(&self) -> &Arc<FileDigests> {
+        &self.options.digests
     }
 
     /// An editor of the skills of the source `source_name`, writing through
@@ -1317,6 +1435,8 @@ fn merge(
                 shadowed: Vec::new(),
                 version: candidate.version.clone().unwrap_or_else(|| Version::new("")),
                 commit: source.commit().cloned(),
+                digest: None,
+                signer: None,
             };
             match index.get(&winners, &metadata.name) {
                 Some(at) => {

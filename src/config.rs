@@ -70,6 +70,10 @@ pub struct Config {
     /// Bounds of a synced tree.
     #[serde(default)]
     pub sync: SyncConfig,
+    /// A lock file (`skillstore lock`) every winner must match to be
+    /// served, relative to the configuration's directory.
+    #[serde(default)]
+    pub lock: Option<String>,
     /// The directory relative locations and files are resolved against:
     /// the configuration file's directory, or the working directory.
     #[serde(skip)]
@@ -138,6 +142,22 @@ pub struct SourceConfig {
     /// several).
     #[serde(default)]
     pub writable: bool,
+    /// Whose SSH signatures this source's skills are checked against.
+    #[serde(default)]
+    pub signatures: Option<SignaturesConfig>,
+}
+
+/// The signatures a source accepts.
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SignaturesConfig {
+    /// An `allowed_signers` file (Git's format), relative to the
+    /// configuration's directory.
+    pub allowed_signers: String,
+    /// Whether an unsigned skill is withheld (`signature_missing`); a
+    /// present signature is always checked.
+    #[serde(default)]
+    pub required: bool,
 }
 
 /// Enabled and disabled skills, by name or glob.
@@ -329,6 +349,28 @@ impl Config {
     /// (an error then if no source has the name).
     pub fn make_writable(&mut self, name: &str) {
         self.writable_names.push(name.to_owned());
+    }
+
+    /// Checks every winner against the lock file at `path` (relative to
+    /// the working directory), in place of the configuration's `lock:`.
+    pub fn set_lock(&mut self, path: &Path) {
+        self.lock = Some(
+            if path.is_relative() {
+                std::env::current_dir()
+                    .map(|d| d.join(path))
+                    .unwrap_or_else(|_| path.to_path_buf())
+            } else {
+                path.to_path_buf()
+            }
+            .to_string_lossy()
+            .into_owned(),
+        );
+    }
+
+    /// Serves every winner without a lock, whatever the configuration says
+    /// (to write a new lock).
+    pub fn clear_lock(&mut self) {
+        self.lock = None;
     }
 
     /// Assembles the namespace: opens every mount (read-only), gives each

@@ -3,6 +3,7 @@
 use serde::{Serialize, Serializer};
 use skillstore_backends::{ErrorKind as StorageKind, VPath};
 
+use crate::integrity::signature::Refused;
 use crate::skill::ProblemKind;
 pub use crate::skill::Severity;
 use crate::skill_files::LeftOutKind;
@@ -39,6 +40,17 @@ pub enum DiagnosticKind {
     /// (`directory_link`, `unresolved_link`, `special_file`, `too_deep`);
     /// a storage refusal is [`DiagnosticKind::Storage`].
     LeftOut(LeftOutKind),
+    /// A winner not served because a lock pins another digest for it
+    /// (`lock_mismatch`).
+    LockMismatch,
+    /// A winner not served because the lock does not hold it
+    /// (`not_locked`).
+    NotLocked,
+    /// A winner not served because its source requires signatures and
+    /// its own is missing, invalid, or by a signer not allowed or expired
+    /// (`signature_missing`, `signature_invalid`, `signer_not_allowed`,
+    /// `signer_expired`).
+    Signature(Refused),
 }
 
 impl DiagnosticKind {
@@ -54,7 +66,19 @@ impl DiagnosticKind {
             DiagnosticKind::InvalidKey => "invalid_key",
             DiagnosticKind::IndexIgnored => "index_ignored",
             DiagnosticKind::LeftOut(kind) => kind.as_str(),
+            DiagnosticKind::LockMismatch => "lock_mismatch",
+            DiagnosticKind::NotLocked => "not_locked",
+            DiagnosticKind::Signature(refused) => refused.as_str(),
         }
+    }
+
+    /// True for the kinds of a winner withheld by an integrity check (a
+    /// lock): the skill exists but is not served.
+    pub fn is_withheld(self) -> bool {
+        matches!(
+            self,
+            DiagnosticKind::LockMismatch | DiagnosticKind::NotLocked | DiagnosticKind::Signature(_)
+        )
     }
 
     /// True for the kinds about a whole source (it was missing,
@@ -209,6 +233,12 @@ mod tests {
             (DiagnosticKind::DuplicateName, "duplicate_name"),
             (DiagnosticKind::InvalidKey, "invalid_key"),
             (DiagnosticKind::IndexIgnored, "index_ignored"),
+            (DiagnosticKind::LockMismatch, "lock_mismatch"),
+            (DiagnosticKind::NotLocked, "not_locked"),
+            (DiagnosticKind::Signature(Refused::Missing), "signature_missing"),
+            (DiagnosticKind::Signature(Refused::Invalid), "signature_invalid"),
+            (DiagnosticKind::Signature(Refused::NotAllowed), "signer_not_allowed"),
+            (DiagnosticKind::Signature(Refused::Expired), "signer_expired"),
         ];
         let all = problems
             .iter()

@@ -28,6 +28,8 @@ use crate::catalog::{Catalog, LoadOptions, SkillFilter};
 use crate::config::{Config, MountConfig};
 use crate::edit::SkillEditor;
 use crate::error::{Error, Result};
+use crate::integrity::signature::AllowedSigners;
+use crate::integrity::{Integrity, Lock, SignaturePolicy};
 use crate::location::{Location, read_local_text};
 use crate::prompt::{PromptOptions, PromptStyle};
 use crate::source::{Patterns, Source, SourceList, parse_dir};
@@ -45,6 +47,7 @@ pub struct Namespace {
     load: LoadOptions,
     prompt: PromptSettings,
     sync: SyncOptions,
+    lock: Option<Arc<Lock>>,
 }
 
 /// Prompt settings from the configuration, before a template is read.
@@ -105,11 +108,27 @@ impl Namespace {
         &self.git_mounts
     }
 
+    /// The lock every winner is checked against, when one is configured
+    /// (`lock:` or `--locked`).
+    pub fn lock(&self) -> Option<&Lock> {
+        self.lock.as_deref()
+    }
+
     /// The location serving the source `name` (for a front end that must
     /// refuse, say, writes to a `memory:` file it cannot save).
     pub fn source_location(&self, name: &str) -> Option<&Location> {
         let index = self.sources.iter().position(|s| s.name() == name)?;
         self.source_locations.get(index)
+    }
+
+    /// Loads the catalog without its integrity checks (a lock, required
+    /// signatures): for `verify`, which reports on every winner.
+    pub async fn load_unchecked(&self) -> Catalog {
+        let options = LoadOptions {
+            integrity: None,
+            ..self.load.clone()
+        };
+        Catalog::load(self.backend(), self.sources.clone(), options).await
     }
 
     /// Loads the catalog.
@@ -377,6 +396,7 @@ pub(crate) fn assemble(config: &Config, writable_names: &[String]) -> Result<Nam
     }
 
     let mut sources: Vec<(Source, Option<SymlinkPolicy>)> = Vec::with_capacity(config.sources.len());
+    let mut signatures = Vec::new();
     for s in &config.sources {
         let path = parse_dir(&s.path)?;
         let source = match &s.label {
@@ -386,6 +406,23 @@ pub(crate) fn assemble(config: &Config, writable_names: &[String]) -> Result<Nam
         .with_include(Patterns::new(s.include.iter().cloned())?)
         .with_exclude(Patterns::new(s.exclude.iter().cloned())?)
         .with_writable(s.writable);
+        if let Some(wanted) = &s.signatures {
+            let file = Path::new(&wanted.allowed_signers);
+            let file = if file.is_relative() {
+                base.join(file)
+            } else {
+                file.to_path_buf()
+            };
+            let text = read_local_text(&file, MAX_LOCK_BYTES, "allowed_signers file")?;
+            let allowed = AllowedSigners::parse(&text)?;
+            signatures.push((
+                source.name().to_owned(),
+                Arc::new(SignaturePolicy {
+                    allowed,
+                    required: wanted.required,
+                }),
+            ));
+        }
         sources.push((source, s.symlinks.as_deref().map(parse_policy).transpose()?));
     }
     for name in writable_names {
@@ -491,12 +528,31 @@ pub(crate) fn assemble(config: &Config, writable_names: &[String]) -> Result<Nam
         config.skills.enabled.clone().map(Patterns::new).transpose()?,
         Patterns::new(config.skills.disabled.iter().cloned())?,
     );
+    let lock = match &config.lock {
+        Some(file) => {
+            let file = Path::new(file);
+            let file = if file.is_relative() {
+                base.join(file)
+            } else {
+                file.to_path_buf()
+            };
+            let text = read_local_text(&file, MAX_LOCK_BYTES, "lock file")?;
+            Some(Arc::new(Lock::parse(&text)?))
+        }
+        None => None,
+    };
     let load = LoadOptions {
         concurrency: config.limits.concurrency.unwrap_or(defaults.concurrency).max(1),
         read_limit,
         filter,
         cache,
         standing,
+        integrity: (lock.is_some() || !signatures.is_empty()).then(|| {
+            Arc::new(Integrity {
+                lock: lock.clone(),
+                signatures,
+            })
+        }),
         ..defaults
     };
     let style = match config.prompt.style.as_deref() {
@@ -507,7 +563,7 @@ pub(crate) fn assemble(config: &Config, writable_names: &[String]) -> Result<Nam
         let t = Path::new(t);
         if t.is_relative() { base.join(t) } else { t.to_path_buf() }
     });
-    Ok(Namespace {
+    let namespace = Namespace {
         backend: Arc::new(table),
         sources: list,
         source_locations,
@@ -524,8 +580,16 @@ pub(crate) fn assemble(config: &Config, writable_names: &[String]) -> Result<Nam
             location_root: config.prompt.location_root.clone(),
         },
         sync: sync_options(config, read_limit),
-    })
+        lock,
+    };
+    if let Some(lock) = &namespace.lock {
+        lock.check_git(&namespace)?;
+    }
+    Ok(namespace)
 }
+
+/// The largest lock file read.
+const MAX_LOCK_BYTES: u64 = 16 * 1024 * 1024;
 
 fn sync_options(config: &Config, read_limit: u64) -> SyncOptions {
     let defaults = SyncOptions::default();

@@ -2,6 +2,8 @@
 
 use std::path::Path;
 
+use skillstore::integrity::SignatureStatus;
+use skillstore::integrity::policy::{check_archive, signature_message};
 use skillstore::location::read_local_file;
 use skillstore::{ArchiveError, ArchiveLimits, InstallOptions, SkillArchive, pack_dir};
 
@@ -43,6 +45,23 @@ pub async fn install(global: &Global, file: &Path, replace: bool, args: &EditArg
     let bytes = read_local_file(file, limits.max_archive_bytes, "archive")?;
     let archive = SkillArchive::read(&bytes, &limits)?;
     let namespace = build(global)?;
+    // The target source's signature policy, checked before anything is
+    // written: what it would withhold once installed is not installed.
+    let target = namespace.write_target(args.to.as_deref())?;
+    if let Some(policy) = namespace
+        .load_options()
+        .integrity
+        .as_ref()
+        .and_then(|i| i.signature_policy(target.name()))
+        && let SignatureStatus::Refused(refused) = check_archive(&archive, policy)
+    {
+        return Err(Failure::failed(format!(
+            "[{}] `{}`: {}",
+            refused.as_str(),
+            shown(archive.name()),
+            signature_message(refused).replace("it is not served", "it is not installed")
+        )));
+    }
     let editor = namespace.editor(args.to.as_deref())?.with_author(author(args));
     let options = if replace {
         InstallOptions::replacing()

@@ -11,9 +11,12 @@ use super::namespace::build;
 use super::terminal::shown;
 use super::{Failure, Global, emit, list_json};
 
-pub async fn list(global: &Global, json: bool) -> Result<(), Failure> {
+pub async fn list(global: &Global, json: bool, digests: bool) -> Result<(), Failure> {
     let started = std::time::Instant::now();
-    let catalog = build(global)?.load().await;
+    let mut catalog = build(global)?.load().await;
+    if digests {
+        catalog = catalog.with_digests().await;
+    }
     let degraded = degraded(&catalog);
     if json {
         let written = list_json::write(
@@ -46,7 +49,7 @@ pub async fn list(global: &Global, json: bool) -> Result<(), Failure> {
 pub fn degraded(catalog: &Catalog) -> Option<Failure> {
     let sources = catalog.incomplete_sources();
     if sources.is_empty() {
-        return None;
+        return withheld(catalog);
     }
     let mut kinds: Vec<&str> = Vec::new();
     for d in catalog.diagnostics() {
@@ -71,6 +74,27 @@ pub fn degraded(catalog: &Catalog) -> Option<Failure> {
             "incomplete: the source(s) {} could not be read whole now{why}; the output holds the rest. \
              The diagnostics above say what failed where; RUST_LOG=debug logs the storage's own errors \
              (credentials, endpoints, permissions)",
+            names.join(", ")
+        ),
+    })
+}
+
+/// Exit code 3 when a lock withheld winners: what matched was printed,
+/// the rest is not served.
+fn withheld(catalog: &Catalog) -> Option<Failure> {
+    let mut names: Vec<String> = Vec::new();
+    for d in catalog.withheld() {
+        let name = d.path.as_ref().map_or("-", |p| p.as_str());
+        names.push(format!("{} ({})", shown(name), d.kind.as_str()));
+    }
+    if names.is_empty() {
+        return None;
+    }
+    Some(Failure {
+        code: 3,
+        message: format!(
+            "{} skill(s) not served: they do not match the lock: {}; run `skillstore lock` to accept them",
+            names.len(),
             names.join(", ")
         ),
     })
@@ -165,13 +189,23 @@ const SHOW_LIMITS: FileLimits = FileLimits {
 pub async fn show(global: &Global, name: &str, json: bool) -> Result<(), Failure> {
     let catalog = build(global)?.load().await;
     let degraded = degraded(&catalog);
-    let Some(skill) = catalog.get(name) else {
+    let Some(found) = catalog.get(name) else {
         return Err(degraded.unwrap_or_else(|| {
             let names = catalog.skills().iter().map(|s| s.name());
             let hint = skillstore::suggest::did_you_mean(name, names);
             Failure::failed(format!("no skill named `{name}` in the catalog{hint}"))
         }));
     };
+    let mut skill = found.clone();
+    if skill.digest.is_none() {
+        // A skill that cannot be digested is still shown, without one.
+        skill.digest = catalog
+            .skill_digest(name)
+            .await
+            .ok()
+            .map(|d| std::sync::Arc::from(d.digest));
+    }
+    let skill = &skill;
     let listed = catalog.skill_files(name, SHOW_LIMITS).await?;
     let (files, truncated) = (listed.relatives(), listed.truncated);
     let mut diagnostics: Vec<std::borrow::Cow<'_, Diagnostic>> = catalog
@@ -208,6 +242,9 @@ pub async fn show(global: &Global, name: &str, json: bool) -> Result<(), Failure
     let _ = writeln!(out, "description:   {}", shown(&meta.description));
     let _ = writeln!(out, "source:        {} ({})", shown(&skill.source), skill.path);
     let _ = writeln!(out, "version:       {}", shown(skill.version.as_str()));
+    if let Some(digest) = &skill.digest {
+        let _ = writeln!(out, "digest:        {digest}");
+    }
     if let Some(commit) = &skill.commit {
         let _ = writeln!(out, "commit:        {}", shown(commit));
     }
@@ -328,11 +365,18 @@ pub async fn prompt(
     degraded(&catalog).map_or(Ok(()), Err)
 }
 
-/// `lock`: each Git source's commit, written to `output`.
-pub fn lock(global: &Global, output: &Path) -> Result<(), Failure> {
+/// `lock`: every enabled winner's digest and each Git source's commit,
+/// written to `output`.
+pub async fn lock(global: &Global, output: &Path) -> Result<(), Failure> {
     // The lock being written is not checked against the one it replaces.
-    let namespace = crate::namespace::config(global)?.open()?;
-    let lock = skillstore::git_lock::GitLock::of(&namespace)?;
+    let mut config = crate::namespace::config(global)?;
+    config.clear_lock();
+    let namespace = config.open()?;
+    let catalog = namespace.load().await;
+    if let Some(degraded) = degraded(&catalog) {
+        return Err(degraded);
+    }
+    let lock = skillstore::integrity::Lock::of(&namespace, &catalog).await?;
     std::fs::write(output, lock.to_json())
         .map_err(|e| Failure::failed(format!("cannot write {}: {e}", output.display())))?;
     Ok(())

@@ -163,6 +163,9 @@ mod tests {
             ],
             version: Version::new("v1"),
             commit: enabled.then(|| Arc::from("0123456789abcdef0123456789abcdef01234567")),
+            digest: enabled
+                .then(|| Arc::from("sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef")),
+            signer: enabled.then(|| Arc::from(text)),
         }
     }
 

@@ -6,6 +6,7 @@
 mod archive;
 mod commands;
 mod config_check;
+mod integrity;
 mod list_json;
 mod namespace;
 mod publish;
@@ -76,9 +77,10 @@ pub struct Global {
     /// Do not read or write the local cache of S3 frontmatters.
     #[arg(long, global = true)]
     pub no_cache: bool,
-    /// Refuse to run when a Git source resolved to another commit than this
-    /// lock file (`--locked=FILE`; default skillstore.lock) says.
-    #[arg(long, global = true, value_name = "FILE", num_args = 0..=1, require_equals = true, default_missing_value = skillstore::git_lock::LOCK_FILE)]
+    /// Serve only the skills whose digests match this lock file, and refuse
+    /// to run when a Git source resolved to another commit than it says
+    /// (`--locked=FILE`; default skillstore.lock).
+    #[arg(long, global = true, value_name = "FILE", num_args = 0..=1, require_equals = true, default_missing_value = skillstore::integrity::LOCK_FILE)]
     pub locked: Option<PathBuf>,
 }
 
@@ -89,6 +91,10 @@ pub enum Command {
         /// Print one JSON object with skills and diagnostics.
         #[arg(long)]
         json: bool,
+        /// Compute every skill's digest (the `digest` field of --json); reads
+        /// every file whose version was not hashed before.
+        #[arg(long)]
+        digests: bool,
     },
     /// Show one skill, where it came from and what it shadowed.
     Show {
@@ -130,11 +136,26 @@ pub enum Command {
         #[arg(required = true, value_name = "PATH")]
         paths: Vec<PathBuf>,
     },
-    /// Record the commit each Git source resolved to in a lock file, for --locked.
+    /// Record every enabled skill's digest and each Git source's commit in a lock file, for --locked.
     Lock {
         /// The file to write.
-        #[arg(short, long, value_name = "FILE", default_value = skillstore::git_lock::LOCK_FILE)]
+        #[arg(short, long, value_name = "FILE", default_value = skillstore::integrity::LOCK_FILE)]
         output: PathBuf,
+    },
+    /// Report every skill's digest, how it stands against the lock and who signed it; exit 3 when one would not be served.
+    Verify {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Sign local skill directories with an SSH key (written to DIR/.skillstore/signature).
+    Sign {
+        /// The skills' directories.
+        #[arg(required = true, value_name = "SKILL_DIR")]
+        dirs: Vec<PathBuf>,
+        /// An unencrypted OpenSSH private key (Ed25519 or ECDSA P-256).
+        #[arg(long, value_name = "PRIVATE_KEY")]
+        key: PathBuf,
     },
     /// Upload a local skills tree to a location.
     Publish {
@@ -222,8 +243,9 @@ pub enum Command {
 
 /// The commands that open no namespace: the global options mean nothing to
 /// them, so their help leaves them out and giving one is a usage error.
-const WITHOUT_NAMESPACE: [&str; 8] = [
+const WITHOUT_NAMESPACE: [&str; 9] = [
     "validate",
+    "sign",
     "publish",
     "pack",
     "token-hash",
@@ -426,6 +448,7 @@ async fn run(args: Args) -> Result<(), Failure> {
         Command::Validate { .. } => refuse_global_options(global, "validate", false)?,
         Command::Publish { .. } => refuse_global_options(global, "publish", false)?,
         Command::Pack { .. } => refuse_global_options(global, "pack", false)?,
+        Command::Sign { .. } => refuse_global_options(global, "sign", false)?,
         Command::TokenHash => refuse_global_options(global, "token-hash", false)?,
         Command::Config(ConfigCommand::Check { .. }) => refuse_global_options(global, "config check", true)?,
         Command::Config(ConfigCommand::Schema { .. }) => refuse_global_options(global, "config schema", false)?,
@@ -436,7 +459,7 @@ async fn run(args: Args) -> Result<(), Failure> {
     match args.command {
         Command::Completions { shell } => manual::completions(shell),
         Command::Man { dir } => manual::man(dir.as_deref()),
-        Command::List { json } => commands::list(&args.global, json).await,
+        Command::List { json, digests } => commands::list(&args.global, json, digests).await,
         Command::Show { name, json } => commands::show(&args.global, &name, json).await,
         Command::Read { name, relpath } => commands::read(&args.global, &name, relpath.as_deref()).await,
         Command::Prompt {
@@ -456,7 +479,9 @@ async fn run(args: Args) -> Result<(), Failure> {
         }
         Command::Validate { json, paths } => validate::run(&paths, json).await,
         Command::TokenHash => serve::token_hash(),
-        Command::Lock { output } => commands::lock(&args.global, &output),
+        Command::Verify { json } => integrity::verify(&args.global, json).await,
+        Command::Sign { dirs, key } => integrity::sign(&dirs, &key).await,
+        Command::Lock { output } => commands::lock(&args.global, &output).await,
         Command::Config(ConfigCommand::Check { file }) => {
             config_check::run(file.as_deref(), args.global.config.as_deref())
         }

@@ -35,11 +35,11 @@ pub fn config(global: &Global) -> Result<Config, Failure> {
 /// command here, so a writable source in one is refused: its changes
 /// would be lost.
 pub fn build(global: &Global) -> Result<Namespace, Failure> {
-    let namespace = config(global)?.open()?;
+    let mut config = config(global)?;
     if let Some(file) = &global.locked {
-        let text = skillstore::location::read_local_text(file, 1024 * 1024, "lock file")?;
-        skillstore::git_lock::GitLock::parse(&text)?.check(&namespace)?;
+        config.set_lock(file);
     }
+    let namespace = config.open()?;
     for source in namespace.sources().iter().filter(|s| s.is_writable()) {
         if let Some(location @ Location::Memory(_)) = namespace.source_location(source.name()) {
             return Err(Failure::usage(format!(

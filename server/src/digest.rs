@@ -1,57 +1,54 @@
 //! SHA-256 digests of skill files, computed once per file version and
 //! kept: a file is hashed again only when the backend reports a new
-//! version of it.
+//! version of it. The hashes are the library's
+//! ([`skillstore::integrity::FileDigests`]), shared with the tenant's
+//! catalogs, so a manifest, a skill digest and a lock's check hash each
+//! file version once between them.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use sha2::{Digest, Sha256};
 use skillstore::backends::Version;
+use skillstore::integrity::FileDigests;
 
-/// The lowercase hex SHA-256 of `bytes`.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
-    let mut out = String::with_capacity(64);
-    for byte in digest {
-        out.push(char::from_digit(u32::from(byte >> 4), 16).expect("a hex digit"));
-        out.push(char::from_digit(u32::from(byte & 15), 16).expect("a hex digit"));
-    }
-    out
-}
+pub use skillstore::integrity::sha256_hex;
 
-/// The most versions kept; past it the cache starts again empty.
+/// The most frontmatters kept; past it the cache starts again empty.
 const MAX_ENTRIES: usize = 200_000;
 
-/// Digests (`sha256:HEX`) and sizes by virtual path and backend version.
+/// Digests (`sha256:HEX`) and sizes by virtual path and backend version,
+/// and SKILL.md frontmatters by the same key.
 #[derive(Debug, Default)]
 pub struct DigestCache {
-    entries: Mutex<HashMap<(String, Version), (String, u64)>>,
+    files: Arc<FileDigests>,
     frontmatters: Mutex<HashMap<(String, Version), Arc<Frontmatter>>>,
-    computed: AtomicU64,
 }
 
 /// A SKILL.md frontmatter as JSON.
 pub type Frontmatter = serde_json::Map<String, serde_json::Value>;
 
 impl DigestCache {
+    /// A cache keeping its file hashes in `files` (a namespace's
+    /// [`skillstore::LoadOptions::digests`]).
+    pub fn new(files: Arc<FileDigests>) -> Self {
+        DigestCache {
+            files,
+            frontmatters: Mutex::default(),
+        }
+    }
+
     /// The digest and size of `path` at `version`, when computed before.
     pub fn get(&self, path: &str, version: &Version) -> Option<(String, u64)> {
-        let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        entries.get(&(path.to_owned(), version.clone())).cloned()
+        self.files
+            .get(path, version)
+            .map(|(hex, size)| (format!("sha256:{hex}"), size))
     }
 
     /// Hashes `bytes`, the content of `path` at `version`, and keeps the
     /// digest.
     pub fn compute(&self, path: &str, version: &Version, bytes: &[u8]) -> (String, u64) {
-        let value = (format!("sha256:{}", sha256_hex(bytes)), bytes.len() as u64);
-        self.computed.fetch_add(1, Ordering::Relaxed);
-        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        if entries.len() >= MAX_ENTRIES {
-            entries.clear();
-        }
-        entries.insert((path.to_owned(), version.clone()), value.clone());
-        value
+        let (hex, size) = self.files.compute(path, version, bytes);
+        (format!("sha256:{hex}"), size)
     }
 
     /// The frontmatter of the SKILL.md at `path` and `version`, when kept.
@@ -71,7 +68,7 @@ impl DigestCache {
 
     /// How many files were hashed since the start.
     pub fn computed(&self) -> u64 {
-        self.computed.load(Ordering::Relaxed)
+        self.files.computed()
     }
 }
 

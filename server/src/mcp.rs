@@ -47,6 +47,9 @@ pub const TRUNCATED_META: &str = "io.github.skillstore/truncated";
 /// The `_meta` key holding the Git commit a skill's source is read at,
 /// for a source in a Git repository.
 pub const COMMIT_META: &str = "io.github.skillstore/commit";
+/// The `_meta` key holding a skill's digest (`sha256:HEX`, the skill
+/// digest over all its files).
+pub const DIGEST_META: &str = "io.github.skillstore/digest";
 
 /// The MCP server of one session: answers for the tenant its caller names.
 #[derive(Clone)]
@@ -263,11 +266,19 @@ impl SkillsServer {
             frontmatter,
             SkillResources::Files(files),
         );
-        let commit = view.catalog.get(name).and_then(|s| s.commit.clone());
-        if manifest.left_out.is_empty() && !manifest.truncated && commit.is_none() {
+        let winner = view.catalog.get(name);
+        let commit = winner.and_then(|s| s.commit.clone());
+        let digest = match winner.and_then(|s| s.digest.clone()) {
+            Some(digest) => Some(digest.to_string()),
+            None => view.catalog.skill_digest(name).await.ok().map(|d| d.digest),
+        };
+        if manifest.left_out.is_empty() && !manifest.truncated && commit.is_none() && digest.is_none() {
             return Ok(entry);
         }
         let mut meta = MetaObject::new();
+        if let Some(digest) = digest {
+            meta.0.insert(DIGEST_META.into(), serde_json::Value::String(digest));
+        }
         if let Some(commit) = commit {
             meta.0
                 .insert(COMMIT_META.into(), serde_json::Value::String(commit.to_string()));

@@ -115,6 +115,12 @@ impl View {
             .get(name)
             .ok_or_else(|| ApiError::from(skillstore::Error::SkillNotFound(name.to_owned())))?;
         let listed = self.catalog.skill_files(name, SHOW_LIMITS).await?;
+        let mut skill = skill.clone();
+        if skill.digest.is_none() {
+            // A skill that cannot be digested is still shown, without one.
+            skill.digest = self.catalog.skill_digest(name).await.ok().map(|d| Arc::from(d.digest));
+        }
+        let skill = &skill;
         let mut diagnostics: Vec<Diagnostic> = self
             .catalog
             .diagnostics()
@@ -281,6 +287,7 @@ impl Tenant {
             .map_err(wrap)?
             .with_backend_layer(|backend| Counting::wrap(backend, calls));
         let prompt = namespace.prompt_options().map_err(wrap)?;
+        let digests = DigestCache::new(Arc::clone(&namespace.load_options().digests));
         Ok(Tenant {
             name: settings.name.clone(),
             namespace,
@@ -292,7 +299,7 @@ impl Tenant {
             refresh_turn: tokio::sync::Mutex::new(()),
             refreshes_started: AtomicU64::new(0),
             last_refresh: Mutex::new((0, RefreshOutcome::Fresh)),
-            digests: DigestCache::default(),
+            digests,
             discovery: settings.discovery,
             artifacts: ArtifactCache::default(),
         })

@@ -314,6 +314,18 @@ impl SkillArchive {
             .data
     }
 
+    /// The skill digest of the archive's files
+    /// ([`crate::integrity::digest`]): the digest the skill has in a source
+    /// once installed.
+    pub fn digest(&self) -> String {
+        let hashed: Vec<(&str, String)> = self
+            .files
+            .iter()
+            .map(|f| (f.path.as_str(), crate::integrity::sha256_hex(&f.data)))
+            .collect();
+        crate::integrity::digest_lines(hashed.iter().map(|(p, h)| (*p, h.as_str())))
+    }
+
     /// The bytes of all files together.
     pub fn total_bytes(&self) -> u64 {
         self.files.iter().map(|f| f.data.len() as u64).sum()

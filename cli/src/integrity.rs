@@ -1,0 +1,68 @@
+//! `verify` and `sign`.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use skillstore::integrity::sign::sign_dir;
+use skillstore::integrity::verify::{LockStatus, verify as report};
+
+use super::namespace::build;
+use super::terminal::shown;
+use super::{Failure, Global, emit};
+
+/// `verify [--json]`: every winner's digest, lock status and signer; exit 3
+/// when one would not be served.
+pub async fn verify(global: &Global, json: bool) -> Result<(), Failure> {
+    let namespace = build(global)?;
+    let reports = report(&namespace).await;
+    let failed = reports.iter().filter(|r| !r.passes()).count();
+    if json {
+        let mut text = serde_json::to_vec_pretty(&serde_json::json!({ "skills": reports }))
+            .map_err(|e| Failure::failed(e.to_string()))?;
+        text.push(b'\n');
+        emit(&text)?;
+    } else {
+        let mut out = String::new();
+        for r in &reports {
+            let lock = match &r.lock {
+                LockStatus::NoLock => "no lock",
+                LockStatus::Matches => "locked",
+                LockStatus::Mismatch { .. } => "lock_mismatch",
+                LockStatus::NotLocked => "not_locked",
+            };
+            let signer = r
+                .signer
+                .as_deref()
+                .map_or(String::new(), |s| format!(" by {}", shown(s)));
+            let _ = writeln!(
+                out,
+                "{}  {}  {}  {}{signer}{}",
+                shown(&r.name),
+                r.digest.as_deref().unwrap_or("-"),
+                lock,
+                r.signature,
+                r.problem
+                    .as_deref()
+                    .map_or(String::new(), |p| format!("  ({})", shown(p)))
+            );
+        }
+        emit(out.as_bytes())?;
+    }
+    if failed > 0 {
+        return Err(Failure {
+            code: 3,
+            message: format!("{failed} skill(s) would not be served"),
+        });
+    }
+    Ok(())
+}
+
+/// `sign SKILL_DIR... --key PRIVATE_KEY`.
+pub async fn sign(dirs: &[PathBuf], key: &Path) -> Result<(), Failure> {
+    let key_text = skillstore::location::read_local_text(key, 64 * 1024, "private key")?;
+    for dir in dirs {
+        let digest = sign_dir(dir, &key_text, skillstore::backends::DEFAULT_READ_LIMIT).await?;
+        emit(format!("signed {} {digest}\n", dir.display()).as_bytes())?;
+    }
+    Ok(())
+}

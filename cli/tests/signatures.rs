@@ -1,0 +1,326 @@
+//! Signed skills against the real OpenSSH: a signature `ssh-keygen -Y sign`
+//! made verifies in skillstore, one `skillstore sign` made verifies with
+//! `ssh-keygen -Y verify`, and a source requiring signatures withholds a
+//! skill that is tampered with, carries another skill's signature, is
+//! signed by a key it does not allow or one whose validity has ended, or
+//! is unsigned; `install` refuses the same.
+
+use std::path::{Path, PathBuf};
+use std::process::Command as Std;
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+/// The real `ssh-keygen`, or `None` outside CI when it is not installed.
+/// In CI (`CI=true`) a missing `ssh-keygen` fails the test.
+fn ssh_keygen() -> Option<PathBuf> {
+    let found = Std::new("ssh-keygen").arg("-?").output().is_ok();
+    if found {
+        return Some(PathBuf::from("ssh-keygen"));
+    }
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "ssh-keygen is not installed: the signature interop tests need OpenSSH's ssh-keygen (apt-get install openssh-client)"
+    );
+    eprintln!("SKIPPED: ssh-keygen is not installed; the signature interop tests did not run");
+    None
+}
+
+fn keygen(dir: &Path, name: &str) -> PathBuf {
+    let key = dir.join(name);
+    let out = Std::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-C", name, "-f"])
+        .arg(&key)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    key
+}
+
+fn public(key: &Path) -> String {
+    let text = std::fs::read_to_string(key.with_extension("pub")).unwrap();
+    let mut words = text.split_whitespace();
+    format!("{} {}", words.next().unwrap(), words.next().unwrap())
+}
+
+fn write_skill(root: &Path, name: &str, body: &str) -> PathBuf {
+    let dir = root.join("skills").join(name);
+    std::fs::create_dir_all(dir.join("scripts")).unwrap();
+    std::fs::write(
+        dir.join("SKILL.md"),
+        format!("---\nname: {name}\ndescription: The {name} skill.\n---\n{body}\n"),
+    )
+    .unwrap();
+    std::fs::write(dir.join("scripts/run.sh"), format!("echo {name}\n")).unwrap();
+    dir
+}
+
+fn config(root: &Path, allowed: &str, required: bool) {
+    std::fs::write(root.join("allowed_signers"), allowed).unwrap();
+    std::fs::write(
+        root.join("skillstore.yaml"),
+        format!(
+            "sources:\n  - path: /skills/\n    signatures:\n      allowed_signers: allowed_signers\n      required: {required}\n"
+        ),
+    )
+    .unwrap();
+}
+
+fn skillstore(root: &Path) -> Command {
+    let mut cmd = Command::cargo_bin("skillstore").unwrap();
+    cmd.current_dir(root).env("XDG_CACHE_HOME", root.join("cache"));
+    cmd
+}
+
+/// Served skills and signers, withheld kinds, exit code.
+type Listed = (Vec<(String, Option<String>)>, Vec<String>, Option<i32>);
+
+/// `list --json`: the served skills by name with their signers, the
+/// withheld ones' kinds, and the exit code.
+fn listed(root: &Path) -> Listed {
+    let out = skillstore(root).args(["list", "--json"]).output().unwrap();
+    let json: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let skills = json["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["name"].as_str().unwrap().to_owned(),
+                s["signer"].as_str().map(str::to_owned),
+            )
+        })
+        .collect();
+    let kinds = json["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["kind"].as_str().unwrap().to_owned())
+        .collect();
+    (skills, kinds, out.status.code())
+}
+
+fn digest(root: &Path, name: &str) -> String {
+    let out = skillstore(root)
+        .args(["--source", "/skills/", "show", name, "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    json["digest"].as_str().unwrap().to_owned()
+}
+
+#[test]
+fn ssh_keygen_signatures_verify_both_ways_and_every_refusal_withholds() {
+    if ssh_keygen().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let alice = keygen(root, "alice");
+    let mallory = keygen(root, "mallory");
+    let pdf = write_skill(root, "pdf", "Steps.");
+    let forms = write_skill(root, "forms", "Fill forms.");
+
+    // skillstore signs; ssh-keygen verifies against the same allowed_signers.
+    let signed = skillstore(root)
+        .args(["sign"])
+        .arg(&pdf)
+        .arg("--key")
+        .arg(&alice)
+        .output()
+        .unwrap();
+    assert!(signed.status.success(), "{}", String::from_utf8_lossy(&signed.stderr));
+    let pdf_digest = digest(root, "pdf");
+    assert!(String::from_utf8_lossy(&signed.stdout).contains(&pdf_digest));
+    let allowed = format!("alice@example.org {}\n", public(&alice));
+    std::fs::write(root.join("allowed_signers"), &allowed).unwrap();
+    let message = root.join("pdf.digest");
+    std::fs::write(&message, &pdf_digest).unwrap();
+    let verify = |signature: &Path, message: &Path| {
+        Std::new("ssh-keygen")
+            .args(["-Y", "verify", "-f"])
+            .arg(root.join("allowed_signers"))
+            .args(["-I", "alice@example.org", "-n", "skillstore", "-s"])
+            .arg(signature)
+            .stdin(std::fs::File::open(message).unwrap())
+            .output()
+            .unwrap()
+    };
+    let checked = verify(&pdf.join(".skillstore/signature"), &message);
+    assert!(
+        checked.status.success(),
+        "ssh-keygen refused skillstore's signature: {}",
+        String::from_utf8_lossy(&checked.stderr)
+    );
+    // ... and would refuse it over another digest (the test can fail).
+    let other = root.join("other.digest");
+    std::fs::write(&other, digest(root, "forms")).unwrap();
+    assert!(!verify(&pdf.join(".skillstore/signature"), &other).status.success());
+
+    // ssh-keygen signs; skillstore verifies.
+    let forms_message = root.join("forms.digest");
+    std::fs::write(&forms_message, digest(root, "forms")).unwrap();
+    let out = Std::new("ssh-keygen")
+        .args(["-Y", "sign", "-n", "skillstore", "-f"])
+        .arg(&alice)
+        .arg(&forms_message)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    std::fs::create_dir_all(forms.join(".skillstore")).unwrap();
+    std::fs::copy(root.join("forms.digest.sig"), forms.join(".skillstore/signature")).unwrap();
+
+    config(root, &allowed, true);
+    let (skills, kinds, code) = listed(root);
+    assert_eq!(
+        skills,
+        [
+            ("forms".to_owned(), Some("alice@example.org".to_owned())),
+            ("pdf".to_owned(), Some("alice@example.org".to_owned()))
+        ],
+        "{kinds:?}"
+    );
+    assert_eq!(code, Some(0));
+    let report = skillstore(root).args(["verify", "--json"]).output().unwrap();
+    assert!(report.status.success(), "{}", String::from_utf8_lossy(&report.stderr));
+    let report: Value = serde_json::from_slice(&report.stdout).unwrap();
+    assert_eq!(report["skills"][1]["signer"], "alice@example.org");
+    assert_eq!(report["skills"][1]["digest"], pdf_digest.as_str());
+    assert!(
+        report["skills"][1]["fingerprint"]
+            .as_str()
+            .unwrap()
+            .starts_with("SHA256:")
+    );
+
+    // One byte changed in a file: the signature no longer verifies.
+    let script = pdf.join("scripts/run.sh");
+    let original = std::fs::read(&script).unwrap();
+    std::fs::write(&script, b"echo pdF\n").unwrap();
+    let (skills, kinds, code) = listed(root);
+    assert_eq!(skills, [("forms".to_owned(), Some("alice@example.org".to_owned()))]);
+    assert_eq!(kinds, ["signature_invalid"]);
+    assert_eq!(code, Some(3));
+    let read = skillstore(root).args(["read", "pdf"]).output().unwrap();
+    assert!(!read.status.success(), "a withheld skill is not read");
+    std::fs::write(&script, &original).unwrap();
+
+    // A signature moved from one skill to another.
+    let forms_signature = std::fs::read(forms.join(".skillstore/signature")).unwrap();
+    std::fs::copy(pdf.join(".skillstore/signature"), forms.join(".skillstore/signature")).unwrap();
+    let (skills, kinds, _) = listed(root);
+    assert_eq!(skills.len(), 1);
+    assert_eq!(skills[0].0, "pdf");
+    assert_eq!(kinds, ["signature_invalid"]);
+    std::fs::write(forms.join(".skillstore/signature"), forms_signature).unwrap();
+
+    // A key the source does not allow.
+    let out = skillstore(root)
+        .arg("sign")
+        .arg(&forms)
+        .arg("--key")
+        .arg(&mallory)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let (_, kinds, code) = listed(root);
+    assert_eq!(kinds, ["signer_not_allowed"]);
+    assert_eq!(code, Some(3));
+
+    // A key revoked: its validity ended yesterday. Allowed for another
+    // namespace only, it is not allowed either.
+    skillstore(root)
+        .arg("sign")
+        .arg(&forms)
+        .arg("--key")
+        .arg(&alice)
+        .assert()
+        .success();
+    config(
+        root,
+        &format!("alice@example.org valid-before=\"20200101\" {}\n", public(&alice)),
+        true,
+    );
+    let (skills, kinds, _) = listed(root);
+    assert!(skills.is_empty());
+    assert_eq!(kinds, ["signer_expired", "signer_expired"]);
+    config(
+        root,
+        &format!("alice@example.org namespaces=\"git\" {}\n", public(&alice)),
+        true,
+    );
+    let (_, kinds, _) = listed(root);
+    assert_eq!(kinds, ["signer_not_allowed", "signer_not_allowed"]);
+
+    // Unsigned, where signatures are required; served when they are not.
+    config(root, &allowed, true);
+    std::fs::remove_file(forms.join(".skillstore/signature")).unwrap();
+    let (_, kinds, _) = listed(root);
+    assert_eq!(kinds, ["signature_missing"]);
+    config(root, &allowed, false);
+    let (skills, kinds, code) = listed(root);
+    assert_eq!(
+        skills,
+        [
+            ("forms".to_owned(), None),
+            ("pdf".to_owned(), Some("alice@example.org".to_owned()))
+        ],
+        "{kinds:?}"
+    );
+    assert_eq!(code, Some(0));
+
+    // install: an unsigned archive is refused by a source that requires
+    // signatures; a signed one is installed, signature and all.
+    config(root, &allowed, true);
+    let yaml = std::fs::read_to_string(root.join("skillstore.yaml")).unwrap();
+    std::fs::write(root.join("skillstore.yaml"), format!("{yaml}    writable: true\n")).unwrap();
+    let fresh = tempfile::tempdir().unwrap();
+    let notes = write_skill(fresh.path(), "notes", "Notes.");
+    skillstore(fresh.path())
+        .arg("pack")
+        .arg(&notes)
+        .arg("-o")
+        .arg(fresh.path().join("unsigned.skill"))
+        .assert()
+        .success();
+    let refused = skillstore(root)
+        .arg("install")
+        .arg(fresh.path().join("unsigned.skill"))
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("signature_missing"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+    assert!(!root.join("skills/notes").exists());
+    skillstore(fresh.path())
+        .arg("sign")
+        .arg(&notes)
+        .arg("--key")
+        .arg(&alice)
+        .assert()
+        .success();
+    skillstore(fresh.path())
+        .arg("pack")
+        .arg(&notes)
+        .arg("-o")
+        .arg(fresh.path().join("signed.skill"))
+        .assert()
+        .success();
+    let installed = skillstore(root)
+        .arg("install")
+        .arg(fresh.path().join("signed.skill"))
+        .output()
+        .unwrap();
+    assert!(
+        installed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&installed.stderr)
+    );
+    let (skills, _, _) = listed(root);
+    assert!(skills.contains(&("notes".to_owned(), Some("alice@example.org".to_owned()))));
+}

@@ -1,0 +1,240 @@
+//! The skill digest.
+//!
+//! A skill's digest is `sha256:` and the lowercase hex SHA-256 of a text
+//! with one line per file of the skill, where the files are exactly those
+//! a confined read of the skill serves ([`crate::skill_files`]) except
+//! those below the reserved directory `.skillstore/` (where a skill's
+//! signature lives):
+//!
+//! ```text
+//! HEX SP PATH LF
+//! ```
+//!
+//! `HEX` is the lowercase hex SHA-256 of the file's bytes, `PATH` its path
+//! relative to the skill's directory (`/`-separated, UTF-8; a virtual path
+//! holds no control character, so no line break), and the lines are sorted
+//! by the bytes of `PATH`. A skill whose listing was cut short at its file
+//! bound, or one of whose listed files cannot be read, has no digest.
+//!
+//! File hashes are kept per (virtual path, version) in a [`FileDigests`]:
+//! a file is read and hashed again only when its backend reports a new
+//! version of it. Nothing is hashed unless a digest is asked for.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use sha2::{Digest, Sha256};
+use skillstore_backends::{SkillBackend, Version};
+
+use crate::error::{Error, Result};
+use crate::skill_files::SkillFiles;
+
+/// The directory inside a skill that the digest leaves out: it holds what
+/// is said about the skill (its signature), not the skill.
+pub const RESERVED_DIR: &str = ".skillstore";
+
+/// The lowercase hex SHA-256 of `bytes`.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for byte in bytes {
+        out.push(char::from_digit(u32::from(byte >> 4), 16).expect("a hex digit"));
+        out.push(char::from_digit(u32::from(byte & 15), 16).expect("a hex digit"));
+    }
+    out
+}
+
+/// True for a path (relative to the skill's directory) the digest leaves
+/// out: the reserved directory and everything below it.
+pub fn is_reserved(relative: &str) -> bool {
+    relative == RESERVED_DIR
+        || relative
+            .strip_prefix(RESERVED_DIR)
+            .is_some_and(|rest| rest.starts_with('/'))
+}
+
+/// The skill digest of `files`, pairs of (relative path, lowercase hex
+/// SHA-256 of the content), in any order: reserved paths are left out, the
+/// rest sorted by path bytes, one `HEX SP PATH LF` line each, hashed.
+pub fn digest_lines<'a>(files: impl IntoIterator<Item = (&'a str, &'a str)>) -> String {
+    let mut lines: Vec<(&str, &str)> = files.into_iter().filter(|(path, _)| !is_reserved(path)).collect();
+    lines.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+    let mut hasher = Sha256::new();
+    for (path, sha) in lines {
+        hasher.update(sha.as_bytes());
+        hasher.update(b" ");
+        hasher.update(path.as_bytes());
+        hasher.update(b"\n");
+    }
+    format!("sha256:{}", hex(&hasher.finalize()))
+}
+
+/// One file of a digested skill.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DigestedFile {
+    /// The path relative to the skill's directory.
+    pub relative: String,
+    /// The lowercase hex SHA-256 of its bytes.
+    pub sha256: String,
+    /// Its size in bytes.
+    pub size: u64,
+    /// The version it was read at, when the backend reports one.
+    pub version: Option<Version>,
+}
+
+/// A skill's digest and the files it covers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkillDigest {
+    /// `sha256:` and 64 lowercase hex digits.
+    pub digest: String,
+    /// Every file the skill's listing holds, in listing order, the reserved
+    /// directory's included (its files are not part of [`Self::digest`]).
+    pub files: Vec<DigestedFile>,
+}
+
+/// How many files are read at once for one skill's digest.
+const READ_BATCH: usize = 16;
+
+/// The most file versions kept; past it the cache starts again empty.
+const MAX_ENTRIES: usize = 200_000;
+
+/// File hashes by virtual path and backend version. Shared by every
+/// catalog loaded from one [`crate::Namespace`] (and its refreshes), so a
+/// file unchanged since it was last hashed is not read again.
+#[derive(Debug, Default)]
+pub struct FileDigests {
+    entries: Mutex<HashMap<(String, Version), (String, u64)>>,
+    computed: AtomicU64,
+}
+
+impl FileDigests {
+    /// An empty cache.
+    pub fn new() -> Self {
+        FileDigests::default()
+    }
+
+    /// The hex SHA-256 and size of `path` at `version`, when hashed before.
+    pub fn get(&self, path: &str, version: &Version) -> Option<(String, u64)> {
+        let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        entries.get(&(path.to_owned(), version.clone())).cloned()
+    }
+
+    /// Hashes `bytes`, the content of `path` at `version`, keeps and
+    /// returns the hex SHA-256 and size.
+    pub fn compute(&self, path: &str, version: &Version, bytes: &[u8]) -> (String, u64) {
+        let value = (sha256_hex(bytes), bytes.len() as u64);
+        self.computed.fetch_add(1, Ordering::Relaxed);
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        if entries.len() >= MAX_ENTRIES {
+            entries.clear();
+        }
+        entries.insert((path.to_owned(), version.clone()), value.clone());
+        value
+    }
+
+    /// How many files were hashed since the cache was made.
+    pub fn computed(&self) -> u64 {
+        self.computed.load(Ordering::Relaxed)
+    }
+
+    /// The digest of the skill `listed` lists, reading through `backend`
+    /// with the listing's own confined read options the files whose
+    /// version is not cached. Fails when the listing was cut short or a
+    /// listed file cannot be read.
+    pub async fn skill_digest(&self, backend: &dyn SkillBackend, listed: &SkillFiles) -> Result<SkillDigest> {
+        if listed.truncated {
+            return Err(Error::Usage(format!(
+                "{} holds more files than are listed, so it has no digest",
+                listed.dir
+            )));
+        }
+        let read = listed.read_options();
+        let mut files = Vec::with_capacity(listed.files.len());
+        let mut missing = Vec::new();
+        for (i, file) in listed.files.iter().enumerate() {
+            let cached = file.version.as_ref().and_then(|v| self.get(file.path.as_str(), v));
+            match cached {
+                Some((sha256, size)) => files.push(DigestedFile {
+                    relative: file.relative.clone(),
+                    sha256,
+                    size,
+                    version: file.version.clone(),
+                }),
+                None => {
+                    missing.push(i);
+                    files.push(DigestedFile {
+                        relative: file.relative.clone(),
+                        sha256: String::new(),
+                        size: 0,
+                        version: None,
+                    });
+                }
+            }
+        }
+        if !missing.is_empty() {
+            // A batch at a time, so a skill of many large files is never
+            // held in memory whole.
+            for chunk in missing.chunks(READ_BATCH) {
+                let paths: Vec<_> = chunk.iter().map(|&i| listed.files[i].path.clone()).collect();
+                let blobs = backend.read_many(&paths, read).await;
+                for (&i, blob) in chunk.iter().zip(blobs) {
+                    let blob = blob?;
+                    let (sha256, size) = self.compute(listed.files[i].path.as_str(), &blob.version, &blob.data);
+                    let entry = &mut files[i];
+                    entry.sha256 = sha256;
+                    entry.size = size;
+                    entry.version = Some(blob.version);
+                }
+            }
+        }
+        let digest = digest_lines(files.iter().map(|f| (f.relative.as_str(), f.sha256.as_str())));
+        Ok(SkillDigest { digest, files })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hex_is_the_known_digest() {
+        assert_eq!(
+            sha256_hex(b"test"),
+            "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+        );
+    }
+
+    #[test]
+    fn the_digest_is_the_documented_text_hashed() {
+        // printf 'HEX  SKILL.md\n' style text, computed independently.
+        let a = sha256_hex(b"a");
+        let b = sha256_hex(b"b");
+        let text = format!("{b} SKILL.md\n{a} scripts/run.sh\n");
+        let expected = format!("sha256:{}", sha256_hex(text.as_bytes()));
+        assert_eq!(
+            digest_lines([("scripts/run.sh", a.as_str()), ("SKILL.md", b.as_str())]),
+            expected
+        );
+        // The reserved directory is not part of it; a look-alike name is.
+        assert_eq!(
+            digest_lines([
+                ("scripts/run.sh", a.as_str()),
+                ("SKILL.md", b.as_str()),
+                (".skillstore/signature", a.as_str())
+            ]),
+            expected
+        );
+        assert_ne!(
+            digest_lines([
+                ("scripts/run.sh", a.as_str()),
+                ("SKILL.md", b.as_str()),
+                (".skillstore2/signature", a.as_str())
+            ]),
+            expected
+        );
+    }
+}

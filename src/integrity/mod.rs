@@ -1,0 +1,23 @@
+//! Integrity: one identity for a skill, pinned and signed.
+//!
+//! - [`digest`]: the skill digest, one `sha256:` value over a skill's
+//!   files as a confined read serves them, and the per-file-version cache
+//!   it is computed through;
+//! - [`lock`]: the lock file (`skillstore lock`, `--locked`), each enabled
+//!   winner's digest and each Git mount's commit;
+//! - [`signature`]: SSH signatures over skill digests and the
+//!   `allowed_signers` files that accept them;
+//! - [`sign`]: `skillstore sign`, a local skill directory signed;
+//! - [`policy`]: what a namespace checks before it serves a skill;
+//! - [`verify`]: `skillstore verify`, every winner against those checks.
+
+pub mod digest;
+pub mod lock;
+pub mod policy;
+pub mod sign;
+pub mod signature;
+pub mod verify;
+
+pub use digest::{DigestedFile, FileDigests, RESERVED_DIR, SkillDigest, digest_lines, sha256_hex};
+pub use lock::{LOCK_FILE, Lock, LockedGit, LockedSkill};
+pub use policy::{Integrity, SignaturePolicy, SignatureStatus};

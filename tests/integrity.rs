@@ -1,0 +1,348 @@
+//! The skill digest: the same skill has the same digest on every backend
+//! (memory, filesystem, S3, Git), in an archive and after `sync`, equal to
+//! the documented definition computed by `sha256sum` and `sort`; a lock
+//! withholds a winner tampered with on any of those channels.
+
+#![cfg(unix)]
+
+use std::path::Path;
+use std::process::Command;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use proptest::prelude::*;
+use skillstore::backends::testkit::git_repo::git;
+use skillstore::backends::testkit::s3_server::S3TestServer;
+use skillstore::backends::{FsBackend, GitBackend, MemoryBackend, PutMode, SkillBackend, SymlinkPolicy, VPath};
+use skillstore::integrity::{Integrity, Lock, digest_lines, sha256_hex};
+use skillstore::sync::{SyncOptions, sync};
+use skillstore::{ArchiveLimits, Catalog, LoadOptions, SkillArchive, Source, SourceList};
+
+/// The skill's files: nested, a space in a name, bytes that are not
+/// UTF-8, an empty file, and a signature in the reserved directory.
+const FILES: &[(&str, &[u8])] = &[
+    ("SKILL.md", b"---\nname: pdf\ndescription: Read PDFs.\n---\nSteps.\n"),
+    ("scripts/run.sh", b"#!/bin/sh\necho run\n"),
+    ("references/a b.md", b"notes"),
+    ("references/deep/er/z.bin", b"\x00\xff\xfe binary"),
+    ("assets/empty", b""),
+    ("Zed.md", b"capital first"),
+    (".skillstore/signature", b"not part of the digest"),
+];
+
+/// A second skill, so the digest is the skill's and not the source's.
+const OTHER: (&str, &[u8]) = ("SKILL.md", b"---\nname: other\ndescription: O.\n---\n");
+
+fn write_tree(root: &Path) {
+    for (relative, data) in FILES {
+        let path = root.join("skills/pdf").join(relative);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, data).unwrap();
+    }
+    let other = root.join("skills/other");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(other.join(OTHER.0), OTHER.1).unwrap();
+}
+
+async fn put_tree(backend: &dyn SkillBackend) {
+    for (relative, data) in FILES {
+        let path = VPath::new(format!("/skills/pdf/{relative}")).unwrap();
+        backend
+            .put(&path, Bytes::from_static(data), PutMode::Overwrite)
+            .await
+            .unwrap();
+    }
+    let path = VPath::new("/skills/other/SKILL.md").unwrap();
+    backend
+        .put(&path, Bytes::from_static(OTHER.1), PutMode::Overwrite)
+        .await
+        .unwrap();
+}
+
+fn sources() -> SourceList {
+    SourceList::from_sources([Source::parse("/skills/").unwrap()]).unwrap()
+}
+
+async fn digest_on(backend: Arc<dyn SkillBackend>) -> String {
+    let catalog = Catalog::load(backend, sources(), LoadOptions::default()).await;
+    assert!(catalog.diagnostics().is_empty(), "{:?}", catalog.diagnostics());
+    catalog.skill_digest("pdf").await.unwrap().digest
+}
+
+/// The digest as the documentation defines it, computed by coreutils on
+/// the skill's directory: every file but `.skillstore/`, `HEX SP PATH`
+/// lines sorted by path bytes, hashed.
+fn digest_by_coreutils(skill: &Path) -> String {
+    let script = r#"find . -type f ! -path './.skillstore/*' | sed 's|^\./||' | LC_ALL=C sort |
+        while IFS= read -r f; do printf '%s %s\n' "$(sha256sum < "$f" | cut -d' ' -f1)" "$f"; done |
+        sha256sum | cut -d' ' -f1"#;
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .current_dir(skill)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    format!("sha256:{}", String::from_utf8(out.stdout).unwrap().trim())
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn one_skill_has_one_digest_on_every_backend_in_an_archive_and_after_sync() {
+    let dir = tempfile::tempdir().unwrap();
+    write_tree(dir.path());
+    let expected = digest_by_coreutils(&dir.path().join("skills/pdf"));
+    runtime().block_on(async {
+        // Filesystem.
+        let fs: Arc<dyn SkillBackend> = Arc::new(FsBackend::new(dir.path()).unwrap());
+        assert_eq!(digest_on(Arc::clone(&fs)).await, expected, "filesystem");
+
+        // Memory.
+        let memory = MemoryBackend::new();
+        put_tree(&memory).await;
+        assert_eq!(digest_on(Arc::new(memory)).await, expected, "memory");
+
+        // S3, through the in-process server.
+        let server = S3TestServer::shared();
+        let bucket = server.create_bucket();
+        let s3 = server.backend(&bucket, "");
+        put_tree(&s3).await;
+        assert_eq!(digest_on(Arc::new(s3)).await, expected, "s3");
+
+        // Git: the same tree committed by the real git, read at HEAD.
+        let work = dir.path().join("work");
+        std::fs::create_dir(&work).unwrap();
+        write_tree(&work);
+        git(&work, &["init", "-q"]);
+        git(&work, &["add", "-A"]);
+        git(&work, &["commit", "-q", "-m", "skills"]);
+        let repo = GitBackend::open(&work.join(".git"), "HEAD", SymlinkPolicy::WithinRoot).unwrap();
+        assert_eq!(digest_on(Arc::new(repo)).await, expected, "git");
+
+        // An archive packed from the source, read back.
+        let packed = skillstore::pack(
+            fs.as_ref(),
+            &VPath::new("/skills/pdf").unwrap(),
+            &ArchiveLimits::default(),
+        )
+        .await
+        .unwrap();
+        let archive = SkillArchive::read(&packed, &ArchiveLimits::default()).unwrap();
+        assert_eq!(archive.digest(), expected, "archive");
+
+        // A synced tree, loaded as a source of its own.
+        let catalog = Catalog::load(Arc::clone(&fs), sources(), LoadOptions::default()).await;
+        let target = dir.path().join("synced");
+        sync(&catalog, &target, &SyncOptions::default()).await.unwrap();
+        let synced_backend: Arc<dyn SkillBackend> = Arc::new(FsBackend::new(&target).unwrap());
+        let synced_sources = SourceList::from_sources([Source::parse("/").unwrap()]).unwrap();
+        let synced_catalog = Catalog::load(synced_backend, synced_sources, LoadOptions::default()).await;
+        assert_eq!(
+            synced_catalog.skill_digest("pdf").await.unwrap().digest,
+            expected,
+            "after sync"
+        );
+        assert_eq!(
+            digest_by_coreutils(&target.join("pdf")),
+            expected,
+            "the synced directory by coreutils"
+        );
+    });
+}
+
+#[test]
+fn a_file_is_hashed_once_per_version() {
+    runtime().block_on(async {
+        let memory = Arc::new(MemoryBackend::new());
+        put_tree(memory.as_ref()).await;
+        let catalog = Catalog::load(memory.clone(), sources(), LoadOptions::default()).await;
+        let first = catalog.skill_digest("pdf").await.unwrap();
+        let hashed = catalog.file_digests().computed();
+        assert_eq!(hashed, FILES.len() as u64);
+        assert_eq!(catalog.skill_digest("pdf").await.unwrap(), first);
+        assert_eq!(catalog.file_digests().computed(), hashed, "nothing read again");
+        let path = VPath::new("/skills/pdf/scripts/run.sh").unwrap();
+        memory
+            .put(&path, Bytes::from_static(b"changed"), PutMode::Overwrite)
+            .await
+            .unwrap();
+        let refreshed = catalog.refresh().await;
+        assert_ne!(refreshed.skill_digest("pdf").await.unwrap().digest, first.digest);
+        assert_eq!(refreshed.file_digests().computed(), hashed + 1, "only the new version");
+    });
+}
+
+/// A catalog of `backend` checked against `lock`.
+async fn locked(backend: Arc<dyn SkillBackend>, source: &str, lock: &Lock) -> Catalog {
+    let options = LoadOptions {
+        integrity: Some(Arc::new(Integrity {
+            lock: Some(Arc::new(lock.clone())),
+            ..Integrity::default()
+        })),
+        ..LoadOptions::default()
+    };
+    let sources = SourceList::from_sources([Source::parse(source).unwrap()]).unwrap();
+    Catalog::load(backend, sources, options).await
+}
+
+fn withheld_kinds(catalog: &Catalog) -> Vec<(String, &'static str)> {
+    catalog
+        .withheld()
+        .map(|d| (d.path.as_ref().unwrap().to_string(), d.kind.as_str()))
+        .collect()
+}
+
+#[test]
+fn a_lock_withholds_a_skill_tampered_with_on_any_channel() {
+    let dir = tempfile::tempdir().unwrap();
+    write_tree(dir.path());
+    runtime().block_on(async {
+        let fs: Arc<dyn SkillBackend> = Arc::new(FsBackend::new(dir.path()).unwrap());
+        let catalog = Catalog::load(Arc::clone(&fs), sources(), LoadOptions::default()).await;
+        let lock = Lock::for_catalog(&catalog).await.unwrap();
+        let pdf_digest = lock.skills_by_name().unwrap()["pdf"].digest.clone();
+
+        // Untouched: everything served, digests filled in by the check.
+        let ok = locked(Arc::clone(&fs), "/skills/", &lock).await;
+        assert!(withheld_kinds(&ok).is_empty(), "{:?}", ok.diagnostics());
+        assert_eq!(ok.get("pdf").unwrap().digest.as_deref(), Some(pdf_digest.as_str()));
+
+        // The filesystem: one byte of a nested file.
+        let nested = dir.path().join("skills/pdf/references/deep/er/z.bin");
+        let original = std::fs::read(&nested).unwrap();
+        let mut changed = original.clone();
+        changed[0] ^= 1;
+        std::fs::write(&nested, &changed).unwrap();
+        let caught = locked(Arc::clone(&fs), "/skills/", &lock).await;
+        assert_eq!(
+            withheld_kinds(&caught),
+            [("/skills/pdf/SKILL.md".to_owned(), "lock_mismatch")]
+        );
+        assert!(caught.get("pdf").is_none(), "a mismatched skill is not served");
+        assert!(caught.read_file("pdf", "SKILL.md").await.is_err());
+        assert!(caught.get("other").is_some(), "the others are");
+        std::fs::write(&nested, &original).unwrap();
+
+        // A file added, even one the listing alone would show.
+        std::fs::write(dir.path().join("skills/pdf/extra.md"), "x").unwrap();
+        let added = locked(Arc::clone(&fs), "/skills/", &lock).await;
+        assert_eq!(withheld_kinds(&added).len(), 1);
+        std::fs::remove_file(dir.path().join("skills/pdf/extra.md")).unwrap();
+
+        // A signature in the reserved directory does not change the digest.
+        std::fs::write(dir.path().join("skills/pdf/.skillstore/signature"), "replaced").unwrap();
+        let resigned = locked(Arc::clone(&fs), "/skills/", &lock).await;
+        assert!(withheld_kinds(&resigned).is_empty());
+
+        // S3, changed behind skillstore's back on the server's disk.
+        let server = S3TestServer::shared();
+        let bucket = server.create_bucket();
+        let s3: Arc<dyn SkillBackend> = Arc::new(server.backend(&bucket, ""));
+        put_tree(s3.as_ref()).await;
+        let s3_ok = locked(Arc::clone(&s3), "/skills/", &lock).await;
+        assert!(withheld_kinds(&s3_ok).is_empty(), "{:?}", s3_ok.diagnostics());
+        server.put_raw(&bucket, "skills/pdf/scripts/run.sh", b"#!/bin/sh\necho ruN\n");
+        let s3_caught = locked(Arc::clone(&s3), "/skills/", &lock).await;
+        assert_eq!(withheld_kinds(&s3_caught).len(), 1, "{:?}", s3_caught.diagnostics());
+
+        // A synced tree changed after the sync.
+        let target = dir.path().join("synced");
+        sync(&catalog, &target, &SyncOptions::default()).await.unwrap();
+        let synced: Arc<dyn SkillBackend> = Arc::new(FsBackend::new(&target).unwrap());
+        assert!(withheld_kinds(&locked(Arc::clone(&synced), "/", &lock).await).is_empty());
+        let synced_file = target.join("pdf/SKILL.md");
+        let mut text = std::fs::read(&synced_file).unwrap();
+        text.push(b' ');
+        std::fs::write(&synced_file, text).unwrap();
+        assert_eq!(withheld_kinds(&locked(synced, "/", &lock).await).len(), 1);
+
+        // An archive with one byte changed: its digest is not the lock's,
+        // and once installed the lock withholds it.
+        let packed = skillstore::pack(
+            fs.as_ref(),
+            &VPath::new("/skills/pdf").unwrap(),
+            &ArchiveLimits::default(),
+        )
+        .await
+        .unwrap();
+        let archive = SkillArchive::read(&packed, &ArchiveLimits::default()).unwrap();
+        assert_eq!(archive.digest(), pdf_digest);
+        let memory = Arc::new(MemoryBackend::new());
+        put_tree(memory.as_ref()).await;
+        for file in archive.files() {
+            let mut data = file.data.to_vec();
+            if file.path == "scripts/run.sh" {
+                data[2] ^= 0x20;
+            }
+            let path = VPath::new(format!("/skills/pdf/{}", file.path)).unwrap();
+            memory.put(&path, data.into(), PutMode::Overwrite).await.unwrap();
+        }
+        assert_eq!(withheld_kinds(&locked(memory, "/skills/", &lock).await).len(), 1);
+
+        // A skill the lock does not hold is left out.
+        let mut partial = lock.clone();
+        partial.skills.as_mut().unwrap().retain(|s| s.name != "other");
+        let left = locked(Arc::clone(&fs), "/skills/", &partial).await;
+        assert_eq!(
+            withheld_kinds(&left),
+            [("/skills/other/SKILL.md".to_owned(), "not_locked")]
+        );
+    });
+}
+
+fn hashed(files: &[(String, Vec<u8>)]) -> Vec<(String, String)> {
+    files.iter().map(|(p, d)| (p.clone(), sha256_hex(d))).collect()
+}
+
+fn digest_of(files: &[(String, String)]) -> String {
+    digest_lines(files.iter().map(|(p, h)| (p.as_str(), h.as_str())))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// The order files are given in never matters.
+    #[test]
+    fn any_order_gives_the_same_digest(
+        files in proptest::collection::btree_map("[a-z]{1,3}(/[a-zA-Z .]{1,3}){0,2}", proptest::collection::vec(any::<u8>(), 0..16), 1..8),
+        seed in any::<u64>(),
+    ) {
+        let files: Vec<(String, Vec<u8>)> = files.into_iter().collect();
+        let sorted = hashed(&files);
+        let mut shuffled = sorted.clone();
+        // A permutation from the seed.
+        let n = shuffled.len();
+        for i in (1..n).rev() {
+            let j = (seed.rotate_left(i as u32) as usize) % (i + 1);
+            shuffled.swap(i, j);
+        }
+        prop_assert_eq!(digest_of(&sorted), digest_of(&shuffled));
+    }
+
+    /// Any one byte changed, in any file, changes the digest; so does a
+    /// renamed file.
+    #[test]
+    fn any_one_byte_changes_the_digest(
+        files in proptest::collection::btree_map("[a-z]{1,3}(/[a-z]{1,3}){0,2}", proptest::collection::vec(any::<u8>(), 1..16), 1..8),
+        which in any::<prop::sample::Index>(),
+        at in any::<prop::sample::Index>(),
+        flip in 1u8..=255,
+    ) {
+        let files: Vec<(String, Vec<u8>)> = files.into_iter().collect();
+        let before = digest_of(&hashed(&files));
+        let mut changed = files.clone();
+        let file = which.get_mut(&mut changed);
+        let byte = at.index(file.1.len());
+        file.1[byte] ^= flip;
+        prop_assert_ne!(&before, &digest_of(&hashed(&changed)));
+        let mut renamed = files.clone();
+        which.get_mut(&mut renamed).0.push('x');
+        prop_assert_ne!(&before, &digest_of(&hashed(&renamed)));
+    }
+}
