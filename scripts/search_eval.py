@@ -6,12 +6,14 @@ A query counts as found at rank k when any skill it lists as relevant (the
 intended one or an equally good one) is among the first k results; MRR@10
 averages 1/rank of the first relevant result, 0 when none is in the top 10.
 
-Rankers (--ranker, repeatable; default all four):
-  bm25-desc   BM25 over name and description (rank_bm25, no tuning)
-  bm25-body   BM25 over name, description and SKILL.md body
-  skillport   skillport's search from PyPI, without embeddings
-  skillstore  `skillstore search --json` (--skillstore BIN, or
-              --skillstore-batch CMD for a batch mode)
+Rankers (--ranker, repeatable; default all):
+  bm25-desc        BM25 over name and description (rank_bm25, no tuning)
+  bm25-body        BM25 over name, description and SKILL.md body
+  skillport        skillport's search from PyPI, without embeddings
+  skillport-words  the same with each query reduced to its words (its
+                   query parser refuses some text, e.g. an apostrophe)
+  skillstore       `skillstore search --json` (--skillstore BIN, or
+                   --skillstore-batch CMD for a batch mode)
 and any command (--cmd LABEL=COMMAND, repeatable) that reads JSON lines
 {"id", "query"} on standard input and prints one JSON line {"id",
 "results": [corpus_path, ...]} per query, best first; the corpus directory
@@ -35,11 +37,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import search_eval_corpus as sc  # noqa: E402
 
 SCRIPTS = Path(__file__).resolve().parent
-BUILTIN = ["bm25-desc", "bm25-body", "skillport", "skillstore"]
+BUILTIN = ["bm25-desc", "bm25-body", "skillport", "skillport-words", "skillstore"]
 LABELS = {
     "bm25-desc": "BM25, name + description",
     "bm25-body": "BM25, name + description + body",
     "skillport": "skillport 1.1.0 (no embeddings)",
+    "skillport-words": "skillport 1.1.0, query reduced to words",
     "skillstore": "skillstore search",
 }
 
@@ -49,12 +52,13 @@ def ranker_command(name: str, args) -> list[str] | str:
     if name in ("bm25-desc", "bm25-body"):
         py = sc.ensure_venv(sc.EVAL_VENV, sc.EVAL_REQUIREMENTS)
         return [str(py), str(SCRIPTS / "search_eval_bm25.py"), "--fields", name.split("-")[1]]
-    if name == "skillport":
+    if name in ("skillport", "skillport-words"):
         sys.path.insert(0, str(SCRIPTS))
         import search_eval_skillport
 
         py = sc.ensure_venv("skillport", search_eval_skillport.REQUIREMENTS)
-        return [str(py), str(SCRIPTS / "search_eval_skillport.py")]
+        cmd = [str(py), str(SCRIPTS / "search_eval_skillport.py")]
+        return cmd + ["--words"] if name == "skillport-words" else cmd
     if name == "skillstore":
         cmd = [sys.executable, str(SCRIPTS / "search_eval_skillstore.py")]
         if args.skillstore_batch:
