@@ -15,6 +15,7 @@ import collections
 import sys
 from pathlib import Path
 
+sys.dont_write_bytecode = True  # no __pycache__ beside the scripts
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import search_eval_corpus as sc  # noqa: E402
 
