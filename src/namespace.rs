@@ -112,6 +112,48 @@ impl Namespace {
         self.source_locations.get(index)
     }
 
+    /// A search index for this namespace's catalogs: the one kept in the
+    /// local cache (see [`crate::search::SearchIndex::open_cached`]) when
+    /// the cache is on and every source's storage gives versions that stay
+    /// true from one process to the next; in memory otherwise (a
+    /// `memory:` file is numbered afresh at each load).
+    pub fn search_index(&self) -> crate::search::SearchIndex {
+        match (&self.load.cache, self.search_identity()) {
+            (Some(settings), Some(identity)) => crate::search::SearchIndex::open_cached(settings, &identity),
+            _ => crate::search::SearchIndex::in_memory(),
+        }
+    }
+
+    /// [`Namespace::search_index`] brought level with `catalog`. When the
+    /// cached index cannot be written (another process holds it, the disk
+    /// is full), the index is built in memory instead.
+    pub async fn search_index_for(&self, catalog: &Catalog) -> Result<crate::search::SearchIndex> {
+        let index = self.search_index();
+        match index.refresh(catalog).await {
+            Ok(_) => Ok(index),
+            Err(e) if index.is_cached() => {
+                tracing::debug!(error = %e, "cannot update the cached search index; indexing in memory");
+                let index = crate::search::SearchIndex::in_memory();
+                index.refresh(catalog).await?;
+                Ok(index)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Names the storage behind every source, in order: the same for two
+    /// namespaces only when they read the same skills at the same paths.
+    fn search_identity(&self) -> Option<String> {
+        let mut identity = String::from("skillstore-search");
+        for (source, location) in self.sources.iter().zip(&self.source_locations) {
+            if matches!(location, Location::Memory(_)) {
+                return None;
+            }
+            identity.push_str(&format!("\n{}\t{}\t{location}", source.name(), source.path()));
+        }
+        Some(identity)
+    }
+
     /// Loads the catalog.
     pub async fn load(&self) -> Catalog {
         Catalog::load(self.backend(), self.sources.clone(), self.load.clone()).await
