@@ -1,8 +1,9 @@
 //! Full-text search over a catalog's winners (BM25, with tantivy).
 //!
 //! A [`SearchIndex`] holds one document per winning skill: its name,
-//! description, and its SKILL.md body split into headings and text, each
-//! field weighted ([`schema::Fields::weighted`]). [`SearchIndex::refresh`]
+//! description, the headings of its SKILL.md body, and all of these with
+//! the rest of the body as one text, each field weighted
+//! ([`schema::Fields::weighted`]). [`SearchIndex::refresh`]
 //! brings it level with a catalog, reading only the SKILL.md files whose
 //! version the index does not hold; [`SearchIndex::search`] answers a query
 //! with the catalog's own records, best first.
@@ -218,11 +219,15 @@ impl SearchIndex {
             writer.delete_term(Term::from_field_text(self.fields.path, path));
             known.remove(path);
         }
-        let mut reads = futures::stream::iter(stale.iter().map(|skill| async move {
-            let file = catalog.read_skill(skill.name()).await;
-            (*skill, file)
-        }))
-        .buffer_unordered(READ_CONCURRENCY);
+        // Owned skills (cheap clones) keep the reads' future `Send` for
+        // any caller.
+        let jobs: Vec<Skill> = stale.iter().map(|s| (*s).clone()).collect();
+        let mut reads = futures::stream::iter(jobs)
+            .map(|skill: Skill| async move {
+                let file = catalog.read_skill(skill.name()).await;
+                (skill, file)
+            })
+            .buffer_unordered(READ_CONCURRENCY);
         let mut versions = Vec::with_capacity(stale.len());
         while let Some((skill, file)) = reads.next().await {
             let (body, version) = match file {
@@ -234,7 +239,7 @@ impl SearchIndex {
             };
             writer.delete_term(Term::from_field_text(self.fields.path, skill.path.as_str()));
             writer
-                .add_document(self.document(skill, &version, &body))
+                .add_document(self.document(&skill, &version, &body))
                 .map_err(search_error)?;
             versions.push((skill.path.as_str().to_owned(), version));
         }
@@ -262,7 +267,14 @@ impl SearchIndex {
         doc.add_text(self.fields.name, skill.name());
         doc.add_text(self.fields.description, &skill.metadata.description);
         doc.add_text(self.fields.headings, &sections.headings);
-        doc.add_text(self.fields.text, &sections.text);
+        for part in [
+            skill.name(),
+            &skill.metadata.description,
+            &sections.headings,
+            &sections.text,
+        ] {
+            doc.add_text(self.fields.all, part);
+        }
         doc
     }
 

@@ -28,8 +28,8 @@ pub struct Fields {
     pub description: Field,
     /// The body's headings.
     pub headings: Field,
-    /// The rest of the body.
-    pub text: Field,
+    /// The name, description and whole body as one text.
+    pub all: Field,
 }
 
 impl Fields {
@@ -38,7 +38,7 @@ impl Fields {
         let mut builder = Schema::builder();
         let indexing = TextFieldIndexing::default()
             .set_tokenizer(ANALYZER)
-            .set_index_option(IndexRecordOption::WithFreqsAndPositions);
+            .set_index_option(IndexRecordOption::WithFreqs);
         let text = TextOptions::default().set_indexing_options(indexing);
         let fields = Fields {
             path: builder.add_text_field("path", STRING | STORED),
@@ -46,19 +46,21 @@ impl Fields {
             name: builder.add_text_field("name", text.clone().set_stored()),
             description: builder.add_text_field("description", text.clone()),
             headings: builder.add_text_field("headings", text.clone()),
-            text: builder.add_text_field("text", text),
+            all: builder.add_text_field("all", text),
         };
         (builder.build(), fields)
     }
 
-    /// The searched fields with their boosts: a word in the name counts
-    /// most, then the description, then a heading, then the text.
+    /// The searched fields with their boosts. The whole text, scored as
+    /// one field, carries the ranking; a word also in the name, the
+    /// description or a heading adds to it (weights chosen on the search
+    /// evaluation, see the book's search page).
     pub fn weighted(&self) -> [(Field, f32); 4] {
         [
-            (self.name, 3.0),
-            (self.description, 2.0),
-            (self.headings, 1.5),
-            (self.text, 1.0),
+            (self.all, 1.0),
+            (self.name, 0.3),
+            (self.description, 0.3),
+            (self.headings, 0.3),
         ]
     }
 }
