@@ -60,6 +60,8 @@ pub struct PromptSettings {
     /// Where the agent finds the skills (a synced or mounted tree), when
     /// locations should not be virtual paths.
     pub location_root: Option<String>,
+    /// Skills listed first, kept when a budget leaves others out.
+    pub always: Vec<String>,
 }
 
 impl Namespace {
@@ -196,6 +198,8 @@ impl Namespace {
             max_chars: self.prompt.max_chars,
             template,
             location_root: self.prompt.location_root.clone(),
+            always: self.prompt.always.clone(),
+            search_hint: None,
         })
     }
 }
@@ -529,6 +533,7 @@ pub(crate) fn assemble(config: &Config, writable_names: &[String]) -> Result<Nam
             max_chars: config.prompt.max_chars,
             template,
             location_root: config.prompt.location_root.clone(),
+            always: config.prompt.always.clone(),
         },
         sync: sync_options(config, read_limit),
     })
