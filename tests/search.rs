@@ -251,3 +251,24 @@ async fn a_warm_start_from_the_cache_reads_no_unchanged_skill_md_fs() {
 async fn a_warm_start_from_the_cache_reads_no_unchanged_skill_md_s3() {
     warm_start_reads_only_changes(Kind::S3).await;
 }
+
+#[tokio::test]
+async fn the_cache_keeps_the_most_recently_opened_indexes() {
+    let cache_dir = tempfile::tempdir().unwrap();
+    let settings = CacheSettings {
+        dir: Some(cache_dir.path().join("cache")),
+        ..CacheSettings::default()
+    };
+    let count = || {
+        std::fs::read_dir(cache_dir.path().join("cache"))
+            .unwrap()
+            .filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().starts_with("search-"))
+            .count()
+    };
+    for i in 0..skillstore::search::MAX_CACHED_INDEXES + 3 {
+        let index = SearchIndex::open_cached(&settings, &format!("namespace {i}"));
+        assert!(index.is_cached());
+        assert!(count() <= skillstore::search::MAX_CACHED_INDEXES);
+    }
+    assert_eq!(count(), skillstore::search::MAX_CACHED_INDEXES);
+}

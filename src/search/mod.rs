@@ -41,6 +41,7 @@ use crate::catalog::{Catalog, Skill};
 use crate::error::{Error, Result};
 
 pub use schema::Fields;
+pub use store::MAX_CACHED_INDEXES;
 
 /// The most results one query returns.
 pub const MAX_LIMIT: usize = 1000;

@@ -3,7 +3,8 @@
 //! files and `identity`, the namespace's identity in full (compared on
 //! open, so a hash collision is a miss, never another namespace's index).
 //! A directory that is unreadable, of another format or another identity
-//! is not used.
+//! is not used. At most [`MAX_CACHED_INDEXES`] are kept, the least recently
+//! opened removed first.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -21,6 +22,11 @@ use crate::cache::{CacheSettings, LocalCache, hash_hex};
 /// Bumped whenever the schema or the analysis changes.
 const FORMAT: u32 = 1;
 const IDENTITY_FILE: &str = "identity";
+/// Touched at every open, so a directory's time says when it was last used.
+const OPENED_FILE: &str = "opened";
+/// The most indexes kept in the cache directory; opening one more removes
+/// the least recently opened.
+pub const MAX_CACHED_INDEXES: usize = 8;
 const MAX_IDENTITY_BYTES: u64 = 64 * 1024;
 
 /// Opens (creating it if needed) the cached index of `identity`.
@@ -37,6 +43,13 @@ pub(super) fn open(settings: &CacheSettings, identity: &str) -> Option<(Index, F
         }
         Err(_) => return None,
     }
+    let _ = std::fs::remove_file(dir.join(OPENED_FILE));
+    let _ = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(dir.join(OPENED_FILE));
+    trim(cache.dir(), &dir);
     let (schema, fields) = Fields::schema();
     let directory = MmapDirectory::open(&dir).ok()?;
     match Index::open_or_create(directory, schema) {
@@ -45,6 +58,32 @@ pub(super) fn open(settings: &CacheSettings, identity: &str) -> Option<(Index, F
             tracing::debug!(error = %e, "the cached search index cannot be opened");
             None
         }
+    }
+}
+
+/// Removes the least recently opened index directories (by the time of
+/// their last change, which every open moves) until, with `keep`, at most
+/// [`MAX_CACHED_INDEXES`] remain. Only directories named `search-*` are
+/// touched; a link is never followed.
+fn trim(cache_dir: &Path, keep: &Path) {
+    let Ok(read) = std::fs::read_dir(cache_dir) else { return };
+    let mut dirs: Vec<(std::time::SystemTime, std::path::PathBuf)> = read
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_str().is_some_and(|n| n.starts_with("search-")))
+        .filter(|e| e.path() != keep)
+        .filter_map(|e| {
+            let meta = std::fs::symlink_metadata(e.path()).ok()?;
+            meta.is_dir().then_some(())?;
+            Some((meta.modified().ok()?, e.path()))
+        })
+        .collect();
+    if dirs.len() < MAX_CACHED_INDEXES {
+        return;
+    }
+    dirs.sort();
+    let excess = dirs.len() + 1 - MAX_CACHED_INDEXES;
+    for (_, path) in dirs.into_iter().take(excess) {
+        let _ = std::fs::remove_dir_all(path);
     }
 }
 
