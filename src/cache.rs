@@ -209,7 +209,7 @@ fn read_bounded(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
 
 /// A 128-bit FNV-1a of `text`, in hex: a file name, not a security measure
 /// (the identity inside the file is compared on every read).
-fn hash_hex(text: &str) -> String {
+pub(crate) fn hash_hex(text: &str) -> String {
     const PRIME: u128 = 0x0000000001000000000000000000013B;
     let mut hash: u128 = 0x6c62272e07bb014262b821756295c58d;
     for byte in text.bytes() {

@@ -21,6 +21,7 @@
 //! prompt:
 //!   style: markdown
 //!   max_chars: 40000
+//!   always: [code-review]       # listed first, kept when the budget leaves others out
 //! sync:                         # bounds of a synced tree (`sync DIR`)
 //!   max_files: 10000            # per skill
 //!   max_skill_bytes: 67108864   # per skill
@@ -203,6 +204,10 @@ pub struct PromptConfig {
     /// `ROOT/NAME/SKILL.md` instead of the virtual path.
     #[serde(default)]
     pub location_root: Option<String>,
+    /// Skills always listed: first in the list, so a `max_chars` budget
+    /// leaves others out before these.
+    #[serde(default)]
+    pub always: Vec<String>,
 }
 
 /// Bounds of a synced tree (`sync DIR`); what passes one is left out whole

@@ -50,6 +50,7 @@ pub mod integrity;
 pub mod location;
 pub mod namespace;
 pub mod prompt;
+pub mod search;
 mod shared_catalog;
 pub mod skill;
 pub mod skill_files;

@@ -63,6 +63,8 @@ pub struct PromptSettings {
     /// Where the agent finds the skills (a synced or mounted tree), when
     /// locations should not be virtual paths.
     pub location_root: Option<String>,
+    /// Skills listed first, kept when a budget leaves others out.
+    pub always: Vec<String>,
 }
 
 impl Namespace {
@@ -131,6 +133,48 @@ impl Namespace {
         Catalog::load(self.backend(), self.sources.clone(), options).await
     }
 
+    /// A search index for this namespace's catalogs: the one kept in the
+    /// local cache (see [`crate::search::SearchIndex::open_cached`]) when
+    /// the cache is on and every source's storage gives versions that stay
+    /// true from one process to the next; in memory otherwise (a
+    /// `memory:` file is numbered afresh at each load).
+    pub fn search_index(&self) -> crate::search::SearchIndex {
+        match (&self.load.cache, self.search_identity()) {
+            (Some(settings), Some(identity)) => crate::search::SearchIndex::open_cached(settings, &identity),
+            _ => crate::search::SearchIndex::in_memory(),
+        }
+    }
+
+    /// [`Namespace::search_index`] brought level with `catalog`. When the
+    /// cached index cannot be written (another process holds it, the disk
+    /// is full), the index is built in memory instead.
+    pub async fn search_index_for(&self, catalog: &Catalog) -> Result<crate::search::SearchIndex> {
+        let index = self.search_index();
+        match index.refresh(catalog).await {
+            Ok(_) => Ok(index),
+            Err(e) if index.is_cached() => {
+                tracing::debug!(error = %e, "cannot update the cached search index; indexing in memory");
+                let index = crate::search::SearchIndex::in_memory();
+                index.refresh(catalog).await?;
+                Ok(index)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Names the storage behind every source, in order: the same for two
+    /// namespaces only when they read the same skills at the same paths.
+    fn search_identity(&self) -> Option<String> {
+        let mut identity = String::from("skillstore-search");
+        for (source, location) in self.sources.iter().zip(&self.source_locations) {
+            if matches!(location, Location::Memory(_)) {
+                return None;
+            }
+            identity.push_str(&format!("\n{}\t{}\t{location}", source.name(), source.path()));
+        }
+        Some(identity)
+    }
+
     /// Loads the catalog.
     pub async fn load(&self) -> Catalog {
         Catalog::load(self.backend(), self.sources.clone(), self.load.clone()).await
@@ -173,6 +217,8 @@ impl Namespace {
             max_chars: self.prompt.max_chars,
             template,
             location_root: self.prompt.location_root.clone(),
+            always: self.prompt.always.clone(),
+            search_hint: None,
         })
     }
 }
@@ -578,6 +624,7 @@ pub(crate) fn assemble(config: &Config, writable_names: &[String]) -> Result<Nam
             max_chars: config.prompt.max_chars,
             template,
             location_root: config.prompt.location_root.clone(),
+            always: config.prompt.always.clone(),
         },
         sync: sync_options(config, read_limit),
         lock,

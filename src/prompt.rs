@@ -59,6 +59,15 @@ pub struct PromptOptions {
     /// spaces), is left out of the list and reported in
     /// [`Prompt::left_out`].
     pub location_root: Option<String>,
+    /// Names of skills listed first, so that a budget leaving skills out
+    /// leaves these in (names not in the catalog, or disabled, are
+    /// ignored).
+    pub always: Vec<String>,
+    /// How the agent finds the skills a budget left out: a tool or command
+    /// the front end serving the prompt offers (such as "the
+    /// `search_skills` tool"). When set, the note on skills left out says
+    /// to use it; the text is the front end's own, never a skill's.
+    pub search_hint: Option<String>,
 }
 
 /// A rendered prompt section.
@@ -152,6 +161,11 @@ pub fn render(catalog: &Catalog, options: &PromptOptions) -> Prompt {
             _ => true,
         })
         .collect();
+    // Skills named always listed come first; a budget leaves out from the end.
+    let mut skills = skills;
+    if !options.always.is_empty() {
+        skills.sort_by_key(|skill| !options.always.iter().any(|name| name == skill.name()));
+    }
     let whole = |text: String, omitted: usize, shortened: usize| Prompt {
         text,
         omitted,
@@ -228,6 +242,7 @@ struct Frame<'a> {
     sources: String,
     warnings: String,
     location_root: Option<&'a str>,
+    search_hint: Option<&'a str>,
 }
 
 impl<'a> Frame<'a> {
@@ -261,14 +276,17 @@ impl<'a> Frame<'a> {
             sources,
             warnings: warnings(catalog, style),
             location_root: options.location_root.as_deref().map(|r| r.trim_end_matches('/')),
+            search_hint: options.search_hint.as_deref(),
         }
     }
 
     fn render(&self, skills: &[&Skill], cut: Option<usize>, omitted: usize) -> String {
         let mut list = String::with_capacity(skills.len() * 700);
         match self.style {
-            PromptStyle::Markdown => markdown_list(&mut list, skills, cut, omitted, self.location_root),
-            PromptStyle::Xml => xml_list(&mut list, skills, cut, omitted, self.location_root),
+            PromptStyle::Markdown => {
+                markdown_list(&mut list, skills, cut, omitted, self.location_root, self.search_hint)
+            }
+            PromptStyle::Xml => xml_list(&mut list, skills, cut, omitted, self.location_root, self.search_hint),
         }
         fill(self.template, &self.sources, &list, &self.warnings)
     }
@@ -440,7 +458,14 @@ fn location_under(skill: &Skill, root: &str) -> std::result::Result<String, &'st
     Ok(location)
 }
 
-fn markdown_list(out: &mut String, skills: &[&Skill], cut: Option<usize>, omitted: usize, root: Option<&str>) {
+fn markdown_list(
+    out: &mut String,
+    skills: &[&Skill],
+    cut: Option<usize>,
+    omitted: usize,
+    root: Option<&str>,
+    search: Option<&str>,
+) {
     for skill in skills {
         let meta = &skill.metadata;
         out.push_str("- **");
@@ -480,16 +505,30 @@ fn markdown_list(out: &mut String, skills: &[&Skill], cut: Option<usize>, omitte
         out.push('\n');
     }
     if omitted > 0 {
-        let _ = writeln!(
-            out,
-            "- ({omitted} more skill{} left out to keep this list short; their SKILL.md files are in the sources above)",
-            if omitted == 1 { "" } else { "s" }
-        );
+        let plural = if omitted == 1 { "" } else { "s" };
+        let _ = match search {
+            Some(hint) => writeln!(
+                out,
+                "- ({omitted} more skill{plural} left out to keep this list short; find the one a task needs with {})",
+                one_line(hint)
+            ),
+            None => writeln!(
+                out,
+                "- ({omitted} more skill{plural} left out to keep this list short; their SKILL.md files are in the sources above)"
+            ),
+        };
     }
     out.pop();
 }
 
-fn xml_list(out: &mut String, skills: &[&Skill], cut: Option<usize>, omitted: usize, root: Option<&str>) {
+fn xml_list(
+    out: &mut String,
+    skills: &[&Skill],
+    cut: Option<usize>,
+    omitted: usize,
+    root: Option<&str>,
+    search: Option<&str>,
+) {
     out.push_str("<available_skills>\n");
     for skill in skills {
         out.push_str("<skill>\n<name>");
@@ -501,7 +540,19 @@ fn xml_list(out: &mut String, skills: &[&Skill], cut: Option<usize>, omitted: us
         out.push_str("</location>\n</skill>\n");
     }
     if omitted > 0 {
-        let _ = writeln!(out, "<omitted_skills count=\"{omitted}\"/>");
+        match search {
+            Some(hint) => {
+                let _ = write!(
+                    out,
+                    "<omitted_skills count=\"{omitted}\">find the one a task needs with "
+                );
+                push_escaped(out, &one_line(hint));
+                out.push_str("</omitted_skills>\n");
+            }
+            None => {
+                let _ = writeln!(out, "<omitted_skills count=\"{omitted}\"/>");
+            }
+        }
     }
     out.push_str("</available_skills>");
 }

@@ -359,3 +359,70 @@ proptest::proptest! {
         });
     }
 }
+
+/// A catalog too large for the budget: the prompt says how many skills were
+/// left out and how to find them, and skills named always listed stay in.
+#[tokio::test]
+async fn a_budget_too_small_names_the_search_and_keeps_skills_always_listed() {
+    let backend = MemoryBackend::new();
+    for i in 0..200 {
+        let text = format!("---\nname: skill-{i:03}\ndescription: Does task number {i} of many.\n---\nBody.\n");
+        backend
+            .put(
+                &VPath::new(format!("/base/skill-{i:03}/SKILL.md")).unwrap(),
+                text.into(),
+                PutMode::Overwrite,
+            )
+            .await
+            .unwrap();
+    }
+    let sources = SourceList::from_sources([Source::parse("/base").unwrap()]).unwrap();
+    let catalog = Catalog::load(Arc::new(backend), sources, LoadOptions::default()).await;
+    for style in [PromptStyle::Markdown, PromptStyle::Xml] {
+        let options = PromptOptions {
+            style,
+            max_chars: Some(3000),
+            always: vec!["skill-199".into(), "skill-150".into(), "no-such-skill".into()],
+            search_hint: Some("the `search_skills` tool".into()),
+            ..PromptOptions::default()
+        };
+        let prompt = render(&catalog, &options);
+        assert!(prompt.omitted > 100, "{}", prompt.omitted);
+        assert!(prompt.text.chars().count() <= 3000);
+        assert!(
+            prompt.text.contains("skill-199") && prompt.text.contains("skill-150"),
+            "{}",
+            prompt.text
+        );
+        assert!(!prompt.text.contains("skill-198"), "{}", prompt.text);
+        let listed = prompt.text.matches("Does task number").count();
+        assert_eq!(listed + prompt.omitted, 200);
+        match style {
+            PromptStyle::Markdown => assert!(
+                prompt.text.contains(&format!(
+                    "- ({} more skills left out to keep this list short; find the one a task needs with the `search_skills` tool)",
+                    prompt.omitted
+                )),
+                "{}",
+                prompt.text
+            ),
+            PromptStyle::Xml => assert!(
+                prompt.text.contains(&format!(
+                    "<omitted_skills count=\"{}\">find the one a task needs with the `search_skills` tool</omitted_skills>",
+                    prompt.omitted
+                )),
+                "{}",
+                prompt.text
+            ),
+        }
+        // Without a hint, the note is as before.
+        let plain = render(
+            &catalog,
+            &PromptOptions {
+                search_hint: None,
+                ..options
+            },
+        );
+        assert!(!plain.text.contains("search_skills"));
+    }
+}

@@ -321,6 +321,7 @@ pub async fn prompt(
 ) -> Result<(), Failure> {
     let namespace = build(global)?;
     let mut options = namespace.prompt_options()?;
+    options.search_hint = Some("`skillstore search WORDS`".to_owned());
     if location_root.is_some() {
         options.location_root = location_root;
     }

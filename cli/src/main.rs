@@ -10,6 +10,7 @@ mod integrity;
 mod list_json;
 mod namespace;
 mod publish;
+mod search;
 mod serve;
 mod shutdown;
 mod skill;
@@ -125,6 +126,25 @@ pub enum Command {
         /// Where the agent finds the skills (a synced or mounted tree): locations become ROOT/NAME/SKILL.md.
         #[arg(long, value_name = "DIR")]
         location_root: Option<String>,
+    },
+    /// Find the skills that best match a query (full-text, over names, descriptions and SKILL.md bodies).
+    Search {
+        /// What to look for, in words.
+        #[arg(required_unless_present = "batch")]
+        query: Option<String>,
+        /// The most results.
+        #[arg(long, value_name = "N", default_value_t = 10)]
+        limit: usize,
+        /// Print one JSON object {"results": [{"name", "description", "source", "path", "score"}]}.
+        #[arg(long)]
+        json: bool,
+        /// Read queries as JSON lines {"id", "query", "limit"} on standard input and print one
+        /// {"id", "results"} line for each, over one index.
+        #[arg(long, conflicts_with = "query")]
+        batch: bool,
+        /// Let disabled skills be results too.
+        #[arg(long)]
+        include_disabled: bool,
     },
     /// Validate skill directories (or SKILL.md files) against the specification.
     Validate {
@@ -477,6 +497,13 @@ async fn run(args: Args) -> Result<(), Failure> {
             )
             .await
         }
+        Command::Search {
+            query,
+            limit,
+            json,
+            batch,
+            include_disabled,
+        } => search::run(&args.global, query.as_deref(), limit, json, batch, include_disabled).await,
         Command::Validate { json, paths } => validate::run(&paths, json).await,
         Command::TokenHash => serve::token_hash(),
         Command::Verify { json } => integrity::verify(&args.global, json).await,

@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use bytes::Bytes;
 use serde::Serialize;
 use skillstore::backends::{ErrorKind, VPath};
+use skillstore::search::{SearchHit, SearchIndex, SearchOptions};
 use skillstore::{Catalog, Diagnostic, FileLimits, Namespace, PromptOptions, SharedCatalog, Skill, SkillEditor};
 use tokio::sync::watch;
 
@@ -247,6 +248,9 @@ pub enum RefreshOutcome {
     Stale,
 }
 
+/// What a prompt served by the server says of the skills a budget left out.
+pub const SEARCH_HINT: &str = "the `search_skills` tool (over HTTP: `GET /v1/search?q=WORDS`)";
+
 /// One tenant's catalog and namespace.
 pub struct Tenant {
     name: String,
@@ -263,6 +267,9 @@ pub struct Tenant {
     pub digests: DigestCache,
     discovery: Discovery,
     artifacts: ArtifactCache,
+    /// The search index, built at the first search, and the snapshot it
+    /// was last brought level with.
+    search: tokio::sync::Mutex<Option<(Arc<Catalog>, Arc<SearchIndex>)>>,
 }
 
 impl std::fmt::Debug for Tenant {
@@ -286,7 +293,8 @@ impl Tenant {
             .open()
             .map_err(wrap)?
             .with_backend_layer(|backend| Counting::wrap(backend, calls));
-        let prompt = namespace.prompt_options().map_err(wrap)?;
+        let mut prompt = namespace.prompt_options().map_err(wrap)?;
+        prompt.search_hint = Some(SEARCH_HINT.to_owned());
         let digests = DigestCache::new(Arc::clone(&namespace.load_options().digests));
         Ok(Tenant {
             name: settings.name.clone(),
@@ -302,6 +310,7 @@ impl Tenant {
             digests,
             discovery: settings.discovery,
             artifacts: ArtifactCache::default(),
+            search: tokio::sync::Mutex::new(None),
         })
     }
 
@@ -367,6 +376,39 @@ impl Tenant {
         let view = Arc::new(View::new(catalog));
         *slot = Some(Arc::clone(&view));
         Ok(view)
+    }
+
+    /// The tenant's enabled skills that best match `query`, from its own
+    /// index (in memory) over its own current snapshot: built at the first search,
+    /// brought level (reading only changed SKILL.md files) when the
+    /// snapshot has changed since.
+    pub async fn search(&self, query: &str, limit: usize) -> Result<Vec<SearchHit>, ApiError> {
+        let catalog = self.snapshot()?;
+        let index = {
+            let mut slot = self.search.lock().await;
+            match slot.as_ref() {
+                Some((level, index)) if Arc::ptr_eq(level, &catalog) => Arc::clone(index),
+                Some((_, index)) => {
+                    let index = Arc::clone(index);
+                    index.refresh(&catalog).await?;
+                    *slot = Some((Arc::clone(&catalog), Arc::clone(&index)));
+                    index
+                }
+                None => {
+                    // In memory: a tenant's index is its own, never a file
+                    // another tenant or process could share.
+                    let index = Arc::new(SearchIndex::in_memory());
+                    index.refresh(&catalog).await?;
+                    *slot = Some((Arc::clone(&catalog), Arc::clone(&index)));
+                    index
+                }
+            }
+        };
+        let options = SearchOptions {
+            limit,
+            include_disabled: false,
+        };
+        Ok(index.search(&catalog, query, options)?)
     }
 
     /// Loads the catalog the first time, refreshes it afterwards; moves the

@@ -692,3 +692,80 @@ async fn history_is_readable_and_rollback_needs_the_write_scope() {
         .unwrap();
     assert_eq!(body["entries"][2]["rollback_to"], 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn search_answers_winners_best_first_and_sees_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = served(dir.path()).await;
+    let client = reqwest::Client::new();
+
+    let r = get(&client, server.url("/v1/search?q=team%27s%20way&limit=5"), READER).await;
+    assert_eq!(r.status(), 200);
+    assert_eq!(r.headers()["content-type"], "application/json");
+    let body: Value = r.json().await.unwrap();
+    let results = body["results"].as_array().unwrap();
+    assert_eq!(results[0]["name"], "alpha");
+    assert_eq!(results[0]["source"], "team");
+    assert_eq!(results[0]["path"], "/team/alpha/SKILL.md");
+    assert_eq!(results[0]["description"], "Alpha, the team's way.");
+    assert!(results[0]["score"].as_f64().unwrap() > 0.0);
+    let scores: Vec<f64> = results.iter().map(|r| r["score"].as_f64().unwrap()).collect();
+    assert!(scores.windows(2).all(|w| w[0] >= w[1]), "{scores:?}");
+    let r = get(&client, server.url("/v1/search?q=steps&limit=1"), READER).await;
+    let body: Value = r.json().await.unwrap();
+    assert_eq!(body["results"].as_array().unwrap().len(), 1);
+
+    // A write is searchable at once.
+    let r = client
+        .put(server.url("/v1/skills/gamma"))
+        .bearer_auth(WRITER)
+        .body(skill_md("gamma", "Gamma handles zebras."))
+        .send()
+        .await
+        .unwrap();
+    assert!(r.status().is_success(), "{}", r.status());
+    let body: Value = get(&client, server.url("/v1/search?q=zebra"), READER)
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(body["results"][0]["name"], "gamma", "{body}");
+
+    for bad in ["/v1/search", "/v1/search?q=x&limit=1001", "/v1/search?q=x&limit=-1"] {
+        let (status, kind) = error_kind(get(&client, server.url(bad), READER).await).await;
+        assert_eq!(
+            (status, kind.as_str()),
+            (StatusCode::BAD_REQUEST, "bad_request"),
+            "{bad}"
+        );
+    }
+    let r = client.get(server.url("/v1/search?q=x")).send().await.unwrap();
+    assert_eq!(r.status(), 401);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prompt_past_its_budget_names_the_search() {
+    let dir = tempfile::tempdir().unwrap();
+    for i in 0..40 {
+        let name = format!("skill-{i:02}");
+        write(
+            dir.path(),
+            &format!("team/{name}/SKILL.md"),
+            &skill_md(&name, "Does one task of many, described at some length here."),
+        );
+    }
+    let server = served(dir.path()).await;
+    let client = reqwest::Client::new();
+    let text = get(&client, server.url("/v1/prompt?max_chars=2000"), READER)
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(text.chars().count() <= 2000);
+    assert!(
+        text.contains("more skills left out to keep this list short; find the one a task needs with the `search_skills` tool (over HTTP: `GET /v1/search?q=WORDS`)"),
+        "{text}"
+    );
+    server.stop().await;
+}

@@ -48,12 +48,15 @@ fn tenants_see_nothing_of_each_other_or_of_the_storage() {
 async fn run(s3: S3TestServer) {
     let bucket = s3.create_bucket();
     let store = ObjectStoreBackend::new(s3.store(&bucket), "").unwrap();
-    for (tenant, marker) in [("acme", "ACME-ONLY"), ("acme-evil", "EVIL-ONLY")] {
+    for (tenant, marker, word) in [
+        ("acme", "ACME-ONLY", "roadrunner"),
+        ("acme-evil", "EVIL-ONLY", "coyote"),
+    ] {
         for skill in ["shared", &format!("{tenant}-own")] {
             put(
                 &store,
                 &format!("tenants/{tenant}/team/{skill}/SKILL.md"),
-                format!("---\nname: {skill}\ndescription: {marker} {skill}.\n---\n{marker}\n"),
+                format!("---\nname: {skill}\ndescription: {marker} {skill}.\n---\n{marker} {word}\n"),
             )
             .await;
             put(
@@ -123,6 +126,37 @@ async fn run(s3: S3TestServer) {
     }
     let r = get(&client, server.url("/v1/skills/acme-own"), "evil-token").await;
     assert_eq!(r.status(), 404);
+
+    // Search: each tenant's own index. A word only the other tenant holds
+    // answers exactly as a word nobody holds; a word both hold finds only
+    // the caller's own skills.
+    for (token, own, other_word, own_names) in [
+        ("acme-token", "ACME-ONLY", "coyote", ["acme-own", "shared"]),
+        ("evil-token", "EVIL-ONLY", "roadrunner", ["acme-evil-own", "shared"]),
+    ] {
+        for word in [other_word, "nowhere"] {
+            let text = get(&client, server.url(&format!("/v1/search?q={word}")), token)
+                .await
+                .text()
+                .await
+                .unwrap();
+            assert_eq!(text, r#"{"results":[]}"#, "{word} with {token}");
+        }
+        let body: serde_json::Value = get(&client, server.url("/v1/search?q=only&limit=50"), token)
+            .await
+            .json()
+            .await
+            .unwrap();
+        let mut names: Vec<&str> = body["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["name"].as_str().unwrap())
+            .collect();
+        names.sort();
+        assert_eq!(names, own_names, "{body}");
+        assert!(body.to_string().contains(own), "{body}");
+    }
 
     // A tenant whose storage cannot be listed learns that, and not where.
     let text = get(&client, server.url("/v1/skills"), "ghost-token")
@@ -214,6 +248,21 @@ async fn run(s3: S3TestServer) {
         }
         let skills = client.list_all_skills().await.unwrap();
         assert_eq!(leaks(&format!("{skills:?}"), other), None);
+        for query in ["roadrunner coyote", "EVIL-ONLY ACME-ONLY data"] {
+            let serde_json::Value::Object(arguments) = serde_json::json!({"query": query, "limit": 50}) else {
+                unreachable!()
+            };
+            let found = client
+                .call_tool(CallToolRequestParams::new("search_skills").with_arguments(arguments))
+                .await
+                .unwrap();
+            let results = found.structured_content.as_ref().unwrap()["results"]
+                .as_array()
+                .unwrap()
+                .clone();
+            assert_eq!(results.len(), 2, "{found:?}");
+            assert_eq!(leaks(&format!("{found:?}"), other), None, "{found:?}");
+        }
         let _ = client.cancel().await;
     }
 

@@ -63,6 +63,7 @@ pub fn router(service: Arc<Service>, mcp: Option<Router>) -> Router {
         .route("/v1/skills/{name}/rollback", post(write::rollback))
         .route("/v1/archives", post(write::install))
         .route("/v1/prompt", get(read::prompt))
+        .route("/v1/search", get(read::search))
         .route("/v1/refresh", post(read::refresh))
         .route("/healthz", get(read::healthz))
         .route("/readyz", get(read::readyz))

@@ -6,7 +6,7 @@ use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use skillstore::PromptStyle;
 
 use super::AppState;
@@ -67,6 +67,37 @@ pub async fn prompt(
     }
     let view = caller.tenant.view()?;
     Ok(answer(&headers, &view.prompt(&options)?, "text/plain; charset=utf-8"))
+}
+
+/// The query of `GET /v1/search`.
+#[derive(Debug, Deserialize)]
+pub struct SearchQuery {
+    q: String,
+    limit: Option<usize>,
+}
+
+/// The answer of `GET /v1/search` (and of `skillstore search --json`).
+#[derive(Serialize)]
+struct SearchAnswer {
+    results: Vec<skillstore::search::SearchHit>,
+}
+
+/// `GET /v1/search?q=&limit=`: the caller's tenant's enabled skills that
+/// best match `q`, best first (`limit` defaults to 10, at most 1000).
+pub async fn search(
+    Extension(caller): Extension<Caller>,
+    query: Result<Query<SearchQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Response, ApiError> {
+    let Query(query) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
+    let limit = query.limit.unwrap_or(10);
+    if limit > skillstore::search::MAX_LIMIT {
+        return Err(ApiError::bad_request(format!(
+            "`limit` is at most {}",
+            skillstore::search::MAX_LIMIT
+        )));
+    }
+    let results = caller.tenant.search(&query.q, limit).await?;
+    Ok(Json(SearchAnswer { results }).into_response())
 }
 
 /// `POST /v1/refresh`: refreshes the caller's catalog now.

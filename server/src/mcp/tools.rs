@@ -40,6 +40,11 @@ pub fn available(caller: &Caller) -> Vec<Tool> {
             json!({"type": "object", "properties": {"query": string("Only skills whose name or description contains this text (case-insensitive)")}}),
         ),
         tool(
+            "search_skills",
+            "Find the skills that best match a task described in words (full-text over names, descriptions and instructions), best first; follow with load_skill.",
+            json!({"type": "object", "properties": {"query": string("What the task is about, in words"), "limit": {"type": "integer", "minimum": 1, "maximum": 50, "description": "The most results (default 10)"}}, "required": ["query"]}),
+        ),
+        tool(
             "load_skill",
             "Read a skill's SKILL.md (its instructions) and the list of its other files.",
             json!({"type": "object", "properties": {"name": string("The skill's name")}, "required": ["name"]}),
@@ -107,6 +112,7 @@ fn argument<'a>(arguments: &'a JsonObject, key: &str) -> Result<&'a str, ApiErro
 pub async fn call(caller: &Caller, name: &str, arguments: &JsonObject) -> Result<CallToolResult, McpError> {
     let result = match name {
         "list_skills" => list(caller, arguments),
+        "search_skills" => search(caller, arguments).await,
         "load_skill" => load(caller, arguments).await,
         "read_skill_file" => read_file(caller, arguments).await,
         "create_skill" | "patch_skill" | "write_skill_file" | "delete_skill" | "skill_history" | "rollback_skill" => {
@@ -146,6 +152,38 @@ fn list(caller: &Caller, arguments: &JsonObject) -> Result<CallToolResult, ApiEr
         })
         .collect();
     Ok(CallToolResult::structured(json!({"skills": skills})))
+}
+
+/// The most results `search_skills` returns.
+const SEARCH_MAX: u64 = 50;
+
+/// `search_skills`: the tenant's enabled skills that best match the query,
+/// each with its `skill://` URI and how to read it.
+async fn search(caller: &Caller, arguments: &JsonObject) -> Result<CallToolResult, ApiError> {
+    let query = argument(arguments, "query")?;
+    let limit = match arguments.get("limit") {
+        None | Some(Value::Null) => 10,
+        Some(value) => value
+            .as_u64()
+            .filter(|n| (1..=SEARCH_MAX).contains(n))
+            .ok_or_else(|| ApiError::bad_request(format!("`limit` takes a whole number from 1 to {SEARCH_MAX}")))?,
+    };
+    let hits = caller.tenant.search(query, limit as usize).await?;
+    let results: Vec<Value> = hits
+        .iter()
+        .map(|hit| {
+            json!({
+                "name": hit.name,
+                "description": hit.description,
+                "source": hit.source,
+                "path": hit.path,
+                "score": hit.score,
+                "uri": super::uri::file(&hit.name, SKILL_FILE),
+                "read_with": {"tool": "load_skill", "arguments": {"name": hit.name}},
+            })
+        })
+        .collect();
+    Ok(CallToolResult::structured(json!({"results": results})))
 }
 
 /// How far `load_skill` lists a skill's other files.

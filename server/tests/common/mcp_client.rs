@@ -60,7 +60,7 @@ pub async fn exercise(client: &Client, writable: bool) {
         .into_iter()
         .map(|t| t.name.to_string())
         .collect();
-    let mut expected = vec!["list_skills", "load_skill", "read_skill_file"];
+    let mut expected = vec!["list_skills", "search_skills", "load_skill", "read_skill_file"];
     if writable {
         expected.extend([
             "create_skill",
@@ -93,6 +93,12 @@ pub async fn exercise(client: &Client, writable: bool) {
             .len(),
         1
     );
+
+    let found = call(client, "search_skills", json!({"query": "the team's way", "limit": 5})).await;
+    let results = &found.structured_content.as_ref().unwrap()["results"];
+    assert_eq!(results[0]["name"], "alpha", "{results}");
+    assert_eq!(results[0]["source"], "team");
+    assert_eq!(results[0]["uri"], "skill://alpha/SKILL.md");
 
     let loaded = call(client, "load_skill", json!({"name": "alpha"})).await;
     assert!(text_of(&loaded).contains("Alpha, the team's way."));

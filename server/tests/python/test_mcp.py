@@ -94,7 +94,7 @@ def text_of(result):
 async def sdk_checks(label, client):
     tools = sorted(t.name for t in (await client.list_tools()).tools)
     check(f"{label}: tools", tools == sorted(
-        ["list_skills", "load_skill", "read_skill_file", "create_skill", "patch_skill", "write_skill_file",
+        ["list_skills", "search_skills", "load_skill", "read_skill_file", "create_skill", "patch_skill", "write_skill_file",
          "delete_skill", "skill_history", "rollback_skill"]
     ), tools)
     for tool in (await client.list_tools()).tools:
@@ -105,6 +105,18 @@ async def sdk_checks(label, client):
     check(f"{label}: list_skills", names == ["alpha", "beta"], names)
     filtered = await client.call_tool("list_skills", {"query": "base way"})
     check(f"{label}: list_skills query", [s["name"] for s in filtered.structured_content["skills"]] == ["beta"])
+    found = await client.call_tool("search_skills", {"query": "the team's way", "limit": 5})
+    results = found.structured_content["results"]
+    check(f"{label}: search_skills", [r["name"] for r in results][:1] == ["alpha"] and not found.is_error, results)
+    check(f"{label}: search_skills gives the winner and its URI",
+          results[0]["source"] == "team" and results[0]["uri"] == "skill://alpha/SKILL.md"
+          and results[0]["path"] == "/team/alpha/SKILL.md" and results[0]["score"] > 0, results)
+    followed = await client.read_resource(results[0]["uri"])
+    check(f"{label}: a search result's URI reads its SKILL.md", "Alpha, the team's way." in followed.contents[0].text)
+    nothing = await client.call_tool("search_skills", {"query": "zebra"})
+    check(f"{label}: search_skills without a match", nothing.structured_content["results"] == [])
+    bad = await client.call_tool("search_skills", {"query": "team", "limit": 0})
+    check(f"{label}: search_skills refuses a bad limit", bad.is_error and text_of(bad).startswith("bad_request"), text_of(bad))
     loaded = await client.call_tool("load_skill", {"name": "alpha"})
     check(f"{label}: load_skill", "Alpha, the team's way." in text_of(loaded) and not loaded.is_error)
     check(f"{label}: load_skill files", loaded.structured_content["files"] == ["references/guide.md"])
@@ -123,6 +135,9 @@ async def sdk_checks(label, client):
     check(f"{label}: patch_skill", not patched.is_error, text_of(patched))
     again = await client.call_tool("load_skill", {"name": "gamma"})
     check(f"{label}: the patch is read back", "Gamma, patched." in text_of(again))
+    found = await client.call_tool("search_skills", {"query": "patched"})
+    check(f"{label}: search_skills sees a write", [r["name"] for r in found.structured_content["results"]] == ["gamma"],
+          found.structured_content)
     # A deleted skill keeps its history, so an earlier run's entries may come first.
     entries = (await client.call_tool("skill_history", {"name": "gamma"})).structured_content["entries"]
     actions = [e["action"] for e in entries[-3:]]

@@ -1,0 +1,106 @@
+//! `search`: the catalog's skills that best match a query, or a batch of
+//! queries read as JSON lines.
+
+use std::io::{BufRead, Write};
+
+use serde::{Deserialize, Serialize};
+use skillstore::search::{SearchHit, SearchOptions};
+
+use super::commands::degraded;
+use super::namespace::build;
+use super::terminal::shown;
+use super::{Failure, Global, emit};
+
+/// The JSON answer to one query.
+#[derive(Serialize)]
+struct Answer<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<&'a serde_json::Value>,
+    results: &'a [SearchHit],
+}
+
+/// One line of a batch.
+#[derive(Deserialize)]
+struct Request {
+    #[serde(default)]
+    id: Option<serde_json::Value>,
+    query: String,
+    #[serde(default)]
+    limit: Option<usize>,
+}
+
+pub async fn run(
+    global: &Global,
+    query: Option<&str>,
+    limit: usize,
+    json: bool,
+    batch: bool,
+    include_disabled: bool,
+) -> Result<(), Failure> {
+    let namespace = build(global)?;
+    let catalog = namespace.load().await;
+    let index = namespace.search_index_for(&catalog).await?;
+    let options = SearchOptions {
+        limit,
+        include_disabled,
+    };
+    if batch {
+        let stdin = std::io::stdin().lock();
+        let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+        for (number, line) in stdin.lines().enumerate() {
+            let line = line.map_err(|e| Failure::failed(format!("cannot read standard input: {e}")))?;
+            if line.trim().is_empty() {
+                continue;
+            }
+            let request: Request = serde_json::from_str(&line)
+                .map_err(|e| Failure::usage(format!("line {}: not a query object: {e}", number + 1)))?;
+            let options = SearchOptions {
+                limit: request.limit.unwrap_or(limit),
+                ..options
+            };
+            let results = index.search(&catalog, &request.query, options)?;
+            let answer = Answer {
+                id: request.id.as_ref(),
+                results: &results,
+            };
+            let written = serde_json::to_writer(&mut out, &answer)
+                .map_err(std::io::Error::other)
+                .and_then(|()| out.write_all(b"\n"));
+            if let Err(e) = written {
+                if e.kind() == std::io::ErrorKind::BrokenPipe {
+                    break;
+                }
+                return Err(Failure::failed(format!("cannot write to standard output: {e}")));
+            }
+        }
+        out.flush().ok();
+        return degraded(&catalog).map_or(Ok(()), Err);
+    }
+    let query = query.ok_or_else(|| Failure::usage("search needs a QUERY, or --batch"))?;
+    let results = index.search(&catalog, query, options)?;
+    if json {
+        let mut text = serde_json::to_string(&Answer {
+            id: None,
+            results: &results,
+        })
+        .map_err(|e| Failure::failed(e.to_string()))?;
+        text.push('\n');
+        emit(text.as_bytes())?;
+    } else {
+        let mut text = String::new();
+        for hit in &results {
+            text.push_str(&format!(
+                "{}  ({}, {:.2})\n    {}\n",
+                shown(&hit.name),
+                shown(&hit.source),
+                hit.score,
+                shown(&hit.description)
+            ));
+        }
+        if results.is_empty() {
+            eprintln!("no skill matches");
+        }
+        emit(text.as_bytes())?;
+    }
+    degraded(&catalog).map_or(Ok(()), Err)
+}

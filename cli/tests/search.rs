@@ -1,0 +1,136 @@
+//! `skillstore search`, end to end through the built command.
+
+use std::path::Path;
+use std::time::Duration;
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+fn write(root: &Path, rel: &str, text: &str) {
+    let path = root.join(rel);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// Two layers: `team` shadows `base`'s `pdf`.
+fn layers() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(
+        root,
+        "base/pdf/SKILL.md",
+        "---\nname: pdf\ndescription: Read PDFs.\n---\nUses ghostscript.\n",
+    );
+    write(
+        root,
+        "team/pdf/SKILL.md",
+        "---\nname: pdf\ndescription: Read PDFs, the team's way.\n---\n# Merging files\nUses poppler.\n",
+    );
+    write(
+        root,
+        "team/xlsx-editor/SKILL.md",
+        "---\nname: xlsx-editor\ndescription: Edit spreadsheets.\n---\n# Formulas\nRecalculates cells; merging cells too.\n",
+    );
+    dir
+}
+
+fn skillstore(tree: &Path, cache: &Path) -> Command {
+    let mut cmd = Command::cargo_bin("skillstore").unwrap();
+    cmd.current_dir(tree)
+        .timeout(Duration::from_secs(120))
+        .env("XDG_CACHE_HOME", cache)
+        .env_remove("RUST_LOG")
+        .arg("--mount")
+        .arg(format!("/={}", tree.display()))
+        .args(["--source", "/base/", "--source", "/team/"]);
+    cmd
+}
+
+fn stdout(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn search_json_ranks_winners_best_first() {
+    let tree = layers();
+    let cache = tempfile::tempdir().unwrap();
+    let out = stdout(skillstore(tree.path(), cache.path()).args(["search", "merging", "--json"]));
+    let answer: Value = serde_json::from_str(&out).unwrap();
+    let results = answer["results"].as_array().unwrap();
+    let names: Vec<&str> = results.iter().map(|r| r["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["pdf", "xlsx-editor"], "the heading outranks the text");
+    assert_eq!(
+        results[0],
+        serde_json::json!({
+            "name": "pdf",
+            "description": "Read PDFs, the team's way.",
+            "source": "team",
+            "path": "/team/pdf/SKILL.md",
+            "score": results[0]["score"],
+        })
+    );
+    assert!(results[0]["score"].as_f64().unwrap() > results[1]["score"].as_f64().unwrap());
+
+    // The shadowed skill's words find nothing; --limit caps.
+    let out = stdout(skillstore(tree.path(), cache.path()).args(["search", "ghostscript", "--json"]));
+    assert_eq!(out.trim(), r#"{"results":[]}"#);
+    let out = stdout(skillstore(tree.path(), cache.path()).args(["search", "merging", "--limit", "1", "--json"]));
+    let answer: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(answer["results"].as_array().unwrap().len(), 1);
+
+    // A warm start reuses the cached index, and sees a change.
+    write(
+        tree.path(),
+        "team/xlsx-editor/SKILL.md",
+        "---\nname: xlsx-editor\ndescription: Edit spreadsheets.\n---\nPivot tables.\n",
+    );
+    let out = stdout(skillstore(tree.path(), cache.path()).args(["search", "pivot", "--json"]));
+    assert!(out.contains("\"xlsx-editor\""), "{out}");
+    let out = stdout(skillstore(tree.path(), cache.path()).args(["search", "merging", "--json"]));
+    let answer: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(answer["results"].as_array().unwrap().len(), 1, "{out}");
+}
+
+#[test]
+fn search_batch_answers_each_json_line_with_its_id() {
+    let tree = layers();
+    let cache = tempfile::tempdir().unwrap();
+    let out = stdout(
+        skillstore(tree.path(), cache.path())
+            .args(["search", "--batch", "--limit", "5"])
+            .write_stdin(
+                "{\"id\": 7, \"query\": \"poppler\"}\n\n{\"id\": \"b\", \"query\": \"cells\", \"limit\": 0}\n",
+            ),
+    );
+    let lines: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[0]["id"], 7);
+    assert_eq!(lines[0]["results"][0]["name"], "pdf");
+    assert_eq!(lines[1], serde_json::json!({"id": "b", "results": []}));
+}
+
+#[test]
+fn search_text_output_and_usage_errors() {
+    let tree = layers();
+    let cache = tempfile::tempdir().unwrap();
+    let out = stdout(skillstore(tree.path(), cache.path()).args(["search", "spreadsheets"]));
+    assert!(out.starts_with("xlsx-editor  (team, "), "{out}");
+    assert!(out.contains("    Edit spreadsheets.\n"), "{out}");
+
+    let out = skillstore(tree.path(), cache.path()).arg("search").output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let out = skillstore(tree.path(), cache.path())
+        .args(["search", "--batch"])
+        .write_stdin("not json\n")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("line 1"));
+}

@@ -1,0 +1,274 @@
+//! Search over a catalog: stems and name parts match, headings outrank
+//! text, only winners are results, disabled skills only when asked, a
+//! refresh reads only what changed, and a warm start from the local cache
+//! reads no SKILL.md that did not change.
+
+mod common;
+
+use common::{Kind, Watched, tree};
+use skillstore::backends::{PutMode, SkillBackend, VPath};
+use skillstore::cache::CacheSettings;
+use skillstore::search::{SearchIndex, SearchOptions};
+use skillstore::source::Patterns;
+use skillstore::{Catalog, LoadOptions, SkillFilter, Source, SourceList};
+
+fn md(name: &str, description: &str, body: &str) -> Vec<u8> {
+    format!("---\nname: {name}\ndescription: {description}\n---\n{body}").into_bytes()
+}
+
+fn sources(names: &[&str]) -> SourceList {
+    SourceList::from_sources(names.iter().map(|n| Source::parse(n).unwrap())).unwrap()
+}
+
+async fn put(backend: &dyn SkillBackend, path: &str, data: Vec<u8>) {
+    backend
+        .put(&VPath::new(path).unwrap(), data.into(), PutMode::Overwrite)
+        .await
+        .unwrap();
+}
+
+fn names(hits: &[skillstore::search::SearchHit]) -> Vec<&str> {
+    hits.iter().map(|h| h.name.as_str()).collect()
+}
+
+fn options(limit: usize) -> SearchOptions {
+    SearchOptions {
+        limit,
+        include_disabled: false,
+    }
+}
+
+#[tokio::test]
+async fn stems_and_name_parts_match() {
+    let files = tree(
+        Kind::Memory,
+        &[
+            (
+                "/base/pdf-form-filler/SKILL.md",
+                &md("pdf-form-filler", "Complete documents.", "Steps.\n"),
+            ),
+            (
+                "/base/db_migrations/SKILL.md",
+                &md("db_migrations", "Schema changes.", "Steps.\n"),
+            ),
+            ("/base/other/SKILL.md", &md("other", "Nothing related.", "Steps.\n")),
+        ],
+    )
+    .await;
+    let catalog = Catalog::load(files.backend.clone(), sources(&["/base"]), LoadOptions::default()).await;
+    let index = SearchIndex::in_memory();
+    index.refresh(&catalog).await.unwrap();
+    // A name's parts are words; words match their stems.
+    let hits = index.search(&catalog, "forms", options(5)).unwrap();
+    assert_eq!(names(&hits), ["pdf-form-filler"]);
+    let hits = index.search(&catalog, "completing", options(5)).unwrap();
+    assert_eq!(names(&hits), ["pdf-form-filler"]);
+    let hits = index.search(&catalog, "migration", options(5)).unwrap();
+    assert_eq!(names(&hits), ["db_migrations"]);
+    let hit = &hits[0];
+    assert_eq!(hit.source, "base");
+    assert_eq!(hit.path.as_str(), "/base/db_migrations/SKILL.md");
+    assert_eq!(hit.description, "Schema changes.");
+    assert!(hit.score > 0.0);
+    // Words only, never syntax; nothing left after analysis is no result.
+    assert!(index.search(&catalog, "the and of", options(5)).unwrap().is_empty());
+    assert!(index.search(&catalog, "name:\"x AND (", options(5)).unwrap().is_empty());
+    assert!(index.search(&catalog, "forms", options(0)).unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_heading_outranks_the_same_word_in_text_and_best_comes_first() {
+    let files = tree(
+        Kind::Memory,
+        &[
+            (
+                "/base/in-text/SKILL.md",
+                &md("in-text", "One.", "# Usage\nThis covers spreadsheets.\n"),
+            ),
+            (
+                "/base/in-heading/SKILL.md",
+                &md("in-heading", "Two.", "# Spreadsheets\nThis covers usage.\n"),
+            ),
+        ],
+    )
+    .await;
+    let catalog = Catalog::load(files.backend.clone(), sources(&["/base"]), LoadOptions::default()).await;
+    let index = SearchIndex::in_memory();
+    index.refresh(&catalog).await.unwrap();
+    let hits = index.search(&catalog, "spreadsheet", options(5)).unwrap();
+    assert_eq!(names(&hits), ["in-heading", "in-text"]);
+    assert!(hits[0].score > hits[1].score);
+    assert_eq!(index.search(&catalog, "spreadsheet", options(1)).unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn a_shadowed_skill_is_never_a_result_and_disabled_ones_only_when_asked() {
+    let files = tree(
+        Kind::Memory,
+        &[
+            (
+                "/base/pdf/SKILL.md",
+                &md("pdf", "Read PDFs.", "Uses the ghostscript tool.\n"),
+            ),
+            (
+                "/team/pdf/SKILL.md",
+                &md("pdf", "Read PDFs, the team's way.", "Uses poppler.\n"),
+            ),
+            (
+                "/team/legacy/SKILL.md",
+                &md("legacy", "Old PDF tricks.", "Uses poppler too.\n"),
+            ),
+        ],
+    )
+    .await;
+    let load = LoadOptions {
+        filter: SkillFilter::new(None, Patterns::new(["legacy"]).unwrap()),
+        ..LoadOptions::default()
+    };
+    let catalog = Catalog::load(files.backend.clone(), sources(&["/base", "/team"]), load).await;
+    let index = SearchIndex::in_memory();
+    index.refresh(&catalog).await.unwrap();
+    assert_eq!(index.len(), 2, "one document per winner");
+    assert!(index.search(&catalog, "ghostscript", options(5)).unwrap().is_empty());
+    let hits = index.search(&catalog, "poppler", options(5)).unwrap();
+    assert_eq!(names(&hits), ["pdf"]);
+    assert_eq!(hits[0].source, "team");
+    // Asking for one result still finds the enabled one past a disabled one.
+    let hits = index.search(&catalog, "poppler tricks", options(1)).unwrap();
+    assert_eq!(names(&hits), ["pdf"]);
+    let all = SearchOptions {
+        limit: 5,
+        include_disabled: true,
+    };
+    let hits = index.search(&catalog, "poppler tricks", all).unwrap();
+    assert_eq!(names(&hits), ["legacy", "pdf"]);
+    assert!(!hits[0].enabled);
+}
+
+#[tokio::test]
+async fn a_refresh_reads_only_what_changed_and_forgets_what_is_gone() {
+    let files = tree(
+        Kind::Memory,
+        &[
+            ("/base/a/SKILL.md", &md("a", "First.", "alpha\n")),
+            ("/base/b/SKILL.md", &md("b", "Second.", "beta\n")),
+            ("/base/c/SKILL.md", &md("c", "Third.", "gamma\n")),
+        ],
+    )
+    .await;
+    let watched = Watched::new(files.backend.clone());
+    let catalog = Catalog::load(watched.clone(), sources(&["/base"]), LoadOptions::default()).await;
+    let index = SearchIndex::in_memory();
+    let stats = index.refresh(&catalog).await.unwrap();
+    assert_eq!((stats.indexed, stats.removed, stats.kept), (3, 0, 0));
+
+    put(&*files.backend, "/base/b/SKILL.md", md("b", "Second.", "delta\n")).await;
+    files
+        .backend
+        .delete(&VPath::new("/base/c/SKILL.md").unwrap())
+        .await
+        .unwrap();
+    let catalog = catalog.refresh().await;
+    watched.reset();
+    let stats = index.refresh(&catalog).await.unwrap();
+    assert_eq!((stats.indexed, stats.removed, stats.kept), (1, 1, 1));
+    assert_eq!(watched.reads(), 1, "only the changed SKILL.md is read");
+    assert!(index.search(&catalog, "beta", options(5)).unwrap().is_empty());
+    assert_eq!(names(&index.search(&catalog, "delta", options(5)).unwrap()), ["b"]);
+    assert!(index.search(&catalog, "gamma", options(5)).unwrap().is_empty());
+    assert_eq!(index.len(), 2);
+
+    watched.reset();
+    let stats = index.refresh(&catalog).await.unwrap();
+    assert_eq!((stats.indexed, stats.removed, stats.kept), (0, 0, 2));
+    assert_eq!(watched.reads(), 0);
+}
+
+#[tokio::test]
+async fn a_hit_changed_since_the_refresh_is_not_returned() {
+    let files = tree(Kind::Memory, &[("/base/a/SKILL.md", &md("a", "First.", "alpha\n"))]).await;
+    let catalog = Catalog::load(files.backend.clone(), sources(&["/base"]), LoadOptions::default()).await;
+    let index = SearchIndex::in_memory();
+    index.refresh(&catalog).await.unwrap();
+    put(&*files.backend, "/base/a/SKILL.md", md("a", "First.", "omega\n")).await;
+    let newer = catalog.refresh().await;
+    assert!(index.search(&newer, "alpha", options(5)).unwrap().is_empty());
+    assert_eq!(index.search(&catalog, "alpha", options(5)).unwrap().len(), 1);
+}
+
+async fn warm_start_reads_only_changes(kind: Kind) {
+    let files = tree(
+        kind,
+        &[
+            ("/base/a/SKILL.md", &md("a", "First.", "alpha\n")),
+            ("/base/b/SKILL.md", &md("b", "Second.", "beta\n")),
+        ],
+    )
+    .await;
+    let cache_dir = tempfile::tempdir().unwrap();
+    let settings = CacheSettings {
+        dir: Some(cache_dir.path().join("cache")),
+        ..CacheSettings::default()
+    };
+    let watched = Watched::new(files.backend.clone());
+    let catalog = Catalog::load(watched.clone(), sources(&["/base"]), LoadOptions::default()).await;
+    {
+        let index = SearchIndex::open_cached(&settings, "namespace one");
+        assert!(index.is_cached());
+        assert_eq!(index.refresh(&catalog).await.unwrap().indexed, 2);
+    }
+    // A later process: the index comes from the cache, nothing is read.
+    watched.reset();
+    let index = SearchIndex::open_cached(&settings, "namespace one");
+    assert_eq!(index.len(), 2);
+    let stats = index.refresh(&catalog).await.unwrap();
+    assert_eq!((stats.indexed, stats.kept), (0, 2));
+    assert_eq!(watched.reads(), 0);
+    assert_eq!(names(&index.search(&catalog, "beta", options(5)).unwrap()), ["b"]);
+    drop(index);
+
+    // One change: one read.
+    put(&*files.backend, "/base/a/SKILL.md", md("a", "First, again.", "omega\n")).await;
+    let catalog = catalog.refresh().await;
+    watched.reset();
+    let index = SearchIndex::open_cached(&settings, "namespace one");
+    let stats = index.refresh(&catalog).await.unwrap();
+    assert_eq!((stats.indexed, stats.kept), (1, 1));
+    assert_eq!(watched.reads(), 1);
+    assert_eq!(names(&index.search(&catalog, "omega", options(5)).unwrap()), ["a"]);
+
+    // Another namespace never sees this one's index.
+    let other = SearchIndex::open_cached(&settings, "namespace two");
+    assert!(other.is_empty());
+}
+
+#[tokio::test]
+async fn a_warm_start_from_the_cache_reads_no_unchanged_skill_md_fs() {
+    warm_start_reads_only_changes(Kind::Fs).await;
+}
+
+#[tokio::test]
+async fn a_warm_start_from_the_cache_reads_no_unchanged_skill_md_s3() {
+    warm_start_reads_only_changes(Kind::S3).await;
+}
+
+#[tokio::test]
+async fn the_cache_keeps_the_most_recently_opened_indexes() {
+    let cache_dir = tempfile::tempdir().unwrap();
+    let settings = CacheSettings {
+        dir: Some(cache_dir.path().join("cache")),
+        ..CacheSettings::default()
+    };
+    let count = || {
+        std::fs::read_dir(cache_dir.path().join("cache"))
+            .unwrap()
+            .filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().starts_with("search-"))
+            .count()
+    };
+    for i in 0..skillstore::search::MAX_CACHED_INDEXES + 3 {
+        let index = SearchIndex::open_cached(&settings, &format!("namespace {i}"));
+        assert!(index.is_cached());
+        assert!(count() <= skillstore::search::MAX_CACHED_INDEXES);
+    }
+    assert_eq!(count(), skillstore::search::MAX_CACHED_INDEXES);
+}
