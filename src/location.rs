@@ -75,7 +75,7 @@ impl Location {
             return Ok(Location::Dir(PathBuf::from(text)));
         }
         let url =
-            url::Url::parse(text).map_err(|e| Error::Usage(format!("bad location `{}`: {e}", text.escape_debug())))?;
+            url::Url::parse(text).map_err(|e| Error::Usage(format!("bad location `{}`: {e}", redacted(text).escape_debug())))?;
         if matches!(url.scheme(), "https" | "http") {
             return discovery(url);
         }
@@ -149,7 +149,8 @@ impl Location {
 /// `URL[@REF]` after `git+`: the reference follows the last `@` of the
 /// path (an `@` before the host is the URL's user).
 fn parse_git(url: &str) -> Result<Location> {
-    let shown = skillstore_backends::git_redact(url);
+    let shown = redacted(&format!("git+{url}"));
+    let shown = shown.trim_start_matches("git+");
     let path_start = url
         .split_once("://")
         .map(|(scheme, rest)| scheme.len() + 3 + rest.find('/').unwrap_or(rest.len()))
@@ -161,8 +162,14 @@ fn parse_git(url: &str) -> Result<Location> {
         }
         None => (url, None),
     };
+    // Git's own rules for a reference's characters: a `?` or `#` after it
+    // is a query or fragment (where tokens travel), never part of a ref.
     if let Some(reference) = &reference
-        && (reference.is_empty() || reference.starts_with('-') || reference.chars().any(|c| c.is_control() || c == ' '))
+        && (reference.is_empty()
+            || reference.starts_with('-')
+            || reference
+                .chars()
+                .any(|c| c.is_control() || " ?#~^:*[\\".contains(c)))
     {
         return Err(Error::Usage(format!(
             "`git+{}` names an invalid reference after `@`",
@@ -174,11 +181,24 @@ fn parse_git(url: &str) -> Result<Location> {
     Ok(Location::Git { remote, reference })
 }
 
+/// `text`, a location as written, as it may be shown in a message: a URL
+/// without user name, password, query or fragment, and text that is not a
+/// valid URL after its scheme as the scheme alone.
+pub fn redacted(text: &str) -> String {
+    match text.strip_prefix("git+") {
+        Some(rest) if rest.contains("://") => format!("git+{}", skillstore_backends::git_redact(rest)),
+        Some(_) => "git+(not a URL)".to_owned(),
+        None if text.contains("://") => skillstore_backends::git_redact(text),
+        None => text.to_owned(),
+    }
+}
+
 /// A discovery endpoint's URL, checked: a host, and no credentials, query
 /// or fragment. (`http://` to a host that is not loopback is refused when
 /// the namespace is assembled, unless its mount allows it.)
 fn discovery(url: url::Url) -> Result<Location> {
-    let refuse = |why: &str| Err(Error::Usage(format!("`{url}` is not a discovery endpoint: {why}")));
+    let shown = redacted(url.as_str());
+    let refuse = |why: &str| Err(Error::Usage(format!("`{shown}` is not a discovery endpoint: {why}")));
     if url.host().is_none() {
         return refuse("it names no host");
     }
@@ -390,6 +410,20 @@ mod tests {
         ] {
             let parsed = Location::parse(text).unwrap();
             assert_eq!(parsed.plain_http_host().as_deref(), host, "{text}");
+        }
+        for secret in [
+            "https://u:SEKRIT@skills.example.com/",
+            "https://skills.example.com/?token=SEKRIT",
+            "https://u:SEK/RIT@skills.example.com/",
+            "git+https://host/r.git@main?token=SEKRIT",
+            "git+https:/user:SEKRIT@host/r.git",
+            "git+user:SEKRIT@host:r.git",
+        ] {
+            let Err(Error::Usage(message)) = Location::parse(secret) else {
+                panic!("{secret} must be refused");
+            };
+            assert!(!message.contains("SEKRIT") && !message.contains("RIT@"), "{message}");
+            assert!(!redacted(secret).contains("SEKRIT"), "{}", redacted(secret));
         }
         for bad in [
             "https://user:pw@example.com",

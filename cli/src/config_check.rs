@@ -58,7 +58,12 @@ pub fn run(file: Option<&Path>, global_config: Option<&Path>) -> Result<(), Fail
 
 fn describe(out: &mut String, config: &Config, namespace: &skillstore::Namespace, indent: &str) {
     for mount in &config.mounts {
-        let _ = writeln!(out, "{indent}mount {} = {}", mount.at, mount.location);
+        let _ = writeln!(
+            out,
+            "{indent}mount {} = {}",
+            mount.at,
+            skillstore::location::redacted(&mount.location)
+        );
     }
     for source in namespace.sources().iter() {
         let writable = if source.is_writable() { ", writable" } else { "" };

@@ -1755,6 +1755,23 @@ fn cli_config_check_names_the_file_and_says_what_it_would_open() {
          source team (/examples/skills/team)\n"
     );
 
+    // Credentials in a location never show, whatever the shape.
+    for location in [
+        "git+https://alice:SEKRIT-pw@127.0.0.1:1/r.git@main",
+        "git+https://127.0.0.1:1/r.git?private_token=SEKRIT-tok",
+        "git+ssh://deploy:SEKRIT-ssh@127.0.0.1:1/r.git",
+    ] {
+        let file = dir.path().join("secret.yaml");
+        std::fs::write(&file, format!("mounts: [{{at: /, location: \"{location}\"}}]\nsources: [{{path: /base}}]\n")).unwrap();
+        let out = run(skillstore()
+            .env("SKILLSTORE_GIT_CACHE", dir.path().join("git-cache"))
+            .args(["config", "check"])
+            .arg(&file));
+        let shown = format!("{}{}", out.text(), out.stderr);
+        assert!(shown.contains("127.0.0.1:1/r.git"), "{shown}");
+        assert!(!shown.contains("SEKRIT") && !shown.contains("alice") && !shown.contains("deploy"), "{shown}");
+    }
+
     let server = dir.path().join("server.yaml");
     std::fs::write(
         &server,
