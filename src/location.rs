@@ -74,8 +74,8 @@ impl Location {
         if !text.contains("://") {
             return Ok(Location::Dir(PathBuf::from(text)));
         }
-        let url =
-            url::Url::parse(text).map_err(|e| Error::Usage(format!("bad location `{}`: {e}", redacted(text).escape_debug())))?;
+        let url = url::Url::parse(text)
+            .map_err(|e| Error::Usage(format!("bad location `{}`: {e}", redacted(text).escape_debug())))?;
         if matches!(url.scheme(), "https" | "http") {
             return discovery(url);
         }
@@ -167,9 +167,7 @@ fn parse_git(url: &str) -> Result<Location> {
     if let Some(reference) = &reference
         && (reference.is_empty()
             || reference.starts_with('-')
-            || reference
-                .chars()
-                .any(|c| c.is_control() || " ?#~^:*[\\".contains(c)))
+            || reference.chars().any(|c| c.is_control() || " ?#~^:*[\\".contains(c)))
     {
         return Err(Error::Usage(format!(
             "`git+{}` names an invalid reference after `@`",

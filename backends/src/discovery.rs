@@ -410,7 +410,12 @@ impl DiscoveryBackend {
         let mut last = Error::new(ErrorKind::NotFound).with_detail("the endpoint has no discovery index");
         for url in candidates {
             let mut request = self.client.get(url.clone());
-            if let Some((_, Some(etag))) = &known.index {
+            // An entry refused as unavailable is asked for again at the next
+            // load: the index is then fetched whole, so a 304 cannot hide it.
+            let retrying = known.refused.values().any(|(kind, _)| kind.is_transient());
+            if let Some((_, Some(etag))) = &known.index
+                && !retrying
+            {
                 request = request.header(reqwest::header::IF_NONE_MATCH, etag);
             }
             let response = request.send().await.map_err(unavailable)?;

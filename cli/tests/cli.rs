@@ -1762,14 +1762,21 @@ fn cli_config_check_names_the_file_and_says_what_it_would_open() {
         "git+ssh://deploy:SEKRIT-ssh@127.0.0.1:1/r.git",
     ] {
         let file = dir.path().join("secret.yaml");
-        std::fs::write(&file, format!("mounts: [{{at: /, location: \"{location}\"}}]\nsources: [{{path: /base}}]\n")).unwrap();
+        std::fs::write(
+            &file,
+            format!("mounts: [{{at: /, location: \"{location}\"}}]\nsources: [{{path: /base}}]\n"),
+        )
+        .unwrap();
         let out = run(skillstore()
             .env("SKILLSTORE_GIT_CACHE", dir.path().join("git-cache"))
             .args(["config", "check"])
             .arg(&file));
         let shown = format!("{}{}", out.text(), out.stderr);
         assert!(shown.contains("127.0.0.1:1/r.git"), "{shown}");
-        assert!(!shown.contains("SEKRIT") && !shown.contains("alice") && !shown.contains("deploy"), "{shown}");
+        assert!(
+            !shown.contains("SEKRIT") && !shown.contains("alice") && !shown.contains("deploy"),
+            "{shown}"
+        );
     }
 
     let server = dir.path().join("server.yaml");

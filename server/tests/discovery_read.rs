@@ -443,6 +443,50 @@ async fn the_command_says_why_an_entry_was_refused() {
     assert!(stdout.contains("good") && stdout.contains("kept"), "{stdout}");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_entry_that_was_unavailable_is_asked_for_again_though_the_index_did_not_change() {
+    use std::sync::atomic::AtomicBool;
+    let good = Bytes::from(skill_md("flaky", "Flaky."));
+    let index = Bytes::from(
+        json!({"$schema": "https://schemas.agentskills.io/discovery/0.2.0/schema.json", "skills": [
+            {"name": "flaky", "type": "skill-md", "description": "x", "url": "flaky/SKILL.md", "digest": digest(&good)}
+        ]})
+        .to_string(),
+    );
+    let etag = format!("\"{}\"", sha256_hex(&index));
+    let healed = Arc::new(AtomicBool::new(false));
+    let app = Router::new()
+        .route(
+            INDEX,
+            get(move |headers: HeaderMap| async move {
+                if headers.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok()) == Some(etag.as_str()) {
+                    return (StatusCode::NOT_MODIFIED, [(header::ETAG, etag.clone())]).into_response();
+                }
+                ([(header::ETAG, etag.clone())], index.clone()).into_response()
+            }),
+        )
+        .route(
+            "/.well-known/agent-skills/flaky/SKILL.md",
+            get({
+                let healed = Arc::clone(&healed);
+                move || async move {
+                    if healed.load(Ordering::SeqCst) {
+                        good.clone().into_response()
+                    } else {
+                        StatusCode::SERVICE_UNAVAILABLE.into_response()
+                    }
+                }
+            }),
+        );
+    let base = serve_router(app).await;
+    let first = read_from(&base).await;
+    assert!(first.skills().is_empty(), "{:?}", first.diagnostics());
+    healed.store(true, Ordering::SeqCst);
+    let again = first.refresh().await;
+    let names: Vec<&str> = again.skills().iter().map(|s| s.name()).collect();
+    assert_eq!(names, ["flaky"], "{:?}", again.diagnostics());
+}
+
 /// The one endpoint's directory in the discovery cache under `cache`.
 fn endpoint_cache(cache: &Path) -> std::path::PathBuf {
     let mut dirs: Vec<_> = std::fs::read_dir(cache.join("discovery"))
