@@ -9,8 +9,17 @@ use super::{Failure, Global, namespace};
 
 fn settings(global: &Global, tenants: Option<&Path>) -> Result<Settings, Failure> {
     match tenants {
+        Some(_) if global.locked.is_some() => Err(Failure::usage(
+            "--locked applies to the command line's own namespace; with --tenants, set `lock:` in each tenant's configuration",
+        )),
         Some(path) => Settings::load(path).map_err(failure),
-        None => Ok(Settings::single(namespace::config(global)?)),
+        None => {
+            let mut config = namespace::config(global)?;
+            if let Some(file) = &global.locked {
+                config.set_lock(file);
+            }
+            Ok(Settings::single(config))
+        }
     }
 }
 

@@ -76,3 +76,52 @@ fn a_changed_skill_is_withheld_by_every_command_with_exit_3() {
     // Without --locked, everything is served as before.
     skillstore(root).args(["list"]).assert().success();
 }
+
+/// `--locked` holds for the servers too: `mcp` (and `serve`, through the
+/// same settings) withholds a changed skill, and with a tenants file, whose
+/// tenants name their own locks, the flag is refused rather than ignored.
+#[test]
+fn the_servers_take_the_lock_or_refuse_the_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(
+        root,
+        "skills/pdf/SKILL.md",
+        "---\nname: pdf\ndescription: The pdf skill.\n---\nSteps.\n",
+    );
+    write(root, "skills/pdf/scripts/run.sh", "echo run\n");
+    skillstore(root).arg("lock").assert().success();
+    write(root, "skills/pdf/scripts/run.sh", "echo EVIL\n");
+    let requests = [
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"skill://pdf/scripts/run.sh"}}"#,
+    ];
+    let out = skillstore(root)
+        .args(["--locked", "mcp"])
+        .write_stdin(requests.join("\n") + "\n")
+        .timeout(std::time::Duration::from_secs(120))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let answer = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|v| v["id"] == 2)
+        .unwrap_or_else(|| panic!("no answer to the read: {stdout}"));
+    assert!(answer["error"].is_object(), "{answer}");
+    assert!(!stdout.contains("EVIL"), "{stdout}");
+
+    write(
+        root,
+        "tenants.yaml",
+        "tenants:\n  - name: acme\n    config: {sources: [{path: /skills/}]}\n",
+    );
+    let refused = skillstore(root)
+        .args(["--locked", "serve", "--tenants", "tenants.yaml"])
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("lock:"));
+}

@@ -545,7 +545,13 @@ impl Inner {
                 RenameFlags::empty()
             };
             match rustix::fs::renameat_with(&dir, tmp.as_str(), &dir, name, flags) {
-                Ok(()) => Ok(fingerprint(&st)),
+                // A rename moves the file's change time, which is part of
+                // its version: the version is the file's as it now stands
+                // (no writer of this backend can replace it under the lock).
+                Ok(()) => Ok(rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW)
+                    .map(|now| if now.st_ino == st.st_ino { now } else { st })
+                    .map(|st| fingerprint(&st))
+                    .map_err(|e| io_error(e, path))?),
                 Err(Errno::EXIST) => Err(Error::at(ErrorKind::AlreadyExists, path)),
                 Err(Errno::ISDIR) => Err(Error::at(ErrorKind::IsADirectory, path)),
                 Err(e) => Err(io_error(e, path)),
