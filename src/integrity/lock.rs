@@ -158,6 +158,16 @@ impl Lock {
                 "a version {LOCK_VERSION} lock file holds `skills`"
             )));
         }
+        // A merge that kept both sides' lines names a skill twice: which
+        // digest holds is not for the reader to guess.
+        let mut names: Vec<&str> = lock.skills.iter().flatten().map(|s| s.name.as_str()).collect();
+        names.sort_unstable();
+        if let Some(twice) = names.windows(2).find(|w| w[0] == w[1]) {
+            return Err(Error::Config(format!(
+                "the lock file names the skill `{}` more than once",
+                twice[0].escape_debug()
+            )));
+        }
         Ok(lock)
     }
 
@@ -220,5 +230,11 @@ mod tests {
         .unwrap();
         assert_eq!(v2.skills_by_name().unwrap()["pdf"].source, "team");
         assert_eq!(Lock::parse(&v2.to_json()).unwrap(), v2);
+        let twice = Lock::parse(
+            r#"{"version": 2, "git": [], "skills": [{"name": "pdf", "source": "team", "digest": "sha256:00"}, {"name": "pdf", "source": "team", "digest": "sha256:11"}]}"#,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(twice.contains("`pdf` more than once"), "{twice}");
     }
 }
