@@ -837,11 +837,7 @@ impl SkillBackend for FsBackend {
                 })
             })
             .await;
-        done.unwrap_or_else(|e| {
-            (0..count)
-                .map(|_| Err(Error::new(e.kind()).with_detail("a filesystem task failed")))
-                .collect()
-        })
+        crate::backend::batch_answers(done, count, "a filesystem task")
     }
 
     async fn stat_many(&self, paths: &[VPath]) -> Vec<Result<Metadata>> {
@@ -850,11 +846,7 @@ impl SkillBackend for FsBackend {
         let done = self
             .blocking(move |inner| Ok(paths.iter().map(|p| inner.stat(p)).collect::<Vec<_>>()))
             .await;
-        done.unwrap_or_else(|e| {
-            (0..count)
-                .map(|_| Err(Error::new(e.kind()).with_detail("a filesystem task failed")))
-                .collect()
-        })
+        crate::backend::batch_answers(done, count, "a filesystem task")
     }
 
     async fn put(&self, path: &VPath, data: Bytes, mode: PutMode) -> Result<Version> {

@@ -349,11 +349,7 @@ impl SkillBackend for GitBackend {
         let done = self
             .blocking(move |inner| Ok(paths.iter().map(|p| inner.read(p, options)).collect::<Vec<_>>()))
             .await;
-        done.unwrap_or_else(|e| {
-            (0..count)
-                .map(|_| Err(Error::new(e.kind()).with_detail("a Git task failed")))
-                .collect()
-        })
+        crate::backend::batch_answers(done, count, "a Git task")
     }
 
     async fn stat_many(&self, paths: &[VPath]) -> Vec<Result<Metadata>> {
@@ -362,11 +358,7 @@ impl SkillBackend for GitBackend {
         let done = self
             .blocking(move |inner| Ok(paths.iter().map(|p| inner.stat(p)).collect::<Vec<_>>()))
             .await;
-        done.unwrap_or_else(|e| {
-            (0..count)
-                .map(|_| Err(Error::new(e.kind()).with_detail("a Git task failed")))
-                .collect()
-        })
+        crate::backend::batch_answers(done, count, "a Git task")
     }
 
     fn preferred_batch(&self) -> usize {
