@@ -9,7 +9,10 @@
 //! committed here into one repository. Each run times, with the requests the
 //! proxy saw: a cold open (empty Git cache), the clone plus a `list` of the
 //! checkout, a warm open (the reference did not move) and the commit pinned
-//! (warm). Medians and the range over the runs are printed.
+//! (warm), the warm ones with the local cache of frontmatters (the
+//! command's default) and without it (`--no-cache`: every SKILL.md read
+//! from the object database). Medians and the range over the runs are
+//! printed.
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -64,12 +67,16 @@ fn timed(command: &mut Command) -> f64 {
 }
 
 /// `skillstore list --json` of the four layers mounted from `location`,
-/// with the Git cache in `cache`.
-fn list(binary: &Path, location: &str, cache: &Path) -> Command {
+/// with the Git cache in `cache` and the local cache of frontmatters in
+/// `frontmatters` (on by default in the command), or none.
+fn list(binary: &Path, location: &str, cache: &Path, frontmatters: Option<&Path>) -> Command {
     let mut command = Command::new(binary);
+    command.env("SKILLSTORE_GIT_CACHE", cache);
+    match frontmatters {
+        Some(dir) => command.env("XDG_CACHE_HOME", dir),
+        None => command.arg("--no-cache"),
+    };
     command
-        .env("SKILLSTORE_GIT_CACHE", cache)
-        .arg("--no-cache")
         .arg("--mount")
         .arg(format!("/={location}"))
         .args(SOURCES)
@@ -127,13 +134,15 @@ fn main() {
     let url = format!("http://{proxy}/skills.git");
     let count = |requests: &Requests| requests.0.swap(0, Ordering::SeqCst);
 
-    let (mut cold, mut clone, mut checkout_list, mut warm, mut pinned) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let mut asked = [0u64; 3];
+    let (mut cold, mut clone, mut checkout_list) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut warm, mut warm_bare, mut pinned, mut pinned_bare) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut asked = [0u64; 5];
     for run in 0..runs {
         let cache = scratch.path().join(format!("cache-{run}"));
+        let frontmatters = scratch.path().join(format!("frontmatters-{run}"));
+        let main = format!("git+{url}@main");
         count(&requests);
-        cold.push(timed(&mut list(&binary, &format!("git+{url}@main"), &cache)));
+        cold.push(timed(&mut list(&binary, &main, &cache, Some(&frontmatters))));
         asked[0] = count(&requests);
         let checkout = scratch.path().join(format!("checkout-{run}"));
         clone.push(timed(
@@ -142,11 +151,16 @@ fn main() {
                 .arg(&checkout),
         ));
         count(&requests);
-        checkout_list.push(timed(&mut list(&binary, &checkout.to_string_lossy(), &cache)));
-        warm.push(timed(&mut list(&binary, &format!("git+{url}@main"), &cache)));
+        checkout_list.push(timed(&mut list(&binary, &checkout.to_string_lossy(), &cache, None)));
+        warm.push(timed(&mut list(&binary, &main, &cache, Some(&frontmatters))));
         asked[1] = count(&requests);
-        pinned.push(timed(&mut list(&binary, &format!("git+{url}@{head}"), &cache)));
+        warm_bare.push(timed(&mut list(&binary, &main, &cache, None)));
         asked[2] = count(&requests);
+        let at_head = format!("git+{url}@{head}");
+        pinned.push(timed(&mut list(&binary, &at_head, &cache, Some(&frontmatters))));
+        asked[3] = count(&requests);
+        pinned_bare.push(timed(&mut list(&binary, &at_head, &cache, None)));
+        asked[4] = count(&requests);
     }
     let (list_median, _, _) = spread(checkout_list.clone());
     let clone_plus_list: Vec<f64> = clone.iter().zip(&checkout_list).map(|(c, l)| c + l).collect();
@@ -171,16 +185,24 @@ fn main() {
     row("git clone --depth 1", &clone, "-".into(), "-".into());
     row("list on the checkout", &checkout_list, "0".into(), "-".into());
     row("clone + list", &clone_plus_list, "-".into(), "-".into());
+    let warm_target = format!("<= 1 round trip + 1.3 x list = {:.3}", round_trip + 1.3 * list_median);
+    row("warm, ref unchanged", &warm, asked[1].to_string(), warm_target.clone());
     row(
-        "warm, ref unchanged",
-        &warm,
-        asked[1].to_string(),
-        format!("<= 1 round trip + 1.3 x list = {:.3}", round_trip + 1.3 * list_median),
+        "warm, ref unchanged, --no-cache",
+        &warm_bare,
+        asked[2].to_string(),
+        warm_target,
     );
     row(
         "pinned commit, warm",
         &pinned,
-        asked[2].to_string(),
+        asked[3].to_string(),
+        "0 requests".into(),
+    );
+    row(
+        "pinned commit, warm, --no-cache",
+        &pinned_bare,
+        asked[4].to_string(),
         "0 requests".into(),
     );
 }

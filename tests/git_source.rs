@@ -283,10 +283,11 @@ async fn git_daemon_and_smart_http_serve_the_same_catalog() {
     let (again, _) = listing(&config(&cache_b, &location)).await;
     assert_eq!(again, expected);
     assert_eq!(count_objects(&cache_b), objects, "an unchanged ref fetched objects");
-    // The capability advertisement and one ls-refs for the ref: no fetch.
+    // One request: version 1 of the protocol lists the refs in its first
+    // answer, and the ref did not move, so nothing is fetched.
     let warm = http.requests() - cold;
     eprintln!("smart HTTP requests: cold {cold}, warm with the ref unchanged {warm}");
-    assert_eq!(warm, 2);
+    assert_eq!(warm, 1);
     // A pinned commit already in the cache: no request at all.
     let pinned = format!("git+{}@{head}", http.url("skills.git"));
     let before = http.requests();
@@ -388,4 +389,56 @@ fn a_password_over_plain_http_is_refused_and_the_message_says_why() {
     // Without credentials the same server serves it.
     let plain = skillstore::backends::GitRemote::new(&http.url("skills.git")).unwrap();
     assert!(skillstore::git_source::open(&plain, None, Default::default(), Some(dir.path())).is_ok());
+}
+
+/// Links in the tree (a SKILL.md that is a link to a file beside it) give
+/// the catalog a checkout of the same commit gives: such a tree is listed
+/// by directory, where links follow the mount's policy, rather than by the
+/// one walk of the object database that serves link-free trees.
+#[tokio::test]
+async fn a_tree_with_links_lists_what_a_checkout_lists() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    layered_work(&work);
+    let notes = work.join("team/notes");
+    std::fs::create_dir_all(&notes).unwrap();
+    std::fs::write(
+        notes.join("real.md"),
+        "---\nname: notes\ndescription: Take notes.\n---\nBody.\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink("real.md", notes.join("SKILL.md")).unwrap();
+    git(&work, &["add", "-A"]);
+    git(&work, &["commit", "-q", "-m", "a linked SKILL.md"]);
+    let url = format!("git+file://{}", work.display());
+    let (from_git, _) = listing(&config(dir.path(), &url)).await;
+    let (from_checkout, _) = listing(&checkout_config(dir.path(), &work)).await;
+    assert_eq!(from_git, from_checkout);
+    let names: Vec<&str> = from_git.iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["docx", "pdf", "notes"]);
+}
+
+/// What a load of a Git source read is kept in the local cache by blob
+/// id, so the next load (the same commit, or a later one where those
+/// files did not change) reads no SKILL.md it read before.
+#[tokio::test]
+async fn a_git_source_fills_the_local_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    layered_work(&work);
+    let url = format!("git+file://{}", work.display());
+    let (first, _) = listing(&config(dir.path(), &url)).await;
+    let kept: Vec<String> = std::fs::read_dir(dir.path().join("cache"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
+        .map(|e| std::fs::read_to_string(e.path()).unwrap())
+        .collect();
+    assert!(
+        kept.iter()
+            .any(|text| text.contains("\"git:") && text.contains("SKILL.md")),
+        "no cache file for the Git source: {kept:?}"
+    );
+    let (second, _) = listing(&config(dir.path(), &url)).await;
+    assert_eq!(first, second);
 }

@@ -436,6 +436,7 @@ impl SkillBackend for ObjectStoreBackend {
             });
             let n = listing.files.len();
             if n > limits.max_files || (n > 2000 && n > limits.max_files_per_dir.saturating_mul(dirs.len())) {
+                listing.files.truncate(limits.max_files);
                 listing.truncated = true;
                 break;
             }

@@ -397,6 +397,7 @@ macro_rules! __conformance_cases {
             confined_read_through_a_link_out_of_the_skill_is_refused,
             writes_never_follow_a_link,
             walk_returns_every_file_within_its_limits,
+            deep_listing_agrees_with_the_walk,
             walk_never_descends_into_directory_links,
         );
     };

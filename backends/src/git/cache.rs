@@ -304,7 +304,10 @@ impl GitCache {
                 .spawn(move || {
                     let result = gix::open(&repo_dir)
                         .map_err(|e| cache_error("cannot open the cached repository", e))
-                        .and_then(|repo| fetch(&repo, &remote, &source, &local, &stop));
+                        .and_then(|mut repo| {
+                            speak_protocol_v1(&mut repo)?;
+                            fetch(&repo, &remote, &source, &local, &stop)
+                        });
                     let _ = done.send(result);
                     drop(lock);
                 })
@@ -355,6 +358,23 @@ impl GitCache {
             }
         }
     }
+}
+
+/// Has `repo` speak version 1 of Git's wire protocol, whose first answer
+/// already lists the remote's references: asking whether a reference
+/// moved is then one request over smart HTTP, where version 2 takes two
+/// (its capabilities, then `ls-refs`), and one exchange less on the other
+/// transports. Only the references' names and ids come back (no objects),
+/// which is small for the repositories skills are published in.
+fn speak_protocol_v1(repo: &mut gix::Repository) -> Result<()> {
+    let mut config = repo.config_snapshot_mut();
+    config
+        .set_value(&gix::config::tree::Protocol::VERSION, "1")
+        .map_err(|e| cache_error("cannot configure the protocol", e))?;
+    config
+        .commit()
+        .map_err(|e| cache_error("cannot configure the protocol", e))?;
+    Ok(())
 }
 
 /// Fetches `source` from `remote` into the local ref `local`, depth 1;

@@ -26,7 +26,10 @@ use gix::ObjectId;
 use gix::bstr::ByteSlice;
 use gix::objs::tree::EntryKind as Mode;
 
-use crate::backend::{Blob, Capabilities, Entry, EntryKind, Listing, Metadata, ReadOptions, SkillBackend, Version};
+use crate::backend::{
+    Blob, Capabilities, DeepFile, DeepLimits, DeepListing, Entry, EntryKind, Listing, Metadata, ReadOptions,
+    SkillBackend, Version,
+};
 use crate::error::{Error, ErrorKind, Result};
 use crate::fs::SymlinkPolicy;
 use crate::vpath::{VPath, is_valid_segment};
@@ -41,6 +44,12 @@ use tree::{Node, Trees, odb_error, submodule};
 
 /// How a Git LFS pointer file starts (the LFS specification's first line).
 const LFS_POINTER: &[u8] = b"version https://git-lfs.github.com/spec/";
+
+/// The object cache of each repository handle.
+const OBJECT_CACHE_BYTES: usize = 4 * 1024 * 1024;
+
+/// Handles kept for reuse at most (one per blocking task that ran at once).
+const MAX_IDLE_HANDLES: usize = 8;
 
 /// The largest blob checked for being an LFS pointer (pointers are small).
 const LFS_POINTER_MAX: usize = 1024;
@@ -57,6 +66,11 @@ pub struct GitBackend {
 
 struct Inner {
     repo: gix::ThreadSafeRepository,
+    /// The repository's directory, as it was opened.
+    git_dir: std::path::PathBuf,
+    /// Handles kept between calls with their object and pack caches, so
+    /// the trees above a path are inflated once rather than at every call.
+    handles: std::sync::Mutex<Vec<gix::Repository>>,
     commit: ObjectId,
     tree: ObjectId,
     policy: SymlinkPolicy,
@@ -112,6 +126,8 @@ impl GitBackend {
                 tree,
                 policy,
                 repo,
+                git_dir: git_dir.to_owned(),
+                handles: std::sync::Mutex::new(Vec::new()),
             }),
         })
     }
@@ -143,11 +159,73 @@ fn escape(rev: &str) -> String {
 
 impl Inner {
     fn with_trees<T>(&self, f: impl FnOnce(&Trees<'_>) -> Result<T>) -> Result<T> {
-        let mut repo = self.repo.to_thread_local();
-        repo.object_cache_size(Some(4 * 1024 * 1024));
-        f(&Trees {
+        let pooled = self.handles.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let repo = pooled.unwrap_or_else(|| {
+            let mut repo = self.repo.to_thread_local();
+            repo.object_cache_size(Some(OBJECT_CACHE_BYTES));
+            repo
+        });
+        let result = f(&Trees {
             repo: &repo,
             policy: self.policy,
+        });
+        let mut handles = self.handles.lock().unwrap_or_else(|e| e.into_inner());
+        if handles.len() < MAX_IDLE_HANDLES {
+            handles.push(repo);
+        }
+        result
+    }
+
+    fn list_deep(&self, dir: &VPath, limits: DeepLimits) -> Result<DeepListing> {
+        self.with_trees(|trees| {
+            let root = match trees.resolve(self.tree, dir, None, true)? {
+                Node::Tree(id) => id,
+                Node::Submodule(_) => return Err(submodule(dir)),
+                Node::Blob(_) | Node::Link(_) => return Err(Error::at(ErrorKind::NotADirectory, dir)),
+            };
+            let by_directory = |path: &VPath, what: &str| {
+                Err(Error::at(ErrorKind::Unsupported, path).with_detail(format!("{what}: listed by directory")))
+            };
+            let mut listing = DeepListing::default();
+            let mut pending = vec![(root, dir.clone(), String::new())];
+            while let Some((tree, here, prefix)) = pending.pop() {
+                for (name, mode, id) in trees.entries(tree, &here)? {
+                    let name = match name.to_str() {
+                        Ok(name) if is_valid_segment(name) && !is_git_dir_name(name.as_bytes().as_bstr()) => name,
+                        _ => {
+                            return Err(Error::at(ErrorKind::InvalidPath, &here)
+                                .with_detail("a name below it cannot be a path"));
+                        }
+                    };
+                    let path = here.join(name)?;
+                    let relative = if prefix.is_empty() {
+                        name.to_owned()
+                    } else {
+                        format!("{prefix}/{name}")
+                    };
+                    match mode {
+                        Mode::Tree => pending.push((id, path, relative)),
+                        Mode::Blob | Mode::BlobExecutable => {
+                            let size = trees.size(id, &path)?;
+                            if is_lfs_pointer(trees, id, size, &path)? {
+                                return by_directory(&path, "a Git LFS pointer");
+                            }
+                            if listing.files.len() >= limits.max_files {
+                                listing.truncated = true;
+                                return Ok(listing);
+                            }
+                            listing.files.push(DeepFile {
+                                relative,
+                                size: Some(size),
+                                version: Some(version(id)),
+                            });
+                        }
+                        Mode::Link => return by_directory(&path, "a link"),
+                        Mode::Commit => return by_directory(&path, "a submodule"),
+                    }
+                }
+            }
+            Ok(listing)
         })
     }
 
@@ -315,6 +393,7 @@ impl SkillBackend for GitBackend {
             symlinks: true,
             ..Capabilities::READ_ONLY
         }
+        .with_deep_list(true)
     }
 
     async fn list(&self, dir: &VPath) -> Result<Vec<Entry>> {
@@ -326,10 +405,21 @@ impl SkillBackend for GitBackend {
         self.blocking(move |inner| inner.list(&dir)).await
     }
 
-    /// `git:` with the commit and the directory: a commit's tree never
-    /// changes, so equal identities hold equal files.
+    /// One walk of the trees below `dir` in the object database (no
+    /// request, no blob inflated but the few small enough to be LFS
+    /// pointers). A tree holding a link, a submodule, an LFS pointer or a
+    /// name no path can hold fails it, so the catalog lists that tree by
+    /// directory and applies the rules for those there.
+    async fn list_deep(&self, dir: &VPath, limits: DeepLimits) -> Result<DeepListing> {
+        let dir = dir.clone();
+        self.blocking(move |inner| inner.list_deep(&dir, limits)).await
+    }
+
+    /// `git:` with the repository and the directory. Versions are blob ids,
+    /// so a file whose version is unchanged holds the same bytes in every
+    /// commit: what was read at one commit serves the next.
     fn location_id(&self, dir: &VPath) -> Option<String> {
-        Some(format!("git:{}:{dir}", self.inner.commit))
+        Some(format!("git:{}:{dir}", self.inner.git_dir.display()))
     }
 
     async fn stat(&self, path: &VPath) -> Result<Metadata> {

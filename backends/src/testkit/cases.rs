@@ -7,7 +7,9 @@ use futures::future::join_all;
 
 use super::Fixture;
 use super::hostile::{lookalike_corpus, refused_corpus};
-use crate::backend::{DEFAULT_READ_LIMIT, EntryKind, PutMode, ReadOptions, SkillBackend, SkillBackendExt, Version};
+use crate::backend::{
+    DEFAULT_READ_LIMIT, DeepLimits, EntryKind, PutMode, ReadOptions, SkillBackend, SkillBackendExt, Version,
+};
 use crate::error::{ErrorKind, Result};
 use crate::vpath::VPath;
 use crate::walk::{PassReason, Walk, WalkLimits};
@@ -883,6 +885,49 @@ pub async fn walk_returns_every_file_within_its_limits(f: Fixture) {
         f.backend.walk(&p("/missing"), WalkLimits::default()).await,
         ErrorKind::NotFound,
     );
+}
+
+/// A deep listing (the backend's own, or the walk it falls back to) holds
+/// the files a walk finds, with the sizes and versions reads give; cut
+/// short by its file limit, it says so.
+pub async fn deep_listing_agrees_with_the_walk(f: Fixture) {
+    for path in [
+        "/d/top.md",
+        "/d/a/one.md",
+        "/d/a/b/two.md",
+        "/d/c/SKILL.md",
+        "/other.md",
+    ] {
+        put(&f, path, path.as_bytes().to_vec()).await;
+    }
+    let deep = f.backend.list_deep(&p("/d"), DeepLimits::default()).await.unwrap();
+    assert!(!deep.truncated);
+    let mut listed: Vec<_> = deep.files.iter().map(|f| (f.relative.clone(), f.size)).collect();
+    listed.sort();
+    let walk = f.backend.walk(&p("/d"), WalkLimits::default()).await.unwrap();
+    let mut walked: Vec<_> = walk.files.iter().map(|f| (f.relative.clone(), f.entry.size)).collect();
+    walked.sort();
+    assert_eq!(listed, walked);
+    assert_eq!(listed.len(), 4);
+    for file in &deep.files {
+        let blob = read(&f, &format!("/d/{}", file.relative)).await;
+        assert_eq!(file.size, Some(blob.size), "{}", file.relative);
+        if let Some(version) = &file.version {
+            assert_eq!(version, &blob.version, "{}", file.relative);
+        }
+    }
+    let few = f
+        .backend
+        .list_deep(
+            &p("/d"),
+            DeepLimits {
+                max_files: 2,
+                ..DeepLimits::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert!(few.truncated && few.files.len() <= 2, "{few:?}");
 }
 
 /// `a/up -> ..` and `b -> .` make a tree without end for a walk that
