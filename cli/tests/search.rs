@@ -132,5 +132,78 @@ fn search_text_output_and_usage_errors() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("line 1"));
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(answer["line"], 1);
+    assert!(
+        answer["error"].as_str().unwrap().starts_with("not a query object"),
+        "{answer}"
+    );
+}
+
+#[test]
+fn search_batch_answers_the_lines_after_a_malformed_one() {
+    let tree = layers();
+    let cache = tempfile::tempdir().unwrap();
+    let out = skillstore(tree.path(), cache.path())
+        .args(["search", "--batch"])
+        .write_stdin("{\"id\": 1, \"query\": \"poppler\"}\n{\"id\": 2}\n[1]\n{\"id\": 3, \"query\": \"cells\"}\n")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    let lines: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 4, "{lines:?}");
+    assert_eq!(lines[0]["results"][0]["name"], "pdf");
+    assert_eq!(
+        (lines[1]["line"].clone(), lines[2]["line"].clone()),
+        (2.into(), 3.into())
+    );
+    assert!(lines[1]["error"].is_string() && lines[2]["error"].is_string());
+    assert_eq!(lines[3]["id"], 3);
+    assert_eq!(lines[3]["results"][0]["name"], "xlsx-editor");
+}
+
+#[test]
+fn search_batch_answers_each_query_before_the_next_is_sent() {
+    use std::io::{BufRead, Write};
+    let tree = layers();
+    let cache = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_skillstore"))
+        .env("XDG_CACHE_HOME", cache.path())
+        .env_remove("RUST_LOG")
+        .current_dir(tree.path())
+        .arg("--mount")
+        .arg(format!("/={}", tree.path().display()))
+        .args(["--source", "/base/", "--source", "/team/", "search", "--batch"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        for _ in 0..2 {
+            let mut line = String::new();
+            stdout.read_line(&mut line).unwrap();
+            tx.send(line).unwrap();
+        }
+    });
+    for query in ["poppler", "cells"] {
+        writeln!(stdin, "{{\"query\": \"{query}\"}}").unwrap();
+        stdin.flush().unwrap();
+        // Standard input stays open: the answer must come without it closing.
+        let line = rx
+            .recv_timeout(Duration::from_secs(120))
+            .expect("an answer while the batch is still open");
+        let answer: Value = serde_json::from_str(&line).unwrap();
+        assert!(!answer["results"].as_array().unwrap().is_empty(), "{line}");
+    }
+    drop(stdin);
+    reader.join().unwrap();
+    assert!(child.wait().unwrap().success());
 }
