@@ -24,7 +24,10 @@ each query is first reduced to its words (split on anything that is not a
 letter or digit, as the BM25 baselines tokenize), which shows the ranking
 its index gives when the parser accepts every query.
 
-Usage: search_eval_skillport.py --corpus DIR [--words]  (JSON lines in and
+With --timings each row also holds the seconds its search_skills call
+took (scripts/search_latency.py reads them).
+
+Usage: search_eval_skillport.py --corpus DIR [--words] [--timings]  (JSON lines in and
 out, as search_eval_bm25.py)
 """
 
@@ -32,6 +35,7 @@ import argparse
 import os
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 sys.dont_write_bytecode = True  # no __pycache__ beside the scripts
@@ -56,6 +60,7 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=10)
     ap.add_argument("--no-date-fix", dest="date_fix", action="store_false")
     ap.add_argument("--words", action="store_true", help="reduce each query to its words")
+    ap.add_argument("--timings", action="store_true", help="add each query's seconds to its row")
     args = ap.parse_args()
     corpus = sc.corpus_dir(args.corpus).resolve()
 
@@ -97,10 +102,13 @@ def main() -> None:
         out = []
         for q in sc.read_jsonl(sys.stdin):
             text = " ".join(sc.tokens(q["query"])) if args.words else q["query"]
+            started = time.perf_counter()
             found = search_skills(text, limit=args.limit, config=config)
-            out.append(
-                {"id": q["id"], "results": [s.id + "/SKILL.md" for s in found.skills]}
-            )
+            seconds = time.perf_counter() - started
+            row = {"id": q["id"], "results": [s.id + "/SKILL.md" for s in found.skills]}
+            if args.timings:
+                row["seconds"] = seconds
+            out.append(row)
         sc.write_jsonl(out)
 
 
