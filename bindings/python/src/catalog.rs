@@ -4,10 +4,14 @@
 use pyo3::exceptions::{PyKeyError, PyUnicodeDecodeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
+use std::sync::Arc;
+
+use skillstore::search::SearchIndex;
 use skillstore::{Catalog, Diagnostic, PromptOptions, PromptStyle, Skill};
 
 use crate::errors::CoreResult;
 use crate::runtime::block_on;
+use crate::search::{self, PySearchResult};
 
 /// A merged view of all sources at one moment: the winning skill for each
 /// name in deepagents' order, with provenance and diagnostics. Reads go
@@ -16,11 +20,21 @@ use crate::runtime::block_on;
 pub struct PyCatalog {
     inner: Catalog,
     prompt: PromptOptions,
+    /// The search index, built in memory at the first search and handed on
+    /// to the catalogs refreshed from this one; held while a search brings
+    /// it level with its catalog and queries it.
+    search: SharedIndex,
 }
+
+type SharedIndex = Arc<tokio::sync::Mutex<Option<SearchIndex>>>;
 
 impl PyCatalog {
     pub fn new(inner: Catalog, prompt: PromptOptions) -> Self {
-        PyCatalog { inner, prompt }
+        PyCatalog {
+            inner,
+            prompt,
+            search: SharedIndex::default(),
+        }
     }
 
     fn skill(&self, name: &str) -> PyResult<&Skill> {
@@ -289,7 +303,31 @@ impl PyCatalog {
     /// not read again (GIL released).
     fn refresh(&self, py: Python<'_>) -> PyCatalog {
         let inner = block_on(py, self.inner.refresh());
-        PyCatalog::new(inner, self.prompt.clone())
+        PyCatalog {
+            inner,
+            prompt: self.prompt.clone(),
+            search: Arc::clone(&self.search),
+        }
+    }
+
+    /// The skills that best match `query`, best first, at most `limit`
+    /// (1 to 1000): the winners of this catalog only, disabled ones only
+    /// with `include_disabled`. The index is built in memory at the first
+    /// search, reading each SKILL.md, and kept with the catalogs refreshed
+    /// from this one, which read again only the SKILL.md files that
+    /// changed (GIL released).
+    #[pyo3(signature = (query, limit=10, include_disabled=false))]
+    fn search(&self, py: Python<'_>, query: &str, limit: i64, include_disabled: bool) -> PyResult<Vec<PySearchResult>> {
+        let options = search::options(py, limit, include_disabled)?;
+        let catalog = &self.inner;
+        let shared = &self.search;
+        block_on(py, async move {
+            let mut held = shared.lock().await;
+            let index = held.get_or_insert_with(SearchIndex::in_memory);
+            index.refresh(catalog).await?;
+            search::run(index, catalog, query, options)
+        })
+        .py(py)
     }
 
     /// The whole SKILL.md of the skill `name`, as text.
@@ -394,4 +432,5 @@ crate::async_variants!(PyCatalog {
     aread_file => "read_file",
     alist_files => "list_files",
     arender_prompt => "render_prompt",
+    asearch => "search",
 });

@@ -14,6 +14,7 @@ use crate::editor::PyEditor;
 use crate::errors::{CoreResult, raise};
 use crate::files;
 use crate::runtime::block_on;
+use crate::search::{self, PySearchResult};
 
 /// A namespace: mounts (directories, `s3://bucket/prefix`, `memory:`
 /// files or in-memory dicts), the ordered sources in it, and the load and
@@ -218,6 +219,25 @@ impl PyNamespace {
         Ok(PyCatalog::new(catalog, options))
     }
 
+    /// The skills that best match `query`, best first, at most `limit`
+    /// (1 to 1000), as `skillstore search --json` gives them: the catalog
+    /// is loaded now, and the index is the one the command keeps in the
+    /// local cache (reading again only the SKILL.md files that changed), or
+    /// one in memory when the cache is off or a source is a `memory:` file.
+    /// Only winners are results; disabled skills only with
+    /// `include_disabled` (GIL released).
+    #[pyo3(signature = (query, limit=10, include_disabled=false))]
+    fn search(&self, py: Python<'_>, query: &str, limit: i64, include_disabled: bool) -> PyResult<Vec<PySearchResult>> {
+        let options = search::options(py, limit, include_disabled)?;
+        let namespace = &self.inner;
+        block_on(py, async move {
+            let catalog = namespace.load().await;
+            let index = namespace.search_index_for(&catalog).await?;
+            search::run(&index, &catalog, query, options)
+        })
+        .py(py)
+    }
+
     /// An editor of the source named `source` (default: the highest-priority
     /// writable one), recording `author` in the history.
     #[pyo3(signature = (source=None, *, author=None))]
@@ -336,4 +356,5 @@ crate::async_variants!(PyNamespace {
     awrite => "write",
     adelete => "delete",
     awalk => "walk",
+    asearch => "search",
 });
