@@ -194,8 +194,24 @@ impl PySkill {
     fn version(&self) -> &str {
         self.inner.version.as_str()
     }
+    /// Its skill digest (`sha256:` and 64 hex digits) when it was computed:
+    /// by `Catalog.with_digests()`, or by the check of a lock or of a
+    /// source's signatures; None otherwise. `Catalog.digest(name)` computes
+    /// one.
+    #[getter]
+    fn digest(&self) -> Option<&str> {
+        self.inner.digest.as_deref()
+    }
+    /// Who signed it, when its source checks signatures and its signature
+    /// verified: the principals of the accepting `allowed_signers` line;
+    /// None otherwise.
+    #[getter]
+    fn signer(&self) -> Option<&str> {
+        self.inner.signer.as_deref()
+    }
 
-    /// The skill as a dict with the fields of `list --json`.
+    /// The skill as a dict with the fields of `list --json`: `commit`,
+    /// `digest` and `signer` only when known.
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let s = &self.inner;
         let d = PyDict::new(py);
@@ -216,6 +232,11 @@ impl PySkill {
             shadowed.append(e)?;
         }
         d.set_item("shadowed", shadowed)?;
+        for (key, value) in [("commit", &s.commit), ("digest", &s.digest), ("signer", &s.signer)] {
+            if let Some(value) = value {
+                d.set_item(key, value.as_ref())?;
+            }
+        }
         Ok(d)
     }
 
@@ -330,6 +351,27 @@ impl PyCatalog {
         .py(py)
     }
 
+    /// This catalog with every winner's `digest` computed, as `list
+    /// --digests` shows them: a skill that cannot be digested keeps None,
+    /// with a warning diagnostic. Each file is hashed once per version for
+    /// the life of the namespace (GIL released).
+    fn with_digests(&self, py: Python<'_>) -> PyCatalog {
+        let inner = block_on(py, self.inner.clone().with_digests());
+        PyCatalog {
+            inner,
+            prompt: self.prompt.clone(),
+            search: Arc::clone(&self.search),
+        }
+    }
+
+    /// The skill digest of the winner `name`, computed now over the files a
+    /// confined read of it serves (as `show` gives it); raises when a file
+    /// cannot be read or the listing was cut short (GIL released).
+    fn digest(&self, py: Python<'_>, name: &str) -> PyResult<String> {
+        let digest = block_on(py, self.inner.skill_digest(name)).py(py)?;
+        Ok(digest.digest)
+    }
+
     /// The whole SKILL.md of the skill `name`, as text.
     fn read_skill(&self, py: Python<'_>, name: &str) -> PyResult<String> {
         let bytes = block_on(py, self.inner.read_skill(name)).py(py)?;
@@ -433,4 +475,6 @@ crate::async_variants!(PyCatalog {
     alist_files => "list_files",
     arender_prompt => "render_prompt",
     asearch => "search",
+    awith_digests => "with_digests",
+    adigest => "digest",
 });

@@ -24,6 +24,9 @@ use crate::search::{self, PySearchResult};
 #[pyclass(name = "Namespace", module = "skillstore", frozen)]
 pub struct PyNamespace {
     pub(crate) inner: skillstore::Namespace,
+    /// The configuration it was opened from (for `lock()`, which opens it
+    /// again without its lock).
+    config: Config,
 }
 
 /// One source of a namespace.
@@ -173,8 +176,8 @@ impl PyNamespace {
         config.limits.concurrency = concurrency;
         config.prompt.style = prompt_style;
         config.prompt.max_chars = max_chars;
-        let inner = config.open().py(py)?;
-        Ok(PyNamespace { inner })
+        let inner = open(py, &config)?;
+        Ok(PyNamespace { inner, config })
     }
 
     /// A namespace from `skillstore.yaml` text; relative locations resolve
@@ -188,7 +191,8 @@ impl PyNamespace {
             None => cwd(py)?,
         });
         Ok(PyNamespace {
-            inner: config.open().py(py)?,
+            inner: open(py, &config)?,
+            config,
         })
     }
 
@@ -236,6 +240,58 @@ impl PyNamespace {
             search::run(&index, &catalog, query, options)
         })
         .py(py)
+    }
+
+    /// The text of a lock file pinning this namespace now, as `skillstore
+    /// lock` writes it: every enabled winner's name, source and digest (and
+    /// Git commit), and every Git mount's commit. The namespace is opened
+    /// again without its own lock, so a lock can be renewed; its signature
+    /// policies still apply. A source that could not be loaded, or a skill
+    /// that cannot be digested, raises (GIL released).
+    fn lock(&self, py: Python<'_>) -> PyResult<String> {
+        let mut config = self.config.clone();
+        config.clear_lock();
+        let namespace = open(py, &config)?;
+        let catalog = block_on(py, namespace.load());
+        let incomplete: Vec<&str> = catalog.incomplete_sources().iter().map(|s| s.name()).collect();
+        if !incomplete.is_empty() {
+            let names = incomplete.join(", ");
+            return Err(raise(
+                py,
+                "unavailable",
+                format!("cannot lock: not every skill of {names} could be loaded"),
+                None,
+            ));
+        }
+        let withheld: Vec<String> = catalog
+            .withheld()
+            .map(|d| format!("{} ({})", d.path.as_ref().map_or("-", |p| p.as_str()), d.kind.as_str()))
+            .collect();
+        if !withheld.is_empty() {
+            let names = withheld.join(", ");
+            return Err(raise(
+                py,
+                "usage",
+                format!("cannot lock skills that are not served: {names}"),
+                None,
+            ));
+        }
+        let lock = block_on(py, skillstore::integrity::Lock::of(&namespace, &catalog)).py(py)?;
+        Ok(lock.to_json())
+    }
+
+    /// Every winner, loaded without withholding any, as `skillstore verify
+    /// --json` reports it: a dict of `name`, `source`, `digest` (None when
+    /// it cannot be computed, with `digest_error`), `lock` (`no_lock`,
+    /// `matches`, `not_locked`, or `{"mismatch": {"locked": DIGEST}}`),
+    /// `signature` (`not_checked`, `unsigned`, `signed`, or the refusal's
+    /// kind), and when signed `signer` and `fingerprint`; `problem` says
+    /// why one would not be served (GIL released).
+    fn verify<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let reports = block_on(py, skillstore::integrity::verify::verify(&self.inner));
+        let text = serde_json::to_string(&reports)
+            .map_err(|e| raise(py, "other", format!("cannot encode the report: {e}"), None))?;
+        py.import("json")?.call_method1("loads", (text,))
     }
 
     /// An editor of the source named `source` (default: the highest-priority
@@ -315,6 +371,12 @@ impl PyNamespace {
     }
 }
 
+/// Opens `config` with the GIL released (a Git mount fetches from its
+/// remote).
+fn open(py: Python<'_>, config: &Config) -> PyResult<skillstore::Namespace> {
+    py.detach(|| config.open()).py(py)
+}
+
 fn mark_writable(py: Python<'_>, config: &mut Config, writable: &[String]) -> PyResult<()> {
     for w in writable {
         if w.starts_with('/') {
@@ -342,7 +404,8 @@ pub fn load_config(py: Python<'_>, path: PathBuf, writable: Vec<String>) -> PyRe
     let mut config = Config::load(Path::new(&path)).py(py)?;
     mark_writable(py, &mut config, &writable)?;
     Ok(PyNamespace {
-        inner: config.open().py(py)?,
+        inner: open(py, &config)?,
+        config,
     })
 }
 
@@ -357,4 +420,6 @@ crate::async_variants!(PyNamespace {
     adelete => "delete",
     awalk => "walk",
     asearch => "search",
+    alock => "lock",
+    averify => "verify",
 });
