@@ -194,6 +194,12 @@ impl PySkill {
     fn version(&self) -> &str {
         self.inner.version.as_str()
     }
+    /// The Git commit its source is read at, for a source in a Git mount;
+    /// None otherwise.
+    #[getter]
+    fn commit(&self) -> Option<&str> {
+        self.inner.commit.as_deref()
+    }
     /// Its skill digest (`sha256:` and 64 hex digits) when it was computed:
     /// by `Catalog.with_digests()`, or by the check of a lock or of a
     /// source's signatures; None otherwise. `Catalog.digest(name)` computes

@@ -196,6 +196,30 @@ impl PyNamespace {
         })
     }
 
+    /// A new namespace opened again from the same configuration: each Git
+    /// mount asks its remote for its reference again (a moved branch is
+    /// seen; a pinned commit stays), and the lock and signature files are
+    /// read again. Mounts of dicts held in memory are shared with this
+    /// namespace. A catalog's `refresh()` rereads the sources of the
+    /// namespace it came from, at the commits that namespace fetched.
+    fn reopen(&self, py: Python<'_>) -> PyResult<PyNamespace> {
+        let config = self.config.clone();
+        let inner = open(py, &config)?;
+        Ok(PyNamespace { inner, config })
+    }
+
+    /// Every Git mount's location and the commit it was read at (None when
+    /// its remote could not be reached and nothing was fetched before), in
+    /// mount order.
+    #[getter]
+    fn git_commits(&self) -> Vec<(String, Option<String>)> {
+        self.inner
+            .git_mounts()
+            .iter()
+            .map(|(location, commit)| (location.to_string(), commit.clone()))
+            .collect()
+    }
+
     /// The sources, lowest priority first.
     #[getter]
     fn sources(&self) -> Vec<PySource> {
@@ -421,5 +445,6 @@ crate::async_variants!(PyNamespace {
     awalk => "walk",
     asearch => "search",
     alock => "lock",
+    areopen => "reopen",
     averify => "verify",
 });

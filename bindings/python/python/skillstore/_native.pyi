@@ -127,6 +127,9 @@ class Skill:
     @property
     def version(self) -> str: ...
     @property
+    def commit(self) -> str | None:
+        """The Git commit its source is read at, for a source in a Git mount."""
+    @property
     def digest(self) -> str | None:
         """Its skill digest when computed (`Catalog.with_digests()`, or a lock's or signatures' check)."""
     @property
@@ -236,6 +239,11 @@ class Namespace:
     def sources(self) -> list[Source]: ...
     @property
     def max_file_bytes(self) -> int: ...
+    @property
+    def git_commits(self) -> list[tuple[str, str | None]]:
+        """Every Git mount's location and the commit it was read at (None when never fetched)."""
+    def reopen(self) -> Namespace:
+        """The namespace opened again from its configuration: Git mounts fetch their reference again."""
     def lock(self) -> str:
         """The text of a lock file pinning the namespace now (`skillstore lock`)."""
     def verify(self) -> list[dict[str, Any]]:
@@ -263,6 +271,7 @@ class Namespace:
     def adelete(self, path: str, *, expected: str | None = None) -> Awaitable[None]: ...
     def awalk(self, path: str, *, max_entries: int | None = None) -> Awaitable[tuple[list[Entry], bool]]: ...
     def asearch(self, query: str, limit: int = 10, include_disabled: bool = False) -> Awaitable[list[SearchResult]]: ...
+    def areopen(self) -> Awaitable[Namespace]: ...
     def alock(self) -> Awaitable[str]: ...
     def averify(self) -> Awaitable[list[dict[str, Any]]]: ...
 
