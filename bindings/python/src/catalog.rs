@@ -4,10 +4,14 @@
 use pyo3::exceptions::{PyKeyError, PyUnicodeDecodeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
+use std::sync::Arc;
+
+use skillstore::search::SearchIndex;
 use skillstore::{Catalog, Diagnostic, PromptOptions, PromptStyle, Skill};
 
 use crate::errors::CoreResult;
 use crate::runtime::block_on;
+use crate::search::{self, PySearchResult};
 
 /// A merged view of all sources at one moment: the winning skill for each
 /// name in deepagents' order, with provenance and diagnostics. Reads go
@@ -16,11 +20,21 @@ use crate::runtime::block_on;
 pub struct PyCatalog {
     inner: Catalog,
     prompt: PromptOptions,
+    /// The search index, built in memory at the first search and handed on
+    /// to the catalogs refreshed from this one; held while a search brings
+    /// it level with its catalog and queries it.
+    search: SharedIndex,
 }
+
+type SharedIndex = Arc<tokio::sync::Mutex<Option<SearchIndex>>>;
 
 impl PyCatalog {
     pub fn new(inner: Catalog, prompt: PromptOptions) -> Self {
-        PyCatalog { inner, prompt }
+        PyCatalog {
+            inner,
+            prompt,
+            search: SharedIndex::default(),
+        }
     }
 
     fn skill(&self, name: &str) -> PyResult<&Skill> {
@@ -180,8 +194,30 @@ impl PySkill {
     fn version(&self) -> &str {
         self.inner.version.as_str()
     }
+    /// The Git commit its source is read at, for a source in a Git mount;
+    /// None otherwise.
+    #[getter]
+    fn commit(&self) -> Option<&str> {
+        self.inner.commit.as_deref()
+    }
+    /// Its skill digest (`sha256:` and 64 hex digits) when it was computed:
+    /// by `Catalog.with_digests()`, or by the check of a lock or of a
+    /// source's signatures; None otherwise. `Catalog.digest(name)` computes
+    /// one.
+    #[getter]
+    fn digest(&self) -> Option<&str> {
+        self.inner.digest.as_deref()
+    }
+    /// Who signed it, when its source checks signatures and its signature
+    /// verified: the principals of the accepting `allowed_signers` line;
+    /// None otherwise.
+    #[getter]
+    fn signer(&self) -> Option<&str> {
+        self.inner.signer.as_deref()
+    }
 
-    /// The skill as a dict with the fields of `list --json`.
+    /// The skill as a dict with the fields of `list --json`: `commit`,
+    /// `digest` and `signer` only when known.
     fn to_dict<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let s = &self.inner;
         let d = PyDict::new(py);
@@ -202,6 +238,11 @@ impl PySkill {
             shadowed.append(e)?;
         }
         d.set_item("shadowed", shadowed)?;
+        for (key, value) in [("commit", &s.commit), ("digest", &s.digest), ("signer", &s.signer)] {
+            if let Some(value) = value {
+                d.set_item(key, value.as_ref())?;
+            }
+        }
         Ok(d)
     }
 
@@ -289,7 +330,52 @@ impl PyCatalog {
     /// not read again (GIL released).
     fn refresh(&self, py: Python<'_>) -> PyCatalog {
         let inner = block_on(py, self.inner.refresh());
-        PyCatalog::new(inner, self.prompt.clone())
+        PyCatalog {
+            inner,
+            prompt: self.prompt.clone(),
+            search: Arc::clone(&self.search),
+        }
+    }
+
+    /// The skills that best match `query`, best first, at most `limit`
+    /// (1 to 1000): the winners of this catalog only, disabled ones only
+    /// with `include_disabled`. The index is built in memory at the first
+    /// search, reading each SKILL.md, and kept with the catalogs refreshed
+    /// from this one, which read again only the SKILL.md files that
+    /// changed (GIL released).
+    #[pyo3(signature = (query, limit=10, include_disabled=false))]
+    fn search(&self, py: Python<'_>, query: &str, limit: i64, include_disabled: bool) -> PyResult<Vec<PySearchResult>> {
+        let options = search::options(py, limit, include_disabled)?;
+        let catalog = &self.inner;
+        let shared = &self.search;
+        block_on(py, async move {
+            let mut held = shared.lock().await;
+            let index = held.get_or_insert_with(SearchIndex::in_memory);
+            index.refresh(catalog).await?;
+            search::run(index, catalog, query, options)
+        })
+        .py(py)
+    }
+
+    /// This catalog with every winner's `digest` computed, as `list
+    /// --digests` shows them: a skill that cannot be digested keeps None,
+    /// with a warning diagnostic. Each file is hashed once per version for
+    /// the life of the namespace (GIL released).
+    fn with_digests(&self, py: Python<'_>) -> PyCatalog {
+        let inner = block_on(py, self.inner.clone().with_digests());
+        PyCatalog {
+            inner,
+            prompt: self.prompt.clone(),
+            search: Arc::clone(&self.search),
+        }
+    }
+
+    /// The skill digest of the winner `name`, computed now over the files a
+    /// confined read of it serves (as `show` gives it); raises when a file
+    /// cannot be read or the listing was cut short (GIL released).
+    fn digest(&self, py: Python<'_>, name: &str) -> PyResult<String> {
+        let digest = block_on(py, self.inner.skill_digest(name)).py(py)?;
+        Ok(digest.digest)
     }
 
     /// The whole SKILL.md of the skill `name`, as text.
@@ -394,4 +480,7 @@ crate::async_variants!(PyCatalog {
     aread_file => "read_file",
     alist_files => "list_files",
     arender_prompt => "render_prompt",
+    asearch => "search",
+    awith_digests => "with_digests",
+    adigest => "digest",
 });

@@ -10,6 +10,7 @@ mod errors;
 mod files;
 mod namespace;
 mod runtime;
+mod search;
 #[cfg(feature = "testkit")]
 mod testkit;
 mod validate;
@@ -28,6 +29,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<catalog::PyDiagnostic>()?;
     m.add_class::<editor::PyEditor>()?;
     m.add_class::<editor::PyChange>()?;
+    m.add_class::<search::PySearchResult>()?;
     m.add_class::<files::PyEntry>()?;
     m.add_class::<files::PyBlob>()?;
     m.add_class::<validate::PyProblem>()?;

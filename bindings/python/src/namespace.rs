@@ -14,6 +14,7 @@ use crate::editor::PyEditor;
 use crate::errors::{CoreResult, raise};
 use crate::files;
 use crate::runtime::block_on;
+use crate::search::{self, PySearchResult};
 
 /// A namespace: mounts (directories, `s3://bucket/prefix`, `memory:`
 /// files or in-memory dicts), the ordered sources in it, and the load and
@@ -23,6 +24,9 @@ use crate::runtime::block_on;
 #[pyclass(name = "Namespace", module = "skillstore", frozen)]
 pub struct PyNamespace {
     pub(crate) inner: skillstore::Namespace,
+    /// The configuration it was opened from (for `lock()`, which opens it
+    /// again without its lock).
+    config: Config,
 }
 
 /// One source of a namespace.
@@ -172,8 +176,8 @@ impl PyNamespace {
         config.limits.concurrency = concurrency;
         config.prompt.style = prompt_style;
         config.prompt.max_chars = max_chars;
-        let inner = config.open().py(py)?;
-        Ok(PyNamespace { inner })
+        let inner = open(py, &config)?;
+        Ok(PyNamespace { inner, config })
     }
 
     /// A namespace from `skillstore.yaml` text; relative locations resolve
@@ -187,8 +191,33 @@ impl PyNamespace {
             None => cwd(py)?,
         });
         Ok(PyNamespace {
-            inner: config.open().py(py)?,
+            inner: open(py, &config)?,
+            config,
         })
+    }
+
+    /// A new namespace opened again from the same configuration: each Git
+    /// mount asks its remote for its reference again (a moved branch is
+    /// seen; a pinned commit stays), and the lock and signature files are
+    /// read again. Mounts of dicts held in memory are shared with this
+    /// namespace. A catalog's `refresh()` rereads the sources of the
+    /// namespace it came from, at the commits that namespace fetched.
+    fn reopen(&self, py: Python<'_>) -> PyResult<PyNamespace> {
+        let config = self.config.clone();
+        let inner = open(py, &config)?;
+        Ok(PyNamespace { inner, config })
+    }
+
+    /// Every Git mount's location and the commit it was read at (None when
+    /// its remote could not be reached and nothing was fetched before), in
+    /// mount order.
+    #[getter]
+    fn git_commits(&self) -> Vec<(String, Option<String>)> {
+        self.inner
+            .git_mounts()
+            .iter()
+            .map(|(location, commit)| (location.to_string(), commit.clone()))
+            .collect()
     }
 
     /// The sources, lowest priority first.
@@ -216,6 +245,77 @@ impl PyNamespace {
         let load = self.inner.load_options().clone();
         let catalog = block_on(py, Catalog::load(self.inner.backend(), list, load));
         Ok(PyCatalog::new(catalog, options))
+    }
+
+    /// The skills that best match `query`, best first, at most `limit`
+    /// (1 to 1000), as `skillstore search --json` gives them: the catalog
+    /// is loaded now, and the index is the one the command keeps in the
+    /// local cache (reading again only the SKILL.md files that changed), or
+    /// one in memory when the cache is off or a source is a `memory:` file.
+    /// Only winners are results; disabled skills only with
+    /// `include_disabled` (GIL released).
+    #[pyo3(signature = (query, limit=10, include_disabled=false))]
+    fn search(&self, py: Python<'_>, query: &str, limit: i64, include_disabled: bool) -> PyResult<Vec<PySearchResult>> {
+        let options = search::options(py, limit, include_disabled)?;
+        let namespace = &self.inner;
+        block_on(py, async move {
+            let catalog = namespace.load().await;
+            let index = namespace.search_index_for(&catalog).await?;
+            search::run(&index, &catalog, query, options)
+        })
+        .py(py)
+    }
+
+    /// The text of a lock file pinning this namespace now, as `skillstore
+    /// lock` writes it: every enabled winner's name, source and digest (and
+    /// Git commit), and every Git mount's commit. The namespace is opened
+    /// again without its own lock, so a lock can be renewed; its signature
+    /// policies still apply. A source that could not be loaded, or a skill
+    /// that cannot be digested, raises (GIL released).
+    fn lock(&self, py: Python<'_>) -> PyResult<String> {
+        let mut config = self.config.clone();
+        config.clear_lock();
+        let namespace = open(py, &config)?;
+        let catalog = block_on(py, namespace.load());
+        let incomplete: Vec<&str> = catalog.incomplete_sources().iter().map(|s| s.name()).collect();
+        if !incomplete.is_empty() {
+            let names = incomplete.join(", ");
+            return Err(raise(
+                py,
+                "unavailable",
+                format!("cannot lock: not every skill of {names} could be loaded"),
+                None,
+            ));
+        }
+        let withheld: Vec<String> = catalog
+            .withheld()
+            .map(|d| format!("{} ({})", d.path.as_ref().map_or("-", |p| p.as_str()), d.kind.as_str()))
+            .collect();
+        if !withheld.is_empty() {
+            let names = withheld.join(", ");
+            return Err(raise(
+                py,
+                "usage",
+                format!("cannot lock skills that are not served: {names}"),
+                None,
+            ));
+        }
+        let lock = block_on(py, skillstore::integrity::Lock::of(&namespace, &catalog)).py(py)?;
+        Ok(lock.to_json())
+    }
+
+    /// Every winner, loaded without withholding any, as `skillstore verify
+    /// --json` reports it: a dict of `name`, `source`, `digest` (None when
+    /// it cannot be computed, with `digest_error`), `lock` (`no_lock`,
+    /// `matches`, `not_locked`, or `{"mismatch": {"locked": DIGEST}}`),
+    /// `signature` (`not_checked`, `unsigned`, `signed`, or the refusal's
+    /// kind), and when signed `signer` and `fingerprint`; `problem` says
+    /// why one would not be served (GIL released).
+    fn verify<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let reports = block_on(py, skillstore::integrity::verify::verify(&self.inner));
+        let text = serde_json::to_string(&reports)
+            .map_err(|e| raise(py, "other", format!("cannot encode the report: {e}"), None))?;
+        py.import("json")?.call_method1("loads", (text,))
     }
 
     /// An editor of the source named `source` (default: the highest-priority
@@ -295,6 +395,12 @@ impl PyNamespace {
     }
 }
 
+/// Opens `config` with the GIL released (a Git mount fetches from its
+/// remote).
+fn open(py: Python<'_>, config: &Config) -> PyResult<skillstore::Namespace> {
+    py.detach(|| config.open()).py(py)
+}
+
 fn mark_writable(py: Python<'_>, config: &mut Config, writable: &[String]) -> PyResult<()> {
     for w in writable {
         if w.starts_with('/') {
@@ -322,7 +428,8 @@ pub fn load_config(py: Python<'_>, path: PathBuf, writable: Vec<String>) -> PyRe
     let mut config = Config::load(Path::new(&path)).py(py)?;
     mark_writable(py, &mut config, &writable)?;
     Ok(PyNamespace {
-        inner: config.open().py(py)?,
+        inner: open(py, &config)?,
+        config,
     })
 }
 
@@ -336,4 +443,8 @@ crate::async_variants!(PyNamespace {
     awrite => "write",
     adelete => "delete",
     awalk => "walk",
+    asearch => "search",
+    alock => "lock",
+    areopen => "reopen",
+    averify => "verify",
 });

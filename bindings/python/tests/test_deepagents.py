@@ -5,6 +5,7 @@ paths and refuse the rest with deepagents' error strings."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import types
 
@@ -265,3 +266,110 @@ def test_a_skill_copied_in_from_the_file_tools_appears(tmp_path):
     tools("write_file", file_path="/skills/team/new-one/SKILL.md", content="---\nname: new-one\ndescription: New.\n---\n")
     update = load(FastSkillsMiddleware(backend=backend, sources=["/skills/base/", "/skills/team/"]))
     assert "new-one" in [s["name"] for s in update["skills_metadata"]]
+
+
+# -- the search tool ----------------------------------------------------------
+
+
+class ScriptedModel(GenericFakeChatModel):
+    """A chat model answering with the scripted messages in turn, and
+    recording the names of the tools each call offered it."""
+
+    offered: list = []
+
+    def bind_tools(self, tools, **kwargs):
+        from langchain_core.utils.function_calling import convert_to_openai_tool
+
+        self.offered.append([convert_to_openai_tool(t)["function"]["name"] for t in tools])
+        return self
+
+
+SEARCHED = {
+    "/skills/base/pdf/SKILL.md": "---\nname: pdf\ndescription: Read PDF files.\n---\n# PDF\nUse pdftotext.\n",
+    "/skills/base/csv/SKILL.md": "---\nname: csv\ndescription: Read CSV files.\n---\nRows and columns.\n",
+    "/skills/team/invoice/SKILL.md": (
+        "---\nname: invoice\ndescription: Fill invoice forms.\n---\n# Invoices\nTotals, taxes and the VAT number.\n"
+    ),
+    "/skills/team/legacy/SKILL.md": "---\nname: legacy\ndescription: The old invoice scripts.\n---\nInvoice taxes, the old way.\n",
+}
+
+
+def scripted_agent(tmp_path, messages, *, search=True):
+    from deepagents import create_deep_agent
+
+    fixture_tree.write_tree(tmp_path, SEARCHED)
+    backend = SkillstoreBackend(str(tmp_path))
+    middleware = FastSkillsMiddleware(backend=backend, sources=["/skills/base/", "/skills/team/"], search=search)
+    model = ScriptedModel(messages=iter(messages))
+    model.offered = []
+    agent = create_deep_agent(model=model, backend=backend, middleware=[middleware])
+    return agent, model
+
+
+def test_a_deep_agent_finds_a_skill_with_the_search_tool_and_reads_it(tmp_path):
+    from langchain_core.messages import AIMessage, ToolMessage
+
+    query = {"name": "search_skills", "args": {"query": "invoice taxes", "limit": 1}, "id": "call-search"}
+    read = {"name": "read_file", "args": {"file_path": "/skills/team/invoice/SKILL.md"}, "id": "call-read"}
+    agent, model = scripted_agent(
+        tmp_path,
+        [AIMessage(content="", tool_calls=[query]), AIMessage(content="", tool_calls=[read]), AIMessage(content="Done.")],
+    )
+    result = agent.invoke({"messages": [("user", "Fill in this invoice.")]})
+    assert all("search_skills" in names for names in model.offered), model.offered
+    tool_messages = {m.tool_call_id: m for m in result["messages"] if isinstance(m, ToolMessage)}
+    found = tool_messages["call-search"]
+    assert found.name == "search_skills" and found.status == "success", found
+    results = json.loads(found.content)
+    assert results == [
+        {
+            "name": "invoice",
+            "description": "Fill invoice forms.",
+            "path": "/skills/team/invoice/SKILL.md",
+            "score": pytest.approx(results[0]["score"]),
+        }
+    ]
+    assert results[0]["score"] > 0
+    assert "Totals, taxes and the VAT number." in tool_messages["call-read"].content
+    assert result["messages"][-1].content == "Done."
+
+
+def test_the_search_tool_is_offered_only_when_asked(tmp_path):
+    from langchain_core.messages import AIMessage
+
+    agent, model = scripted_agent(tmp_path, [AIMessage(content="Done.")], search=False)
+    agent.invoke({"messages": [("user", "Hello.")]})
+    assert model.offered and all("search_skills" not in names for names in model.offered)
+    assert "read_file" in model.offered[0]
+
+
+def test_the_search_tool_sees_skills_added_since_and_keeps_within_its_limit(tmp_path):
+    fixture_tree.write_tree(tmp_path, SEARCHED)
+    middleware = FastSkillsMiddleware(
+        backend=SkillstoreBackend(str(tmp_path)), sources=["/skills/base/", "/skills/team/"], search=True
+    )
+    (tool,) = middleware.tools
+    assert tool.name == "search_skills"
+    def names(args):
+        return [r["name"] for r in json.loads(tool.invoke(args))]
+
+    assert names({"query": "invoice"}) == ["invoice", "legacy"]
+    assert tool.invoke({"query": "nothing matches this"}) == "[]"
+    fixture_tree.write_tree(
+        tmp_path, {"/skills/team/receipts/SKILL.md": "---\nname: receipts\ndescription: File expense receipts.\n---\n"}
+    )
+    assert names({"query": "expense receipts"}) == ["receipts"]
+    assert len(names({"query": "read files invoice", "limit": 1})) == 1
+    assert len(names({"query": "read files invoice", "limit": 0})) == 1
+    assert len(names({"query": "read files invoice", "limit": 10_000})) == 5
+
+
+def test_the_search_tool_works_on_the_event_loop(tmp_path):
+    import asyncio
+
+    fixture_tree.write_tree(tmp_path, SEARCHED)
+    middleware = FastSkillsMiddleware(
+        backend=SkillstoreBackend(str(tmp_path)), sources=["/skills/base/", "/skills/team/"], search=True
+    )
+    got = json.loads(asyncio.run(middleware.tools[0].ainvoke({"query": "csv rows"})))
+    assert got[0]["name"] == "csv" and got[0]["path"] == "/skills/base/csv/SKILL.md"

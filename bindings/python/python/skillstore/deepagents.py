@@ -8,7 +8,9 @@ skillstore[deepagents]``); ``import skillstore`` never does.
 from __future__ import annotations
 
 import base64
+import json
 import os
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -39,9 +41,12 @@ from deepagents.backends.utils import (
     slice_read_response,
 )
 from deepagents.middleware.skills import SkillsMiddleware
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool, StructuredTool
 
 from ._native import (
     Blob,
+    Catalog,
     Namespace,
     NotFoundError,
     ReadOnlyError,
@@ -50,7 +55,7 @@ from ._native import (
     TooLargeError,
 )
 
-__all__ = ["FastSkillsMiddleware", "SkillstoreBackend"]
+__all__ = ["SEARCH_TOOL_MAX_LIMIT", "SEARCH_TOOL_NAME", "FastSkillsMiddleware", "SkillstoreBackend"]
 
 _MISSING = ("not_found", "skill_not_found", "source_not_found")
 
@@ -326,6 +331,19 @@ class SkillstoreBackend(BackendProtocol):
         return responses
 
 
+SEARCH_TOOL_NAME = "search_skills"
+"""The name of the search tool `FastSkillsMiddleware(search=True)` offers."""
+
+SEARCH_TOOL_MAX_LIMIT = 50
+"""The most results one call of the search tool returns."""
+
+_SEARCH_TOOL_DESCRIPTION = (
+    "Search the available skills by keywords. Returns the best matching skills, best first, "
+    "each with its name, description, path (its SKILL.md: read that file to use the skill) "
+    f"and score. `limit` is the most results (1 to {SEARCH_TOOL_MAX_LIMIT}, default 5)."
+)
+
+
 class FastSkillsMiddleware(SkillsMiddleware):
     """deepagents' `SkillsMiddleware` with its catalog loaded by one Rust
     call: the same `skills_metadata` and `skills_load_errors` in the state,
@@ -335,14 +353,33 @@ class FastSkillsMiddleware(SkillsMiddleware):
     each SKILL.md through the backend and parses it in Python; this class
     takes a `SkillstoreBackend` (or a namespace) and the same sources, and
     loads them as one skillstore catalog.
+
+    With `search=True` the middleware also offers the agent a tool,
+    `search_skills(query, limit=5)`, answering with the enabled skills of
+    these sources that best match the query (full-text search over their
+    names, descriptions and SKILL.md bodies), as a JSON list of objects
+    with `name`, `description`, `path` and `score`, so the agent can read
+    the SKILL.md it picks. Each call sees the sources as they are then; the index is
+    kept in memory and reads again only the SKILL.md files that changed.
     """
 
-    def __init__(self, *, backend: SkillstoreBackend | Namespace, sources: Sequence[Any], **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *,
+        backend: SkillstoreBackend | Namespace,
+        sources: Sequence[Any],
+        search: bool = False,
+        **kwargs: Any,
+    ) -> None:
         if isinstance(backend, Namespace):
             backend = SkillstoreBackend(namespace=backend)
         super().__init__(backend=backend, sources=sources, **kwargs)
         self._namespace = backend.namespace
         self._specs = [f"source{i}={path}" for i, path in enumerate(self.sources)]
+        self._search_catalog: Catalog | None = None
+        self._search_lock = threading.Lock()
+        if search:
+            self.tools = [self._search_tool()]
 
     def _load(self, catalog: Any) -> dict[str, Any]:
         errors = []
@@ -355,15 +392,57 @@ class FastSkillsMiddleware(SkillsMiddleware):
                 errors.append(f"Cannot load skills from '{source}': {d.message}")
         return {"skills_metadata": catalog.deepagents_metadata(), "skills_load_errors": errors}
 
-    def before_agent(self, state: Any, runtime: Any, config: Any) -> Any:  # noqa: ARG002
+    # `config` is typed `RunnableConfig`: langgraph passes it to a hook only
+    # when the annotation says so.
+    def before_agent(self, state: Any, runtime: Any, config: RunnableConfig) -> Any:  # noqa: ARG002
         """Loads the catalog unless the state already holds one."""
         if state.get("skills_metadata") is not None:
             return None
         return self._load(self._namespace.load_sources(self._specs))
 
-    async def abefore_agent(self, state: Any, runtime: Any, config: Any) -> Any:  # noqa: ARG002
+    async def abefore_agent(self, state: Any, runtime: Any, config: RunnableConfig) -> Any:  # noqa: ARG002
         """Loads the catalog on the event loop's executor."""
         if state.get("skills_metadata") is not None:
             return None
         return self._load(await self._namespace.aload_sources(self._specs))
 
+    # -- search ------------------------------------------------------------
+
+    def _current_catalog(self) -> Catalog:
+        """The sources' catalog now: loaded at the first search, refreshed
+        at each later one (the refreshed catalog keeps the search index)."""
+        with self._search_lock:
+            if self._search_catalog is None:
+                self._search_catalog = self._namespace.load_sources(self._specs)
+            else:
+                self._search_catalog = self._search_catalog.refresh()
+            return self._search_catalog
+
+    def search_skills(self, query: str, limit: int = 5) -> list[dict[str, Any]]:
+        """The enabled skills best matching `query`, best first, at most
+        `limit` (kept within 1 to `SEARCH_TOOL_MAX_LIMIT`): each a dict of
+        `name`, `description`, `path` and `score`."""
+        limit = max(1, min(int(limit), SEARCH_TOOL_MAX_LIMIT))
+        hits = self._current_catalog().search(query, limit)
+        return [{"name": h.name, "description": h.description, "path": h.path, "score": h.score} for h in hits]
+
+    async def asearch_skills(self, query: str, limit: int = 5) -> list[dict[str, Any]]:
+        """`search_skills` on the event loop's executor."""
+        import asyncio
+
+        return await asyncio.get_running_loop().run_in_executor(None, self.search_skills, query, limit)
+
+    def _search_tool(self) -> BaseTool:
+        # The answer is JSON text, so the model sees `[]` when nothing matches.
+        def search_skills(query: str, limit: int = 5) -> str:
+            return json.dumps(self.search_skills(query, limit), ensure_ascii=False)
+
+        async def asearch_skills(query: str, limit: int = 5) -> str:
+            return json.dumps(await self.asearch_skills(query, limit), ensure_ascii=False)
+
+        return StructuredTool.from_function(
+            func=search_skills,
+            coroutine=asearch_skills,
+            name=SEARCH_TOOL_NAME,
+            description=_SEARCH_TOOL_DESCRIPTION,
+        )
