@@ -76,6 +76,9 @@ pub enum LeftOutKind {
     SpecialFile,
     /// A directory below the depth bound (`too_deep`).
     TooDeep,
+    /// Not among the files a lock or signature check of the skill
+    /// digested: added since (`changed_since_checked`).
+    Changed,
     /// The storage refused it: a confined read or a listing failed with
     /// this kind (`symlink_escape`, `too_large`, `permission_denied`, ...).
     Storage(StorageKind),
@@ -89,6 +92,7 @@ impl LeftOutKind {
             LeftOutKind::UnresolvedLink => "unresolved_link",
             LeftOutKind::SpecialFile => "special_file",
             LeftOutKind::TooDeep => "too_deep",
+            LeftOutKind::Changed => "changed_since_checked",
             LeftOutKind::Storage(kind) => kind.as_str(),
         }
     }
@@ -100,6 +104,7 @@ impl LeftOutKind {
             LeftOutKind::UnresolvedLink => "a link the storage policy does not resolve",
             LeftOutKind::SpecialFile => "not a regular file",
             LeftOutKind::TooDeep => "below the deepest level listed",
+            LeftOutKind::Changed => "added since the skill's lock or signature was checked; refresh to check it again",
             LeftOutKind::Storage(kind) => kind.describe(),
         }
     }
@@ -167,6 +172,23 @@ impl SkillFiles {
                 )
             })
             .collect()
+    }
+
+    /// Moves the files `unwanted` picks to the files left out, as `kind`.
+    pub(crate) fn leave_out_where(
+        &mut self,
+        mut unwanted: impl FnMut(&SkillFile) -> bool,
+        kind: LeftOutKind,
+        limits: &FileLimits,
+    ) {
+        let files = std::mem::take(&mut self.files);
+        for file in files {
+            if unwanted(&file) {
+                self.leave_out(file.relative, kind, limits);
+            } else {
+                self.files.push(file);
+            }
+        }
     }
 
     fn leave_out(&mut self, relative: String, kind: LeftOutKind, limits: &FileLimits) {

@@ -346,3 +346,97 @@ proptest! {
         prop_assert_ne!(&before, &digest_of(&hashed(&renamed)));
     }
 }
+
+/// Every way a front end reads a checked skill's files: the catalog's
+/// reads, the listing, and the backend it hands out.
+async fn served(catalog: &Catalog, relative: &str) -> Result<Bytes, skillstore::Error> {
+    let path = VPath::new(format!("/skills/pdf/{relative}")).unwrap();
+    let through_backend = catalog
+        .backend()
+        .read(&path, skillstore::backends::ReadOptions::default())
+        .await
+        .map(|b| b.data)
+        .map_err(skillstore::Error::from);
+    let through_catalog = if relative == "SKILL.md" {
+        catalog.read_skill("pdf").await
+    } else {
+        catalog.read_file("pdf", relative).await
+    };
+    assert_eq!(
+        through_backend.as_ref().map_err(|e| e.kind()),
+        through_catalog.as_ref().map_err(|e| e.kind()),
+        "{relative}"
+    );
+    through_catalog
+}
+
+#[test]
+fn a_checked_skill_changed_after_its_check_is_not_served_until_a_refresh() {
+    let dir = tempfile::tempdir().unwrap();
+    write_tree(dir.path());
+    runtime().block_on(async {
+        let fs: Arc<dyn SkillBackend> = Arc::new(FsBackend::new(dir.path()).unwrap());
+        let plain = Catalog::load(Arc::clone(&fs), sources(), LoadOptions::default()).await;
+        let lock = Lock::for_catalog(&plain).await.unwrap();
+        let catalog = locked(Arc::clone(&fs), "/skills/", &lock).await;
+        assert!(withheld_kinds(&catalog).is_empty(), "{:?}", catalog.diagnostics());
+        assert_eq!(
+            &served(&catalog, "scripts/run.sh").await.unwrap()[..],
+            b"#!/bin/sh\necho run\n"
+        );
+
+        // Changed behind the catalog's back: refused, never the new bytes.
+        let skill = dir.path().join("skills/pdf");
+        std::fs::write(skill.join("scripts/run.sh"), "echo EVIL\n").unwrap();
+        std::fs::write(
+            skill.join("SKILL.md"),
+            "---\nname: pdf\ndescription: Read PDFs.\n---\nEVIL.\n",
+        )
+        .unwrap();
+        for relative in ["scripts/run.sh", "SKILL.md"] {
+            let refused = served(&catalog, relative).await.unwrap_err();
+            assert_eq!(refused.kind().as_str(), "version_conflict", "{relative}: {refused}");
+            assert!(refused.to_string().contains("changed since"), "{refused}");
+        }
+        // Files not changed are still served.
+        assert_eq!(&served(&catalog, "Zed.md").await.unwrap()[..], b"capital first");
+
+        // A file added after the check is neither listed nor read; one
+        // removed is not found.
+        std::fs::write(skill.join("added.sh"), "echo added\n").unwrap();
+        assert_eq!(
+            served(&catalog, "added.sh").await.unwrap_err().kind().as_str(),
+            "version_conflict"
+        );
+        let listed = catalog.skill_files("pdf", Default::default()).await.unwrap();
+        assert!(!listed.relatives().contains(&"added.sh".to_owned()));
+        assert!(
+            listed
+                .left_out
+                .iter()
+                .any(|l| l.relative == "added.sh" && l.kind.as_str() == "changed_since_checked")
+        );
+        std::fs::remove_file(skill.join("assets/empty")).unwrap();
+        assert_eq!(
+            served(&catalog, "assets/empty").await.unwrap_err().kind().as_str(),
+            "not_found"
+        );
+
+        // A sync of the catalog copies none of the changed bytes.
+        let target = dir.path().join("synced");
+        let _ = sync(&catalog, &target, &SyncOptions::default()).await;
+        if let Ok(synced) = std::fs::read(target.join("pdf/scripts/run.sh")) {
+            assert_ne!(synced, b"echo EVIL\n");
+        }
+        assert!(!target.join("pdf/added.sh").exists());
+
+        // The other skill is untouched and served; a refresh checks again
+        // and withholds the changed one.
+        assert!(catalog.read_skill("other").await.is_ok());
+        let refreshed = catalog.refresh().await;
+        assert_eq!(
+            withheld_kinds(&refreshed),
+            [("/skills/pdf/SKILL.md".to_owned(), "lock_mismatch")]
+        );
+    });
+}

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use futures::StreamExt;
-use skillstore_backends::{ErrorKind as StorageKind, VPath};
+use skillstore_backends::{ErrorKind as StorageKind, VPath, Version};
 
 use crate::catalog::Catalog;
 use crate::diagnostic::{Diagnostic, DiagnosticKind, Severity};
@@ -36,6 +36,18 @@ pub struct Integrity {
     pub lock: Option<Arc<Lock>>,
     /// The signature policy of each source that has one, by source name.
     pub signatures: Vec<(String, Arc<SignaturePolicy>)>,
+}
+
+/// What the checks found for one winner that passed them.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Checked {
+    /// Its digest, when a check computed one.
+    pub digest: Option<String>,
+    /// Who signed it, when its signature verified.
+    pub signer: Option<String>,
+    /// Each file the digest was computed from and the version it was read
+    /// at, when a check computed the digest: reads are held to these.
+    pub files: Option<Vec<(VPath, Version)>>,
 }
 
 /// What the signature check of one skill found.
@@ -97,10 +109,18 @@ impl Integrity {
                     None => None,
                 };
                 if entry.is_none() && policy.is_none() {
-                    return Ok((name.clone(), (None, None)));
+                    return Ok((name.clone(), Checked::default()));
                 }
-                let digest = match catalog_ref.skill_digest(&name).await {
-                    Ok(found) => found.digest,
+                let dir = path.parent().expect("a SKILL.md has a parent");
+                let (digest, files) = match catalog_ref.skill_digest(&name).await {
+                    Ok(found) => {
+                        let files = found
+                            .files
+                            .into_iter()
+                            .filter_map(|f| Some((dir.join(&f.relative).ok()?, f.version?)))
+                            .collect::<Vec<_>>();
+                        (found.digest, files)
+                    }
                     Err(e) => {
                         let kind = if entry.is_some() {
                             DiagnosticKind::LockMismatch
@@ -131,10 +151,15 @@ impl Integrity {
                         }
                     },
                 };
-                Ok((name.clone(), (Some(digest), signer)))
+                let checked = Checked {
+                    digest: Some(digest),
+                    signer,
+                    files: Some(files),
+                };
+                Ok((name.clone(), checked))
             })
             .buffered(PARALLEL)
-            .collect::<Vec<std::result::Result<(String, (Option<String>, Option<String>)), (String, Diagnostic)>>>()
+            .collect::<Vec<std::result::Result<(String, Checked), (String, Diagnostic)>>>()
             .await;
         let mut passed = HashMap::new();
         let mut refused = Vec::new();
@@ -147,7 +172,7 @@ impl Integrity {
             }
         }
         let mut catalog = catalog;
-        catalog.set_checked(&passed);
+        catalog.set_checked(passed);
         if refused.is_empty() {
             catalog
         } else {
