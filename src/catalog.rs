@@ -315,9 +315,9 @@ impl Catalog {
     /// the rest loads.
     pub async fn load(backend: Arc<dyn SkillBackend>, sources: SourceList, options: LoadOptions) -> Catalog {
         let empty = Catalog {
-            storage: Arc::clone(&backend),
+            backend: served(&backend, Arc::new(Pins::new())),
             pins: Arc::new(Pins::new()),
-            backend,
+            storage: backend,
             sources: Arc::new(sources),
             options: Arc::new(options),
             states: Vec::new(),
@@ -563,7 +563,7 @@ impl Catalog {
         diagnostics.splice(0..0, self.options.standing.iter().cloned());
         Catalog {
             storage: Arc::clone(&self.storage),
-            backend: Arc::clone(&self.storage),
+            backend: served(&self.storage, Arc::new(Pins::new())),
             pins: Arc::new(Pins::new()),
             sources: Arc::clone(&self.sources),
             options: Arc::clone(&self.options),
@@ -733,7 +733,7 @@ impl Catalog {
         }
         if !pins.is_empty() {
             let pins = Arc::new(pins);
-            self.backend = Arc::new(PinnedBackend::new(Arc::clone(&self.storage), Arc::clone(&pins)));
+            self.backend = served(&self.storage, Arc::clone(&pins));
             self.pins = pins;
         }
     }
@@ -902,6 +902,11 @@ impl Catalog {
             .await?;
         Ok((files.relatives(), files.truncated))
     }
+}
+
+/// What a catalog over `storage` serves its skills through.
+fn served(storage: &Arc<dyn SkillBackend>, pins: Arc<Pins>) -> Arc<dyn SkillBackend> {
+    Arc::new(PinnedBackend::new(Arc::clone(storage), pins))
 }
 
 /// The path of `relative` inside the skill's directory, or why not.

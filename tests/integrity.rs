@@ -440,3 +440,84 @@ fn a_checked_skill_changed_after_its_check_is_not_served_until_a_refresh() {
         );
     });
 }
+
+/// Below `.skillstore/` only the signature belongs to a skill: a file
+/// planted beside it is not listed, read, synced or packed, and an archive
+/// holding one is refused.
+#[test]
+fn a_file_below_the_reserved_directory_other_than_the_signature_is_part_of_no_skill() {
+    let dir = tempfile::tempdir().unwrap();
+    write_tree(dir.path());
+    let planted = dir.path().join("skills/pdf/.skillstore/evil.sh");
+    std::fs::write(&planted, "echo evil\n").unwrap();
+    std::fs::create_dir_all(dir.path().join("skills/pdf/.skillstore/sub")).unwrap();
+    std::fs::write(dir.path().join("skills/pdf/.skillstore/sub/x"), "x").unwrap();
+    runtime().block_on(async {
+        let fs: Arc<dyn SkillBackend> = Arc::new(FsBackend::new(dir.path()).unwrap());
+        let catalog = Catalog::load(Arc::clone(&fs), sources(), LoadOptions::default()).await;
+
+        let listed = catalog.skill_files("pdf", Default::default()).await.unwrap();
+        let relatives = listed.relatives();
+        assert!(relatives.contains(&".skillstore/signature".to_owned()));
+        assert!(
+            !relatives
+                .iter()
+                .any(|r| r.starts_with(".skillstore/") && r != ".skillstore/signature")
+        );
+        let reserved: Vec<&str> = listed
+            .left_out
+            .iter()
+            .filter(|l| l.kind.as_str() == "reserved")
+            .map(|l| l.relative.as_str())
+            .collect();
+        assert_eq!(reserved, [".skillstore/evil.sh", ".skillstore/sub/x"]);
+
+        let read = catalog.read_file("pdf", ".skillstore/evil.sh").await.unwrap_err();
+        assert_eq!(read.kind().as_str(), "not_found", "{read}");
+        let confined = skillstore::backends::ReadOptions::default().confined(2);
+        let through_backend = catalog
+            .backend()
+            .read(&VPath::new("/skills/pdf/.skillstore/sub/x").unwrap(), confined)
+            .await
+            .unwrap_err();
+        assert_eq!(through_backend.kind().as_str(), "not_found");
+        assert_eq!(
+            &catalog.read_file("pdf", ".skillstore/signature").await.unwrap()[..],
+            b"not part of the digest"
+        );
+
+        let target = dir.path().join("synced");
+        sync(&catalog, &target, &SyncOptions::default()).await.unwrap();
+        assert!(target.join("pdf/.skillstore/signature").exists());
+        assert!(!target.join("pdf/.skillstore/evil.sh").exists());
+        assert!(!target.join("pdf/.skillstore/sub").exists());
+
+        let packed = skillstore::pack(
+            fs.as_ref(),
+            &VPath::new("/skills/pdf").unwrap(),
+            &ArchiveLimits::default(),
+        )
+        .await
+        .unwrap();
+        let archive = SkillArchive::read(&packed, &ArchiveLimits::default()).unwrap();
+        let paths: Vec<&str> = archive.files().iter().map(|f| f.path.as_str()).collect();
+        assert!(paths.contains(&".skillstore/signature"));
+        assert!(!paths.contains(&".skillstore/evil.sh"), "{paths:?}");
+
+        // An archive that holds one is refused, naming it.
+        let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+        let options = zip::write::SimpleFileOptions::default();
+        for (name, data) in [
+            ("pdf/SKILL.md", FILES[0].1),
+            ("pdf/.skillstore/signature", b"sig".as_slice()),
+            ("pdf/.skillstore/evil.sh", b"echo evil\n".as_slice()),
+        ] {
+            zip.start_file(name, options).unwrap();
+            std::io::Write::write_all(&mut zip, data).unwrap();
+        }
+        let bytes = zip.finish().unwrap().into_inner();
+        let refused = SkillArchive::read(&bytes, &ArchiveLimits::default()).unwrap_err();
+        assert_eq!(refused.kind(), "reserved_path", "{refused}");
+        assert!(refused.to_string().contains(".skillstore/evil.sh"), "{refused}");
+    });
+}

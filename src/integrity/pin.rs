@@ -1,4 +1,5 @@
-//! Reads held to the versions a check saw.
+//! The reads a catalog serves: held to the versions a check saw, and
+//! never of a path that belongs to no skill.
 //!
 //! When a skill passes a lock or signature check, the check read each of
 //! its files at some version and computed the digest from those bytes.
@@ -8,8 +9,14 @@
 //! itself returns is the one the digest was computed from. A file changed,
 //! added or removed since the check is refused
 //! ([`ErrorKind::VersionConflict`], or [`ErrorKind::NotFound`] for one
-//! removed) until a refresh checks the skill again. Every front end reads
-//! through [`crate::Catalog::backend`], so all of them inherit this.
+//! removed) until a refresh checks the skill again.
+//!
+//! A confined read (one that names the skill's directory) of a path below
+//! the skill's `.skillstore/` other than its signature is not found
+//! ([`crate::skill_files::is_foreign`]), whatever the checks.
+//!
+//! Every front end reads through [`crate::Catalog::backend`], so all of
+//! them inherit both rules.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -104,8 +111,9 @@ impl Pins {
     }
 }
 
-/// A backend whose reads of a pinned skill's files are held to [`Pins`];
-/// everything else passes through to the backend it wraps.
+/// A backend whose reads of a pinned skill's files are held to [`Pins`],
+/// and whose confined reads of a path that belongs to no skill are not
+/// found; everything else passes through to the backend it wraps.
 #[derive(Debug)]
 pub struct PinnedBackend {
     inner: Arc<dyn SkillBackend>,
@@ -148,7 +156,7 @@ impl SkillBackend for PinnedBackend {
         self.inner.stat(path).await
     }
     async fn read(&self, path: &VPath, options: ReadOptions) -> Result<Blob> {
-        if let Some(refused) = self.pins.refuse_before(path) {
+        if let Some(refused) = foreign(path, options).or_else(|| self.pins.refuse_before(path)) {
             return Err(refused);
         }
         let read = self.inner.read(path, options).await;
@@ -167,7 +175,16 @@ impl SkillBackend for PinnedBackend {
         self.inner.preferred_batch()
     }
     async fn read_many(&self, paths: &[VPath], options: ReadOptions) -> Vec<Result<Blob>> {
-        let admitted: Vec<VPath> = paths.iter().filter(|p| self.pins.admits(p)).cloned().collect();
+        let refused: Vec<Option<Error>> = paths
+            .iter()
+            .map(|p| foreign(p, options).or_else(|| self.pins.refuse_before(p)))
+            .collect();
+        let admitted: Vec<VPath> = paths
+            .iter()
+            .zip(&refused)
+            .filter(|(_, r)| r.is_none())
+            .map(|(p, _)| p.clone())
+            .collect();
         let mut read = if admitted.is_empty() {
             Vec::new()
         } else {
@@ -176,7 +193,8 @@ impl SkillBackend for PinnedBackend {
         .into_iter();
         paths
             .iter()
-            .map(|path| match self.pins.refuse_before(path) {
+            .zip(refused)
+            .map(|(path, refused)| match refused {
                 Some(refused) => Err(refused),
                 None => {
                     let blob = read.next().unwrap_or_else(|| {
@@ -190,6 +208,20 @@ impl SkillBackend for PinnedBackend {
     async fn stat_many(&self, paths: &[VPath]) -> Vec<Result<Metadata>> {
         self.inner.stat_many(paths).await
     }
+}
+
+/// Not found, for a confined read of a path below its skill's
+/// `.skillstore/` other than the signature.
+fn foreign(path: &VPath, options: ReadOptions) -> Option<Error> {
+    let skill_depth = options.confinement?;
+    if !path.as_str().contains("/.skillstore/") {
+        return None;
+    }
+    let relative = path.segments().skip(skill_depth).collect::<Vec<_>>().join("/");
+    crate::skill_files::is_foreign(&relative).then(|| {
+        Error::at(ErrorKind::NotFound, path)
+            .with_public_detail("below `.skillstore/` only `.skillstore/signature` belongs to a skill")
+    })
 }
 
 #[cfg(test)]
