@@ -255,12 +255,23 @@ fn a_lock_withholds_a_skill_tampered_with_on_any_channel() {
         let target = dir.path().join("synced");
         sync(&catalog, &target, &SyncOptions::default()).await.unwrap();
         let synced: Arc<dyn SkillBackend> = Arc::new(FsBackend::new(&target).unwrap());
-        assert!(withheld_kinds(&locked(Arc::clone(&synced), "/", &lock).await).is_empty());
+        // The synced tree is one source of another name: the same digests,
+        // locked under that name (a lock pins the source too).
+        let synced_source = Source::parse("/").unwrap().name().to_owned();
+        let mut relocated = lock.clone();
+        for entry in relocated.skills.as_mut().unwrap() {
+            entry.source = synced_source.clone();
+        }
+        assert!(withheld_kinds(&locked(Arc::clone(&synced), "/", &relocated).await).is_empty());
+        let mut moved = relocated.clone();
+        moved.skills.as_mut().unwrap()[0].source = "skills".into();
+        let other_source = locked(Arc::clone(&synced), "/", &moved).await;
+        assert_eq!(withheld_kinds(&other_source).len(), 1, "another source is a mismatch");
         let synced_file = target.join("pdf/SKILL.md");
         let mut text = std::fs::read(&synced_file).unwrap();
         text.push(b' ');
         std::fs::write(&synced_file, text).unwrap();
-        assert_eq!(withheld_kinds(&locked(synced, "/", &lock).await).len(), 1);
+        assert_eq!(withheld_kinds(&locked(synced, "/", &relocated).await).len(), 1);
 
         // An archive with one byte changed: its digest is not the lock's,
         // and once installed the lock withholds it.

@@ -125,3 +125,54 @@ fn the_servers_take_the_lock_or_refuse_the_flag() {
     assert_eq!(refused.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&refused.stderr).contains("lock:"));
 }
+
+/// A lock entry names the source its skill won in: a winner from another
+/// source is `lock_mismatch` even with the same digest, and the message
+/// names both sources.
+#[test]
+fn a_winner_from_another_source_than_the_locks_is_a_mismatch() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    for name in ["pdf", "xls"] {
+        write(
+            root,
+            &format!("skills/{name}/SKILL.md"),
+            &format!("---\nname: {name}\ndescription: The {name} skill.\n---\nSteps.\n"),
+        );
+    }
+    skillstore(root).arg("lock").assert().success();
+    let path = root.join("skillstore.lock");
+    let mut lock: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    assert_eq!(lock["skills"][1]["name"], "xls");
+    let source = lock["skills"][1]["source"].as_str().unwrap().to_owned();
+    lock["skills"][1]["source"] = Value::from("other");
+    std::fs::write(&path, serde_json::to_vec_pretty(&lock).unwrap()).unwrap();
+
+    let list = skillstore(root).args(["--locked", "list", "--json"]).output().unwrap();
+    assert_eq!(list.status.code(), Some(3));
+    let json: Value = serde_json::from_slice(&list.stdout).unwrap();
+    let names: Vec<&str> = json["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["pdf"]);
+    let diagnostic = &json["diagnostics"][0];
+    assert_eq!(diagnostic["kind"], "lock_mismatch");
+    let message = diagnostic["message"].as_str().unwrap();
+    assert!(
+        message.contains(&format!("`{source}`")) && message.contains("`other`"),
+        "{message}"
+    );
+    let verify = skillstore(root)
+        .args(["--locked", "verify", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(verify.status.code(), Some(3));
+    let report: Value = serde_json::from_slice(&verify.stdout).unwrap();
+    assert_eq!(
+        report["skills"][1]["lock"]["mismatch"]["locked_source"], "other",
+        "{report}"
+    );
+}

@@ -78,7 +78,8 @@ impl Integrity {
     }
 
     /// `catalog` without the winners that fail a check, each replaced by an
-    /// error diagnostic saying why (`not_locked`, `lock_mismatch`,
+    /// error diagnostic saying why (`not_locked`, `lock_mismatch` for
+    /// another digest or another source than the lock's,
     /// `signature_missing`, `signature_invalid`, `signer_not_allowed`,
     /// `signer_expired`); those that pass carry their digest and signer.
     pub(crate) async fn enforce(&self, catalog: Catalog) -> Catalog {
@@ -108,6 +109,17 @@ impl Integrity {
                     },
                     None => None,
                 };
+                if let Some(entry) = entry
+                    && entry.source != source
+                {
+                    return refuse(
+                        DiagnosticKind::LockMismatch,
+                        format!(
+                            "it wins in the source `{source}`, the lock says `{}`; it is not served",
+                            entry.source
+                        ),
+                    );
+                }
                 if entry.is_none() && policy.is_none() {
                     return Ok((name.clone(), Checked::default()));
                 }
