@@ -324,3 +324,65 @@ fn ssh_keygen_signatures_verify_both_ways_and_every_refusal_withholds() {
     let (skills, _, _) = listed(root);
     assert!(skills.contains(&("notes".to_owned(), Some("alice@example.org".to_owned()))));
 }
+
+/// A line of `allowed_signers` that gives one option twice: OpenSSH
+/// refuses the line ("multiple ... clauses"), so its key verifies nothing;
+/// skillstore refuses it too (as it refuses any line it cannot read),
+/// naming the line, rather than take the last value.
+#[test]
+fn an_allowed_signers_line_repeating_an_option_is_refused_like_openssh_does() {
+    if ssh_keygen().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let alice = keygen(root, "alice");
+    let pdf = write_skill(root, "pdf", "Steps.");
+    skillstore(root)
+        .arg("sign")
+        .arg(&pdf)
+        .arg("--key")
+        .arg(&alice)
+        .assert()
+        .success();
+    let message = root.join("pdf.digest");
+    std::fs::write(&message, digest(root, "pdf")).unwrap();
+    for repeated in [
+        "valid-before=\"20200101\",valid-before=\"20990101\"",
+        "namespaces=\"git\",namespaces=\"skillstore\"",
+    ] {
+        let allowed = format!("# signers\nalice@example.org {repeated} {}\n", public(&alice));
+        config(root, &allowed, true);
+        let openssh = Std::new("ssh-keygen")
+            .args(["-Y", "verify", "-f"])
+            .arg(root.join("allowed_signers"))
+            .args(["-I", "alice@example.org", "-n", "skillstore", "-s"])
+            .arg(pdf.join(".skillstore/signature"))
+            .stdin(std::fs::File::open(&message).unwrap())
+            .output()
+            .unwrap();
+        assert!(!openssh.status.success(), "{repeated}");
+        assert!(
+            String::from_utf8_lossy(&openssh.stderr).contains("multiple"),
+            "{}",
+            String::from_utf8_lossy(&openssh.stderr)
+        );
+        let out = skillstore(root).args(["list", "--json"]).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{repeated}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("allowed_signers line 2") && stderr.contains("more than once"),
+            "{stderr}"
+        );
+        // With the option once (the last value), both accept it.
+        let once = repeated.split(',').nth(1).unwrap();
+        config(root, &format!("alice@example.org {once} {}\n", public(&alice)), true);
+        let (skills, kinds, code) = listed(root);
+        assert_eq!(
+            skills,
+            [("pdf".to_owned(), Some("alice@example.org".to_owned()))],
+            "{kinds:?}"
+        );
+        assert_eq!(code, Some(0));
+    }
+}
