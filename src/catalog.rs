@@ -646,10 +646,11 @@ impl Catalog {
         }
     }
 
-    /// This catalog without the named winners, each with its diagnostic:
-    /// they are neither listed nor read, and what they shadowed stays
-    /// shadowed (a withheld skill is never replaced by a lower layer's).
-    pub(crate) fn withhold(mut self, refused: Vec<(String, Diagnostic)>) -> Catalog {
+    /// This catalog without the named winners, each with its diagnostic
+    /// when it has one: they are neither listed nor read, and what they
+    /// shadowed stays shadowed (a withheld skill is never replaced by a
+    /// lower layer's).
+    pub(crate) fn withhold(mut self, refused: Vec<(String, Option<Diagnostic>)>) -> Catalog {
         let names: std::collections::HashSet<String> = refused.iter().map(|(n, _)| n.clone()).collect();
         self.skills.retain(|s| !names.contains(s.name()));
         let mut index = NameIndex::with_capacity(self.skills.len());
@@ -657,7 +658,7 @@ impl Catalog {
             index.insert(&self.skills, at);
         }
         self.index = index;
-        self.diagnostics.extend(refused.into_iter().map(|(_, d)| d));
+        self.diagnostics.extend(refused.into_iter().filter_map(|(_, d)| d));
         self
     }
 

@@ -81,25 +81,31 @@ impl Integrity {
     /// error diagnostic saying why (`not_locked`, `lock_mismatch` for
     /// another digest or another source than the lock's,
     /// `signature_missing`, `signature_invalid`, `signer_not_allowed`,
-    /// `signer_expired`); those that pass carry their digest and signer.
+    /// `signer_expired`); those that pass carry their digest and signer. A
+    /// disabled winner the lock does not hold is left out with no
+    /// diagnostic: the lock pins what is served, and it is not served.
     pub(crate) async fn enforce(&self, catalog: Catalog) -> Catalog {
         let locked = self.lock.as_ref().and_then(|l| l.skills_by_name());
-        let skills: Vec<(String, String, VPath)> = catalog
+        let skills: Vec<(String, String, VPath, bool)> = catalog
             .skills()
             .iter()
-            .map(|s| (s.name().to_owned(), s.source.clone(), s.path.clone()))
+            .map(|s| (s.name().to_owned(), s.source.clone(), s.path.clone(), s.enabled))
             .collect();
         let (catalog_ref, locked_ref, this) = (&catalog, &locked, self);
         let checks = futures::stream::iter(skills)
-            .map(move |(name, source, path)| async move {
+            .map(move |(name, source, path, enabled)| async move {
                 let refuse = |kind, message: String| {
                     let d = Diagnostic::new(Severity::Error, kind, Some(&source), Some(&path), message);
-                    Err((name.clone(), d))
+                    Err((name.clone(), Some(d)))
                 };
                 let policy = this.signature_policy(&source);
                 let entry: Option<&LockedSkill> = match locked_ref {
                     Some(locked) => match locked.get(name.as_str()) {
                         Some(entry) => Some(entry),
+                        // A disabled skill is not served, so the lock
+                        // need not hold it (`lock` writes enabled winners
+                        // only): it is left out without a diagnostic.
+                        None if !enabled => return Err((name.clone(), None)),
                         None => {
                             return refuse(
                                 DiagnosticKind::NotLocked,
@@ -171,7 +177,7 @@ impl Integrity {
                 Ok((name.clone(), checked))
             })
             .buffered(PARALLEL)
-            .collect::<Vec<std::result::Result<(String, Checked), (String, Diagnostic)>>>()
+            .collect::<Vec<std::result::Result<(String, Checked), (String, Option<Diagnostic>)>>>()
             .await;
         let mut passed = HashMap::new();
         let mut refused = Vec::new();

@@ -77,6 +77,8 @@ pub async fn verify(namespace: &Namespace) -> Vec<SkillReport> {
         let lock = match &locked {
             None => LockStatus::NoLock,
             Some(locked) => match locked.get(name) {
+                // Disabled, so not served: the lock need not hold it.
+                None if !skill.enabled => LockStatus::NotLocked,
                 None => {
                     problem.get_or_insert_with(|| "not in the lock file".into());
                     LockStatus::NotLocked
