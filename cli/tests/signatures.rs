@@ -386,3 +386,90 @@ fn an_allowed_signers_line_repeating_an_option_is_refused_like_openssh_does() {
         assert_eq!(code, Some(0));
     }
 }
+
+/// `publish --allowed-signers FILE` checks every skill as a source that
+/// requires signatures checks an install: one unsigned or signed by a key
+/// the file does not allow, and nothing is published. Signed, the tree is
+/// published with its signatures, and a source requiring them serves it.
+#[test]
+fn publish_checks_signatures_like_install_and_the_signatures_travel() {
+    if ssh_keygen().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let alice = keygen(root, "alice");
+    let mallory = keygen(root, "mallory");
+    let tree = root.join("tree");
+    let pdf = write_skill(&tree, "pdf", "Steps.");
+    let forms = write_skill(&tree, "forms", "Fill forms.");
+    let allowed = format!("alice@example.org {}\n", public(&alice));
+    std::fs::write(root.join("allowed_signers"), &allowed).unwrap();
+    let sign = |skill: &Path, key: &Path| {
+        skillstore(root)
+            .arg("sign")
+            .arg(skill)
+            .arg("--key")
+            .arg(key)
+            .assert()
+            .success();
+    };
+    let publish = |target: &str| {
+        skillstore(root)
+            .arg("publish")
+            .arg(&tree)
+            .arg(root.join(target))
+            .arg("--allowed-signers")
+            .arg(root.join("allowed_signers"))
+            .output()
+            .unwrap()
+    };
+    sign(&pdf, &alice);
+
+    // forms unsigned: refused, nothing published.
+    let out = publish("unsigned-out");
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("/skills/forms: [signature_missing]"), "{stderr}");
+    assert!(!stderr.contains("/skills/pdf:"), "{stderr}");
+    assert!(!root.join("unsigned-out/skills/pdf").exists());
+
+    // forms signed by a key the file does not allow: refused too.
+    sign(&forms, &mallory);
+    let out = publish("mallory-out");
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("/skills/forms: [signer_not_allowed]"), "{stderr}");
+    assert!(!root.join("mallory-out/skills/forms").exists());
+
+    // A file changed after signing: the signature no longer verifies.
+    sign(&forms, &alice);
+    std::fs::write(forms.join("scripts/run.sh"), "echo changed\n").unwrap();
+    let out = publish("changed-out");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/skills/forms: [signature_invalid]"));
+    sign(&forms, &alice);
+
+    // All signed by alice: published, signatures included, and a source
+    // requiring them serves both.
+    let out = publish("out");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(root.join("out/skills/pdf/.skillstore/signature").is_file());
+    let served = root.join("out");
+    std::fs::copy(root.join("allowed_signers"), served.join("allowed_signers")).unwrap();
+    std::fs::write(
+        served.join("skillstore.yaml"),
+        "sources:\n  - path: /skills/\n    signatures:\n      allowed_signers: allowed_signers\n      required: true\n",
+    )
+    .unwrap();
+    let (skills, kinds, code) = listed(&served);
+    assert_eq!(
+        skills,
+        [
+            ("forms".to_owned(), Some("alice@example.org".to_owned())),
+            ("pdf".to_owned(), Some("alice@example.org".to_owned()))
+        ],
+        "{kinds:?}"
+    );
+    assert_eq!(code, Some(0));
+}

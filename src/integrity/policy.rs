@@ -233,6 +233,46 @@ pub fn signature_message(refused: Refused) -> String {
     }
 }
 
+/// What the signature check of the skill whose directory is `dir` on
+/// `backend` finds against `policy`: its digest over the files a confined
+/// read serves ([`crate::skill_files`]) and its [`SIGNATURE_FILE`] read
+/// the same way, as a source with that policy would check it once the
+/// skill is there. Used before a local tree is published. A skill whose
+/// digest cannot be computed is [`Refused::Invalid`].
+pub async fn check_dir(
+    backend: &dyn skillstore_backends::SkillBackend,
+    dir: &VPath,
+    policy: &SignaturePolicy,
+) -> SignatureStatus {
+    let listed = match crate::skill_files::list(
+        backend,
+        dir,
+        skillstore_backends::DEFAULT_READ_LIMIT,
+        crate::skill_files::FileLimits::default(),
+    )
+    .await
+    {
+        Ok(listed) => listed,
+        Err(_) => return SignatureStatus::Refused(Refused::Invalid),
+    };
+    let digests = crate::integrity::FileDigests::new();
+    let Ok(digest) = digests.skill_digest(backend, &listed).await else {
+        return SignatureStatus::Refused(Refused::Invalid);
+    };
+    let Ok(path) = dir.join(SIGNATURE_FILE) else {
+        return SignatureStatus::Refused(Refused::Invalid);
+    };
+    match backend.read(&path, listed.read_options()).await {
+        Ok(blob) => match policy.allowed.verify(&blob.data, &digest.digest, now()) {
+            Ok(signer) => SignatureStatus::Signed(signer),
+            Err(refused) => SignatureStatus::Refused(refused),
+        },
+        Err(e) if e.kind() == StorageKind::NotFound && policy.required => SignatureStatus::Refused(Refused::Missing),
+        Err(e) if e.kind() == StorageKind::NotFound => SignatureStatus::Unsigned,
+        Err(_) => SignatureStatus::Refused(Refused::Invalid),
+    }
+}
+
 /// What the signature check of `archive` finds against `policy`, before
 /// it is installed into a source with that policy: its
 /// [`SIGNATURE_FILE`] over the archive's digest.
