@@ -26,13 +26,15 @@ use crate::index::{Entries, HeadEntry, INDEX_DIR, INDEX_FILE, MAX_INDEX_BYTES, R
 use crate::diagnostic::{Diagnostic, DiagnosticKind};
 use crate::error::{Error, Result};
 use crate::frontmatter::MAX_FRONTMATTER_BYTES;
+use crate::integrity::pin::{PinnedBackend, Pins};
+use crate::integrity::policy::Checked;
 use crate::integrity::{FileDigests, Integrity, SkillDigest};
 pub use crate::skill::SKILL_FILE;
 use crate::skill::{
     LOWERCASE_SKILL_FILE, Parsed, Problem, ProblemKind, Scan, Severity, SkillMetadata, Strictness, parse_frontmatter,
     scan,
 };
-use crate::skill_files::{FileLimits, SkillFiles};
+use crate::skill_files::{FileLimits, LeftOutKind, SkillFiles};
 use crate::source::{Patterns, Source, SourceList};
 
 /// How many skills are digested at once.
@@ -169,7 +171,13 @@ impl Skill {
 /// lists and to refresh itself. Cheap to clone.
 #[derive(Clone)]
 pub struct Catalog {
+    /// The namespace as the backend gives it: loads and checks read it.
+    storage: Arc<dyn SkillBackend>,
+    /// What the skills are served through: `storage`, with the files of the
+    /// skills an integrity check passed held to the versions it saw.
     backend: Arc<dyn SkillBackend>,
+    /// The skills an integrity check passed, and their files' versions.
+    pins: Arc<Pins>,
     sources: Arc<SourceList>,
     options: Arc<LoadOptions>,
     states: Vec<SourceState>,
@@ -307,7 +315,9 @@ impl Catalog {
     /// the rest loads.
     pub async fn load(backend: Arc<dyn SkillBackend>, sources: SourceList, options: LoadOptions) -> Catalog {
         let empty = Catalog {
-            backend,
+            backend: served(&backend, Arc::new(Pins::new())),
+            pins: Arc::new(Pins::new()),
+            storage: backend,
             sources: Arc::new(sources),
             options: Arc::new(options),
             states: Vec::new(),
@@ -334,7 +344,7 @@ impl Catalog {
         // (and at least eight batches, so every core has parsing to do).
         // Each source is listed and read on its own, so a slow source holds
         // up no other.
-        let batch = self.backend.preferred_batch().max(1);
+        let batch = self.storage.preferred_batch().max(1);
         let parallel = self.options.concurrency.div_ceil(batch).max(8);
         let permits = Arc::new(tokio::sync::Semaphore::new(parallel));
         let loads = self
@@ -374,7 +384,7 @@ impl Catalog {
         batch: usize,
         permits: &Arc<tokio::sync::Semaphore>,
     ) -> SourceState {
-        let backend = &*self.backend;
+        let backend = &*self.storage;
         let deep = if backend.capabilities_at(source.path()).deep_list {
             list_deep_source(backend, source).await
         } else {
@@ -528,7 +538,7 @@ impl Catalog {
         let parallel = self.options.concurrency.div_ceil(batch).max(8);
         futures::stream::iter(batches)
             .map(|batch| {
-                let backend = Arc::clone(&self.backend);
+                let backend = Arc::clone(&self.storage);
                 let sources = Arc::clone(&self.sources);
                 let options = Arc::clone(&self.options);
                 let permits = Arc::clone(permits);
@@ -552,7 +562,9 @@ impl Catalog {
         let (skills, index, mut diagnostics) = merge(&self.sources, &states, &self.options.filter);
         diagnostics.splice(0..0, self.options.standing.iter().cloned());
         Catalog {
-            backend: Arc::clone(&self.backend),
+            storage: Arc::clone(&self.storage),
+            backend: served(&self.storage, Arc::new(Pins::new())),
+            pins: Arc::new(Pins::new()),
             sources: Arc::clone(&self.sources),
             options: Arc::clone(&self.options),
             states,
@@ -588,7 +600,7 @@ impl Catalog {
             outcome,
             yaml,
             ..
-        } = run_batch(&*self.backend, &self.sources, &self.options, vec![job])
+        } = run_batch(&*self.storage, &self.sources, &self.options, vec![job])
             .await
             .pop()
             .expect("one job gives one result");
@@ -634,10 +646,11 @@ impl Catalog {
         }
     }
 
-    /// This catalog without the named winners, each with its diagnostic:
-    /// they are neither listed nor read, and what they shadowed stays
-    /// shadowed (a withheld skill is never replaced by a lower layer's).
-    pub(crate) fn withhold(mut self, refused: Vec<(String, Diagnostic)>) -> Catalog {
+    /// This catalog without the named winners, each with its diagnostic
+    /// when it has one: they are neither listed nor read, and what they
+    /// shadowed stays shadowed (a withheld skill is never replaced by a
+    /// lower layer's).
+    pub(crate) fn withhold(mut self, refused: Vec<(String, Option<Diagnostic>)>) -> Catalog {
         let names: std::collections::HashSet<String> = refused.iter().map(|(n, _)| n.clone()).collect();
         self.skills.retain(|s| !names.contains(s.name()));
         let mut index = NameIndex::with_capacity(self.skills.len());
@@ -645,7 +658,7 @@ impl Catalog {
             index.insert(&self.skills, at);
         }
         self.index = index;
-        self.diagnostics.extend(refused.into_iter().map(|(_, d)| d));
+        self.diagnostics.extend(refused.into_iter().filter_map(|(_, d)| d));
         self
     }
 
@@ -705,13 +718,24 @@ impl Catalog {
         self
     }
 
-    /// Sets the digests and signers a check found, by winner name.
-    pub(crate) fn set_checked(&mut self, checked: &HashMap<String, (Option<String>, Option<String>)>) {
+    /// Sets the digests and signers a check found, by winner name, and
+    /// holds every read of a checked skill's files to the versions its
+    /// digest was computed from ([`crate::integrity::pin`]).
+    pub(crate) fn set_checked(&mut self, checked: HashMap<String, Checked>) {
+        let mut pins = Pins::new();
         for skill in &mut self.skills {
-            if let Some((digest, signer)) = checked.get(skill.name()) {
-                skill.digest = digest.as_deref().map(Arc::from);
-                skill.signer = signer.as_deref().map(Arc::from);
+            if let Some(found) = checked.get(skill.name()) {
+                skill.digest = found.digest.as_deref().map(Arc::from);
+                skill.signer = found.signer.as_deref().map(Arc::from);
+                if let Some(files) = &found.files {
+                    pins.pin(skill.dir(), files.iter().cloned());
+                }
             }
+        }
+        if !pins.is_empty() {
+            let pins = Arc::new(pins);
+            self.backend = served(&self.storage, Arc::clone(&pins));
+            self.pins = pins;
         }
     }
 
@@ -728,7 +752,7 @@ impl Catalog {
             .sources
             .get(source_name)
             .ok_or_else(|| Error::SourceNotFound(source_name.to_owned()))?;
-        crate::SkillEditor::new(Arc::clone(&self.backend), source).map(|e| e.with_limit(self.options.read_limit))
+        crate::SkillEditor::new(Arc::clone(&self.storage), source).map(|e| e.with_limit(self.options.read_limit))
     }
 
     /// The skills, in deepagents' order, one per name.
@@ -756,7 +780,10 @@ impl Catalog {
         &self.sources
     }
 
-    /// The namespace the catalog reads from.
+    /// The namespace the catalog reads from. Reads of the files of a
+    /// skill that passed a lock or signature check return bytes only at
+    /// the versions that check digested; anything changed, added or
+    /// removed since is refused ([`crate::integrity::pin`]).
     pub fn backend(&self) -> &Arc<dyn SkillBackend> {
         &self.backend
     }
@@ -851,7 +878,13 @@ impl Catalog {
     /// start here, and read the files with [`SkillFiles::read_options`].
     pub async fn skill_files(&self, name: &str, limits: FileLimits) -> Result<SkillFiles> {
         let skill = self.skill(name)?;
-        Ok(crate::skill_files::list(self.backend.as_ref(), &skill.dir(), self.options.read_limit, limits).await?)
+        let dir = skill.dir();
+        let mut listed = crate::skill_files::list(self.backend.as_ref(), &dir, self.options.read_limit, limits).await?;
+        if self.pins.holds(&dir) {
+            // A file added since the skill was checked is not one of it.
+            listed.leave_out_where(|f| !self.pins.admits(&f.path), LeftOutKind::Changed, &limits);
+        }
+        Ok(listed)
     }
 
     /// The relative paths of [`Catalog::skill_files`], at most `max_depth`
@@ -870,6 +903,11 @@ impl Catalog {
             .await?;
         Ok((files.relatives(), files.truncated))
     }
+}
+
+/// What a catalog over `storage` serves its skills through.
+fn served(storage: &Arc<dyn SkillBackend>, pins: Arc<Pins>) -> Arc<dyn SkillBackend> {
+    Arc::new(PinnedBackend::new(Arc::clone(storage), pins))
 }
 
 /// The path of `relative` inside the skill's directory, or why not.

@@ -15,6 +15,11 @@
 //!   below the depth bound are left out;
 //! - the walk stops at a count bound and says so.
 //!
+//! - below the reserved directory `.skillstore/`, only the signature
+//!   (`.skillstore/signature`) is a file of the skill ([`is_foreign`]):
+//!   anything else there is part of no skill anywhere (not listed, read,
+//!   synced, packed or installed).
+//!
 //! Every file left out is reported with its path relative to the skill's
 //! directory and a stable kind ([`LeftOutKind::as_str`]), so each front end
 //! can turn it into a diagnostic. One refused file never fails the listing:
@@ -27,6 +32,15 @@ use skillstore_backends::{
 };
 
 use crate::diagnostic::{Diagnostic, Severity};
+
+/// True when `relative`, a path relative to a skill's directory, lies
+/// below the reserved directory `.skillstore/` and is not the skill's
+/// signature: such a path is not a file of the skill on any channel. It is
+/// not listed ([`list`]), a confined read of it through a catalog is not
+/// found, it is not synced or packed, and an archive holding it is refused.
+pub fn is_foreign(relative: &str) -> bool {
+    crate::integrity::digest::is_reserved(relative) && relative != crate::integrity::signature::SIGNATURE_FILE
+}
 
 /// The bounds of a listing of a skill's files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,6 +90,12 @@ pub enum LeftOutKind {
     SpecialFile,
     /// A directory below the depth bound (`too_deep`).
     TooDeep,
+    /// Below `.skillstore/` and not the skill's signature ([`is_foreign`]):
+    /// not a file of the skill (`reserved`).
+    Reserved,
+    /// Not among the files a lock or signature check of the skill
+    /// digested: added since (`changed_since_checked`).
+    Changed,
     /// The storage refused it: a confined read or a listing failed with
     /// this kind (`symlink_escape`, `too_large`, `permission_denied`, ...).
     Storage(StorageKind),
@@ -89,6 +109,8 @@ impl LeftOutKind {
             LeftOutKind::UnresolvedLink => "unresolved_link",
             LeftOutKind::SpecialFile => "special_file",
             LeftOutKind::TooDeep => "too_deep",
+            LeftOutKind::Changed => "changed_since_checked",
+            LeftOutKind::Reserved => "reserved",
             LeftOutKind::Storage(kind) => kind.as_str(),
         }
     }
@@ -100,6 +122,8 @@ impl LeftOutKind {
             LeftOutKind::UnresolvedLink => "a link the storage policy does not resolve",
             LeftOutKind::SpecialFile => "not a regular file",
             LeftOutKind::TooDeep => "below the deepest level listed",
+            LeftOutKind::Reserved => "below .skillstore/ only the signature belongs to a skill",
+            LeftOutKind::Changed => "added since the skill's lock or signature was checked; refresh to check it again",
             LeftOutKind::Storage(kind) => kind.describe(),
         }
     }
@@ -169,6 +193,23 @@ impl SkillFiles {
             .collect()
     }
 
+    /// Moves the files `unwanted` picks to the files left out, as `kind`.
+    pub(crate) fn leave_out_where(
+        &mut self,
+        mut unwanted: impl FnMut(&SkillFile) -> bool,
+        kind: LeftOutKind,
+        limits: &FileLimits,
+    ) {
+        let files = std::mem::take(&mut self.files);
+        for file in files {
+            if unwanted(&file) {
+                self.leave_out(file.relative, kind, limits);
+            } else {
+                self.files.push(file);
+            }
+        }
+    }
+
     fn leave_out(&mut self, relative: String, kind: LeftOutKind, limits: &FileLimits) {
         self.left_out_count += 1;
         if self.left_out.len() < limits.max_reported {
@@ -221,7 +262,7 @@ pub async fn list(
     let probe: Vec<VPath> = walk
         .files
         .iter()
-        .filter(|f| needs_probe(f))
+        .filter(|f| needs_probe(f) && !is_foreign(&f.relative))
         .map(|f| f.path.clone())
         .collect();
     let mut probed = if probe.is_empty() {
@@ -239,6 +280,10 @@ pub async fn list(
     }
     .into_iter();
     for file in walk.files {
+        if is_foreign(&file.relative) {
+            out.leave_out(file.relative, LeftOutKind::Reserved, &limits);
+            continue;
+        }
         let (size, version) = if needs_probe(&file) {
             match probed.next() {
                 Some(Ok(blob)) => (blob.size, Some(blob.version)),

@@ -255,12 +255,23 @@ fn a_lock_withholds_a_skill_tampered_with_on_any_channel() {
         let target = dir.path().join("synced");
         sync(&catalog, &target, &SyncOptions::default()).await.unwrap();
         let synced: Arc<dyn SkillBackend> = Arc::new(FsBackend::new(&target).unwrap());
-        assert!(withheld_kinds(&locked(Arc::clone(&synced), "/", &lock).await).is_empty());
+        // The synced tree is one source of another name: the same digests,
+        // locked under that name (a lock pins the source too).
+        let synced_source = Source::parse("/").unwrap().name().to_owned();
+        let mut relocated = lock.clone();
+        for entry in relocated.skills.as_mut().unwrap() {
+            entry.source = synced_source.clone();
+        }
+        assert!(withheld_kinds(&locked(Arc::clone(&synced), "/", &relocated).await).is_empty());
+        let mut moved = relocated.clone();
+        moved.skills.as_mut().unwrap()[0].source = "skills".into();
+        let other_source = locked(Arc::clone(&synced), "/", &moved).await;
+        assert_eq!(withheld_kinds(&other_source).len(), 1, "another source is a mismatch");
         let synced_file = target.join("pdf/SKILL.md");
         let mut text = std::fs::read(&synced_file).unwrap();
         text.push(b' ');
         std::fs::write(&synced_file, text).unwrap();
-        assert_eq!(withheld_kinds(&locked(synced, "/", &lock).await).len(), 1);
+        assert_eq!(withheld_kinds(&locked(synced, "/", &relocated).await).len(), 1);
 
         // An archive with one byte changed: its digest is not the lock's,
         // and once installed the lock withholds it.
@@ -345,4 +356,179 @@ proptest! {
         which.get_mut(&mut renamed).0.push('x');
         prop_assert_ne!(&before, &digest_of(&hashed(&renamed)));
     }
+}
+
+/// Every way a front end reads a checked skill's files: the catalog's
+/// reads, the listing, and the backend it hands out.
+async fn served(catalog: &Catalog, relative: &str) -> Result<Bytes, skillstore::Error> {
+    let path = VPath::new(format!("/skills/pdf/{relative}")).unwrap();
+    let through_backend = catalog
+        .backend()
+        .read(&path, skillstore::backends::ReadOptions::default())
+        .await
+        .map(|b| b.data)
+        .map_err(skillstore::Error::from);
+    let through_catalog = if relative == "SKILL.md" {
+        catalog.read_skill("pdf").await
+    } else {
+        catalog.read_file("pdf", relative).await
+    };
+    assert_eq!(
+        through_backend.as_ref().map_err(|e| e.kind()),
+        through_catalog.as_ref().map_err(|e| e.kind()),
+        "{relative}"
+    );
+    through_catalog
+}
+
+#[test]
+fn a_checked_skill_changed_after_its_check_is_not_served_until_a_refresh() {
+    let dir = tempfile::tempdir().unwrap();
+    write_tree(dir.path());
+    runtime().block_on(async {
+        let fs: Arc<dyn SkillBackend> = Arc::new(FsBackend::new(dir.path()).unwrap());
+        let plain = Catalog::load(Arc::clone(&fs), sources(), LoadOptions::default()).await;
+        let lock = Lock::for_catalog(&plain).await.unwrap();
+        let catalog = locked(Arc::clone(&fs), "/skills/", &lock).await;
+        assert!(withheld_kinds(&catalog).is_empty(), "{:?}", catalog.diagnostics());
+        assert_eq!(
+            &served(&catalog, "scripts/run.sh").await.unwrap()[..],
+            b"#!/bin/sh\necho run\n"
+        );
+
+        // Changed behind the catalog's back: refused, never the new bytes.
+        let skill = dir.path().join("skills/pdf");
+        std::fs::write(skill.join("scripts/run.sh"), "echo EVIL\n").unwrap();
+        std::fs::write(
+            skill.join("SKILL.md"),
+            "---\nname: pdf\ndescription: Read PDFs.\n---\nEVIL.\n",
+        )
+        .unwrap();
+        for relative in ["scripts/run.sh", "SKILL.md"] {
+            let refused = served(&catalog, relative).await.unwrap_err();
+            assert_eq!(refused.kind().as_str(), "version_conflict", "{relative}: {refused}");
+            assert!(refused.to_string().contains("changed since"), "{refused}");
+        }
+        // Files not changed are still served.
+        assert_eq!(&served(&catalog, "Zed.md").await.unwrap()[..], b"capital first");
+
+        // A file added after the check is neither listed nor read; one
+        // removed is not found.
+        std::fs::write(skill.join("added.sh"), "echo added\n").unwrap();
+        assert_eq!(
+            served(&catalog, "added.sh").await.unwrap_err().kind().as_str(),
+            "version_conflict"
+        );
+        let listed = catalog.skill_files("pdf", Default::default()).await.unwrap();
+        assert!(!listed.relatives().contains(&"added.sh".to_owned()));
+        assert!(
+            listed
+                .left_out
+                .iter()
+                .any(|l| l.relative == "added.sh" && l.kind.as_str() == "changed_since_checked")
+        );
+        std::fs::remove_file(skill.join("assets/empty")).unwrap();
+        assert_eq!(
+            served(&catalog, "assets/empty").await.unwrap_err().kind().as_str(),
+            "not_found"
+        );
+
+        // A sync of the catalog copies none of the changed bytes.
+        let target = dir.path().join("synced");
+        let _ = sync(&catalog, &target, &SyncOptions::default()).await;
+        if let Ok(synced) = std::fs::read(target.join("pdf/scripts/run.sh")) {
+            assert_ne!(synced, b"echo EVIL\n");
+        }
+        assert!(!target.join("pdf/added.sh").exists());
+
+        // The other skill is untouched and served; a refresh checks again
+        // and withholds the changed one.
+        assert!(catalog.read_skill("other").await.is_ok());
+        let refreshed = catalog.refresh().await;
+        assert_eq!(
+            withheld_kinds(&refreshed),
+            [("/skills/pdf/SKILL.md".to_owned(), "lock_mismatch")]
+        );
+    });
+}
+
+/// Below `.skillstore/` only the signature belongs to a skill: a file
+/// planted beside it is not listed, read, synced or packed, and an archive
+/// holding one is refused.
+#[test]
+fn a_file_below_the_reserved_directory_other_than_the_signature_is_part_of_no_skill() {
+    let dir = tempfile::tempdir().unwrap();
+    write_tree(dir.path());
+    let planted = dir.path().join("skills/pdf/.skillstore/evil.sh");
+    std::fs::write(&planted, "echo evil\n").unwrap();
+    std::fs::create_dir_all(dir.path().join("skills/pdf/.skillstore/sub")).unwrap();
+    std::fs::write(dir.path().join("skills/pdf/.skillstore/sub/x"), "x").unwrap();
+    runtime().block_on(async {
+        let fs: Arc<dyn SkillBackend> = Arc::new(FsBackend::new(dir.path()).unwrap());
+        let catalog = Catalog::load(Arc::clone(&fs), sources(), LoadOptions::default()).await;
+
+        let listed = catalog.skill_files("pdf", Default::default()).await.unwrap();
+        let relatives = listed.relatives();
+        assert!(relatives.contains(&".skillstore/signature".to_owned()));
+        assert!(
+            !relatives
+                .iter()
+                .any(|r| r.starts_with(".skillstore/") && r != ".skillstore/signature")
+        );
+        let reserved: Vec<&str> = listed
+            .left_out
+            .iter()
+            .filter(|l| l.kind.as_str() == "reserved")
+            .map(|l| l.relative.as_str())
+            .collect();
+        assert_eq!(reserved, [".skillstore/evil.sh", ".skillstore/sub/x"]);
+
+        let read = catalog.read_file("pdf", ".skillstore/evil.sh").await.unwrap_err();
+        assert_eq!(read.kind().as_str(), "not_found", "{read}");
+        let confined = skillstore::backends::ReadOptions::default().confined(2);
+        let through_backend = catalog
+            .backend()
+            .read(&VPath::new("/skills/pdf/.skillstore/sub/x").unwrap(), confined)
+            .await
+            .unwrap_err();
+        assert_eq!(through_backend.kind().as_str(), "not_found");
+        assert_eq!(
+            &catalog.read_file("pdf", ".skillstore/signature").await.unwrap()[..],
+            b"not part of the digest"
+        );
+
+        let target = dir.path().join("synced");
+        sync(&catalog, &target, &SyncOptions::default()).await.unwrap();
+        assert!(target.join("pdf/.skillstore/signature").exists());
+        assert!(!target.join("pdf/.skillstore/evil.sh").exists());
+        assert!(!target.join("pdf/.skillstore/sub").exists());
+
+        let packed = skillstore::pack(
+            fs.as_ref(),
+            &VPath::new("/skills/pdf").unwrap(),
+            &ArchiveLimits::default(),
+        )
+        .await
+        .unwrap();
+        let archive = SkillArchive::read(&packed, &ArchiveLimits::default()).unwrap();
+        let paths: Vec<&str> = archive.files().iter().map(|f| f.path.as_str()).collect();
+        assert!(paths.contains(&".skillstore/signature"));
+        assert!(!paths.contains(&".skillstore/evil.sh"), "{paths:?}");
+
+        // An archive that holds one is refused, naming it.
+        let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+        let options = zip::write::SimpleFileOptions::default();
+        for (name, data) in [
+            ("pdf/SKILL.md", FILES[0].1),
+            ("pdf/.skillstore/signature", b"sig".as_slice()),
+            ("pdf/.skillstore/evil.sh", b"echo evil\n".as_slice()),
+        ] {
+            zip.start_file(name, options).unwrap();
+            std::io::Write::write_all(&mut zip, data).unwrap();
+        }
+        let bytes = zip.finish().unwrap().into_inner();
+        let refused = SkillArchive::read(&bytes, &ArchiveLimits::default()).unwrap_err();
+        assert_eq!(refused.kind(), "reserved_path", "{refused}");
+        assert!(refused.to_string().contains(".skillstore/evil.sh"), "{refused}");
+    });
 }

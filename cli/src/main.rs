@@ -189,6 +189,11 @@ pub enum Command {
         /// Upload without strict validation and the content check (refused trees are listed otherwise).
         #[arg(long)]
         no_check: bool,
+        /// Require every skill to carry a signature by a key this allowed_signers file allows
+        /// (as a source with `signatures: {allowed_signers: FILE, required: true}` checks on install);
+        /// nothing is published otherwise.
+        #[arg(long, value_name = "FILE")]
+        allowed_signers: Option<PathBuf>,
     },
     /// Create, change, delete and roll back skills in a writable source.
     #[command(subcommand)]
@@ -518,7 +523,8 @@ async fn run(args: Args) -> Result<(), Failure> {
             location,
             concurrency,
             no_check,
-        } => publish::run(&dir, &location, concurrency, !no_check).await,
+            allowed_signers,
+        } => publish::run(&dir, &location, concurrency, !no_check, allowed_signers.as_deref()).await,
         Command::Skill(command) => skill::run(&args.global, command).await,
         Command::Pack { skill_dir, output } => archive::pack(&skill_dir, output.as_deref()).await,
         Command::Install {

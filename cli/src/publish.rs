@@ -15,6 +15,9 @@ use skillstore::backends::{
     SkillBackend, SkillBackendExt, SymlinkPolicy, VPath, Version, WalkLimits,
 };
 use skillstore::index::{HeadEntry, INDEX_FILE};
+use skillstore::integrity::SignatureStatus;
+use skillstore::integrity::policy::{SignaturePolicy, check_dir, signature_message};
+use skillstore::integrity::signature::{AllowedSigners, SIGNATURE_FILE};
 use skillstore::skill::SKILL_FILE;
 
 use super::terminal::shown;
@@ -45,7 +48,13 @@ enum Sent {
 /// A SKILL.md as the destination now holds it, for the index.
 type Published = Option<(Bytes, Version)>;
 
-pub async fn run(dir: &Path, location: &str, concurrency: usize, checked: bool) -> Result<(), Failure> {
+pub async fn run(
+    dir: &Path,
+    location: &str,
+    concurrency: usize,
+    checked: bool,
+    allowed_signers: Option<&Path>,
+) -> Result<(), Failure> {
     if dir.join(SKILL_FILE).is_file() {
         return Err(Failure::usage(format!(
             "{} is one skill's directory; publish takes a tree of layers (DIR/LAYER/NAME/SKILL.md): \
@@ -98,6 +107,9 @@ pub async fn run(dir: &Path, location: &str, concurrency: usize, checked: bool) 
                 list.join("\n")
             )));
         }
+    }
+    if let Some(file) = allowed_signers {
+        check_signatures(&local, &files, file).await?;
     }
     let total: u64 = files.iter().map(|f| f.size).sum();
     let bar = if std::io::stderr().is_terminal() {
@@ -205,7 +217,7 @@ async fn walk(local: &FsBackend) -> Result<(Vec<LocalFile>, Vec<Skipped>), Failu
     let mut skipped = Vec::new();
     for file in walked.files {
         let size = file.entry.size.unwrap_or(0);
-        if file.path.segments().any(|s| s.starts_with('.')) {
+        if file.path.segments().any(|s| s.starts_with('.')) && !is_signature(&file.path) {
             // A source's `.history/` holds every earlier version of its
             // skills, secrets taken out included: it stays where it is.
             skipped.push(Skipped {
@@ -240,6 +252,48 @@ async fn walk(local: &FsBackend) -> Result<(Vec<LocalFile>, Vec<Skipped>), Failu
     }
     files.sort_by(|a, b| a.path.cmp(&b.path));
     Ok((files, skipped))
+}
+
+/// True for `/LAYER/NAME/.skillstore/signature`: a skill's signature,
+/// which travels with it (the one hidden path published).
+fn is_signature(path: &VPath) -> bool {
+    path.as_str()
+        .strip_suffix(&format!("/{SIGNATURE_FILE}"))
+        .is_some_and(|dir| dir.split('/').filter(|s| !s.is_empty()).count() == 2 && !dir.contains("/."))
+}
+
+/// Every skill of the tree (each directory holding a SKILL.md) checked against the
+/// `allowed_signers` file `file`, signatures required, as a source with
+/// that policy checks an install: any refused, nothing is published.
+async fn check_signatures(local: &FsBackend, files: &[LocalFile], file: &Path) -> Result<(), Failure> {
+    let text = read_local_text(file, DEFAULT_READ_LIMIT, "allowed_signers file")?;
+    let policy = SignaturePolicy {
+        allowed: AllowedSigners::parse(&text)?,
+        required: true,
+    };
+    let mut refused = Vec::new();
+    for skill in files.iter().filter(|f| f.path.file_name() == Some(SKILL_FILE)) {
+        // Every directory holding a SKILL.md, at any depth: whatever would
+        // be published as a skill is checked.
+        let Some(dir) = skill.path.parent().filter(|d| !d.is_root()) else {
+            continue;
+        };
+        if let SignatureStatus::Refused(why) = check_dir(local, &dir, &policy).await {
+            refused.push(format!(
+                "  {dir}: [{}] {}",
+                why.as_str(),
+                signature_message(why).replace("it is not served", "it is not published")
+            ));
+        }
+    }
+    if refused.is_empty() {
+        return Ok(());
+    }
+    Err(Failure::failed(format!(
+        "nothing published: {} skill(s) refused by the signature check\n{}",
+        refused.len(),
+        refused.join("\n")
+    )))
 }
 
 /// The source directory, index key and skill directory name of a published

@@ -324,3 +324,152 @@ fn ssh_keygen_signatures_verify_both_ways_and_every_refusal_withholds() {
     let (skills, _, _) = listed(root);
     assert!(skills.contains(&("notes".to_owned(), Some("alice@example.org".to_owned()))));
 }
+
+/// A line of `allowed_signers` that gives one option twice: OpenSSH
+/// refuses the line ("multiple ... clauses"), so its key verifies nothing;
+/// skillstore refuses it too (as it refuses any line it cannot read),
+/// naming the line, rather than take the last value.
+#[test]
+fn an_allowed_signers_line_repeating_an_option_is_refused_like_openssh_does() {
+    if ssh_keygen().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let alice = keygen(root, "alice");
+    let pdf = write_skill(root, "pdf", "Steps.");
+    skillstore(root)
+        .arg("sign")
+        .arg(&pdf)
+        .arg("--key")
+        .arg(&alice)
+        .assert()
+        .success();
+    let message = root.join("pdf.digest");
+    std::fs::write(&message, digest(root, "pdf")).unwrap();
+    for repeated in [
+        "valid-before=\"20200101\",valid-before=\"20990101\"",
+        "namespaces=\"git\",namespaces=\"skillstore\"",
+    ] {
+        let allowed = format!("# signers\nalice@example.org {repeated} {}\n", public(&alice));
+        config(root, &allowed, true);
+        let openssh = Std::new("ssh-keygen")
+            .args(["-Y", "verify", "-f"])
+            .arg(root.join("allowed_signers"))
+            .args(["-I", "alice@example.org", "-n", "skillstore", "-s"])
+            .arg(pdf.join(".skillstore/signature"))
+            .stdin(std::fs::File::open(&message).unwrap())
+            .output()
+            .unwrap();
+        assert!(!openssh.status.success(), "{repeated}");
+        assert!(
+            String::from_utf8_lossy(&openssh.stderr).contains("multiple"),
+            "{}",
+            String::from_utf8_lossy(&openssh.stderr)
+        );
+        let out = skillstore(root).args(["list", "--json"]).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{repeated}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("allowed_signers line 2") && stderr.contains("more than once"),
+            "{stderr}"
+        );
+        // With the option once (the last value), both accept it.
+        let once = repeated.split(',').nth(1).unwrap();
+        config(root, &format!("alice@example.org {once} {}\n", public(&alice)), true);
+        let (skills, kinds, code) = listed(root);
+        assert_eq!(
+            skills,
+            [("pdf".to_owned(), Some("alice@example.org".to_owned()))],
+            "{kinds:?}"
+        );
+        assert_eq!(code, Some(0));
+    }
+}
+
+/// `publish --allowed-signers FILE` checks every skill as a source that
+/// requires signatures checks an install: one unsigned or signed by a key
+/// the file does not allow, and nothing is published. Signed, the tree is
+/// published with its signatures, and a source requiring them serves it.
+#[test]
+fn publish_checks_signatures_like_install_and_the_signatures_travel() {
+    if ssh_keygen().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let alice = keygen(root, "alice");
+    let mallory = keygen(root, "mallory");
+    let tree = root.join("tree");
+    let pdf = write_skill(&tree, "pdf", "Steps.");
+    let forms = write_skill(&tree, "forms", "Fill forms.");
+    let allowed = format!("alice@example.org {}\n", public(&alice));
+    std::fs::write(root.join("allowed_signers"), &allowed).unwrap();
+    let sign = |skill: &Path, key: &Path| {
+        skillstore(root)
+            .arg("sign")
+            .arg(skill)
+            .arg("--key")
+            .arg(key)
+            .assert()
+            .success();
+    };
+    let publish = |target: &str| {
+        skillstore(root)
+            .arg("publish")
+            .arg(&tree)
+            .arg(root.join(target))
+            .arg("--allowed-signers")
+            .arg(root.join("allowed_signers"))
+            .output()
+            .unwrap()
+    };
+    sign(&pdf, &alice);
+
+    // forms unsigned: refused, nothing published.
+    let out = publish("unsigned-out");
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("/skills/forms: [signature_missing]"), "{stderr}");
+    assert!(!stderr.contains("/skills/pdf:"), "{stderr}");
+    assert!(!root.join("unsigned-out/skills/pdf").exists());
+
+    // forms signed by a key the file does not allow: refused too.
+    sign(&forms, &mallory);
+    let out = publish("mallory-out");
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("/skills/forms: [signer_not_allowed]"), "{stderr}");
+    assert!(!root.join("mallory-out/skills/forms").exists());
+
+    // A file changed after signing: the signature no longer verifies.
+    sign(&forms, &alice);
+    std::fs::write(forms.join("scripts/run.sh"), "echo changed\n").unwrap();
+    let out = publish("changed-out");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("/skills/forms: [signature_invalid]"));
+    sign(&forms, &alice);
+
+    // All signed by alice: published, signatures included, and a source
+    // requiring them serves both.
+    let out = publish("out");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(root.join("out/skills/pdf/.skillstore/signature").is_file());
+    let served = root.join("out");
+    std::fs::copy(root.join("allowed_signers"), served.join("allowed_signers")).unwrap();
+    std::fs::write(
+        served.join("skillstore.yaml"),
+        "sources:\n  - path: /skills/\n    signatures:\n      allowed_signers: allowed_signers\n      required: true\n",
+    )
+    .unwrap();
+    let (skills, kinds, code) = listed(&served);
+    assert_eq!(
+        skills,
+        [
+            ("forms".to_owned(), Some("alice@example.org".to_owned())),
+            ("pdf".to_owned(), Some("alice@example.org".to_owned()))
+        ],
+        "{kinds:?}"
+    );
+    assert_eq!(code, Some(0));
+}

@@ -214,6 +214,14 @@ impl Inner {
                 if children.len() == self.options.max_entries {
                     break;
                 }
+                // Below `.skillstore/`, only the signature is the skill's.
+                if let Ok(path) = resolved.path.join(&e.name)
+                    && e.kind == EntryKind::File
+                    && let Some(relative) = path.strip_prefix(&resolved.skill_dir)
+                    && skillstore::skill_files::is_foreign(relative.relative_str())
+                {
+                    continue;
+                }
                 let dir = match (e.kind, e.symlink) {
                     (EntryKind::File, _) if e.size.is_some_and(|size| size > self.options.read_limit) => continue,
                     // A link to a file is shown only when a read through it

@@ -58,6 +58,9 @@ async fn fixture() -> Fixture {
     );
     write(&base, "csv/assets/deep/er/table.bin", &(0..=255u8).collect::<Vec<u8>>());
     write(&base, "csv/big.bin", &vec![b'x'; 4096]);
+    // The signature is the skill's; nothing else below `.skillstore/` is.
+    write(&base, "csv/.skillstore/signature", b"a signature\n");
+    write(&base, "csv/.skillstore/planted.sh", b"echo planted\n");
     symlink("../pdf/SKILL.md", base.join("csv/leak.md")).unwrap();
     symlink("..", base.join("csv/up")).unwrap();
 
@@ -157,7 +160,17 @@ async fn ls_cat_find_and_grep_through_the_mount_equal_the_synced_tree() {
     let files = sorted_lines(tokio::task::block_in_place(|| {
         run(&synced, "find", &[".", "-type", "f"])
     }));
-    assert_eq!(files.len(), 8, "{files:?}");
+    assert_eq!(files.len(), 9, "{files:?}");
+    assert!(
+        files.iter().any(|f| f.ends_with("csv/.skillstore/signature")),
+        "{files:?}"
+    );
+    assert!(!mounted_at.join("csv/.skillstore/planted.sh").exists());
+    let listed: Vec<String> = std::fs::read_dir(mounted_at.join("csv/.skillstore"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(listed, ["signature"]);
     for file in &files {
         let (m, s) = both("cat", &[file]);
         assert_eq!(m, s, "{file} differs");
@@ -203,7 +216,7 @@ async fn the_mount_applies_every_read_guard_and_is_read_only() {
             .unwrap()
             .map(|e| e.unwrap().file_name())
             .collect::<Vec<_>>();
-        assert_eq!(listed.len(), 3, "{listed:?}");
+        assert_eq!(listed.len(), 4, "{listed:?}");
         assert_eq!(
             std::fs::read(at.join("csv/scripts/split.py")).unwrap(),
             b"#!/usr/bin/env python3\nprint('split')\n"

@@ -86,3 +86,86 @@ async fn http_and_mcp_show_the_digest_and_a_locked_tenant_withholds_a_changed_sk
     let _ = client.cancel().await;
     server.stop().await;
 }
+
+/// A locked tenant's skill changed on disk after its check, with no
+/// refresh: no HTTP or MCP read returns the new bytes, each says why; a
+/// file added since is neither listed nor read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_locked_skill_changed_behind_the_server_is_refused_until_a_refresh() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("tree");
+    layered_tree(&root);
+    let (lock, _, _) = digests(&root).await;
+    let lock_file = dir.path().join("skills.lock");
+    std::fs::write(&lock_file, lock.to_json()).unwrap();
+    let mut config = layered_config(&root);
+    config.set_lock(&lock_file);
+    let server = Served::start(settings(vec![("acme", config, vec![("reader", Scope::Read)])])).await;
+    let http = reqwest::Client::new();
+    let client = http_client(&server.base, "reader").await;
+    let guide = "/v1/skills/alpha/files/references/guide.md";
+    let before = get(&http, server.url(guide), "reader").await;
+    assert_eq!(before.status(), 200);
+    assert_eq!(before.text().await.unwrap(), "# Team guide\n");
+
+    std::fs::write(root.join("team/alpha/references/guide.md"), "# EVIL guide\n").unwrap();
+    std::fs::write(
+        root.join("team/alpha/SKILL.md"),
+        skill_md("alpha", "Alpha, the team's way.") + "EVIL\n",
+    )
+    .unwrap();
+    std::fs::write(root.join("team/alpha/added.sh"), "echo EVIL\n").unwrap();
+
+    for path in [
+        guide,
+        "/v1/skills/alpha/files/SKILL.md",
+        "/v1/skills/alpha/files/added.sh",
+    ] {
+        let answer = get(&http, server.url(path), "reader").await;
+        assert_eq!(answer.status(), 412, "{path}");
+        let body = answer.text().await.unwrap();
+        assert!(!body.contains("EVIL"), "{path}: {body}");
+        assert!(body.contains("changed since"), "{path}: {body}");
+    }
+    let show = get(&http, server.url("/v1/skills/alpha"), "reader").await;
+    let body = show.text().await.unwrap();
+    assert!(!body.contains("EVIL"), "{body}");
+    let shown: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        shown["files"],
+        serde_json::json!(["SKILL.md", "references/guide.md"]),
+        "{body}"
+    );
+    assert_eq!(shown["diagnostics"][0]["kind"], "changed_since_checked", "{body}");
+
+    let read = client
+        .read_resource(rmcp::model::ReadResourceRequestParams::new(
+            "skill://alpha/references/guide.md",
+        ))
+        .await;
+    let read = format!("{read:?}");
+    assert!(!read.contains("EVIL") && read.contains("changed since"), "{read}");
+    let loaded = client
+        .call_tool(
+            rmcp::model::CallToolRequestParams::new("load_skill")
+                .with_arguments(common::mcp_client::args(serde_json::json!({"name": "alpha"}))),
+        )
+        .await;
+    let loaded = format!("{loaded:?}");
+    assert!(!loaded.contains("EVIL"), "{loaded}");
+    let file = client
+        .call_tool(
+            rmcp::model::CallToolRequestParams::new("read_skill_file").with_arguments(common::mcp_client::args(
+                serde_json::json!({"name": "alpha", "path": "added.sh"}),
+            )),
+        )
+        .await;
+    let file = format!("{file:?}");
+    assert!(!file.contains("EVIL"), "{file}");
+
+    // Beta, unchanged, is served as before.
+    let beta = get(&http, server.url("/v1/skills/beta/files/scripts/run.py"), "reader").await;
+    assert_eq!(beta.status(), 200);
+    let _ = client.cancel().await;
+    server.stop().await;
+}

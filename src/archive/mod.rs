@@ -127,6 +127,10 @@ pub enum Refusal {
     /// `corrupt_entry`: an entry's data cannot be inflated, or does not
     /// match its checksum.
     CorruptEntry,
+    /// `reserved_path`: a file below the skill's `.skillstore/` directory
+    /// other than its signature (`.skillstore/signature`), which belongs
+    /// to no skill.
+    ReservedPath,
     /// `too_deep`: when packing, directories nest deeper than
     /// [`ArchiveLimits::max_depth`].
     TooDeep,
@@ -160,6 +164,7 @@ impl Refusal {
             Refusal::SizeMismatch => "size_mismatch",
             Refusal::CorruptEntry => "corrupt_entry",
             Refusal::TooDeep => "too_deep",
+            Refusal::ReservedPath => "reserved_path",
         }
     }
 }

@@ -207,6 +207,8 @@ async fn walk(backend: &dyn SkillBackend, dir: &VPath, limits: &ArchiveLimits) -
             }
             let relative = format!("{prefix}{}", entry.name);
             match entry.kind {
+                // Not a file of the skill: left out of the archive.
+                EntryKind::File if crate::skill_files::is_foreign(&relative) => {}
                 EntryKind::File => files.push(relative),
                 EntryKind::Dir if depth < limits.max_depth => {
                     pending.push((

@@ -234,6 +234,13 @@ fn read_checked(bytes: &[u8], limits: &ArchiveLimits, rooted: Option<&str>) -> R
                 dirs.push(rest.to_owned());
             }
         } else {
+            if crate::skill_files::is_foreign(rest) {
+                return Err(ArchiveError::entry(
+                    Refusal::ReservedPath,
+                    name,
+                    "below `.skillstore/` only `.skillstore/signature` belongs to a skill",
+                ));
+            }
             planned.push(Planned {
                 index,
                 path: rest.to_owned(),

@@ -5,6 +5,8 @@
 //!   it is computed through;
 //! - [`lock`]: the lock file (`skillstore lock`, `--locked`), each enabled
 //!   winner's digest and each Git mount's commit;
+//! - [`pin`]: reads of a checked skill held to the file versions its
+//!   check digested;
 //! - [`signature`]: SSH signatures over skill digests and the
 //!   `allowed_signers` files that accept them;
 //! - [`sign`]: `skillstore sign`, a local skill directory signed;
@@ -13,6 +15,7 @@
 
 pub mod digest;
 pub mod lock;
+pub mod pin;
 pub mod policy;
 pub mod sign;
 pub mod signature;

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use futures::StreamExt;
-use skillstore_backends::{ErrorKind as StorageKind, VPath};
+use skillstore_backends::{ErrorKind as StorageKind, VPath, Version};
 
 use crate::catalog::Catalog;
 use crate::diagnostic::{Diagnostic, DiagnosticKind, Severity};
@@ -36,6 +36,18 @@ pub struct Integrity {
     pub lock: Option<Arc<Lock>>,
     /// The signature policy of each source that has one, by source name.
     pub signatures: Vec<(String, Arc<SignaturePolicy>)>,
+}
+
+/// What the checks found for one winner that passed them.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Checked {
+    /// Its digest, when a check computed one.
+    pub digest: Option<String>,
+    /// Who signed it, when its signature verified.
+    pub signer: Option<String>,
+    /// Each file the digest was computed from and the version it was read
+    /// at, when a check computed the digest: reads are held to these.
+    pub files: Option<Vec<(VPath, Version)>>,
 }
 
 /// What the signature check of one skill found.
@@ -66,27 +78,34 @@ impl Integrity {
     }
 
     /// `catalog` without the winners that fail a check, each replaced by an
-    /// error diagnostic saying why (`not_locked`, `lock_mismatch`,
+    /// error diagnostic saying why (`not_locked`, `lock_mismatch` for
+    /// another digest or another source than the lock's,
     /// `signature_missing`, `signature_invalid`, `signer_not_allowed`,
-    /// `signer_expired`); those that pass carry their digest and signer.
+    /// `signer_expired`); those that pass carry their digest and signer. A
+    /// disabled winner the lock does not hold is left out with no
+    /// diagnostic: the lock pins what is served, and it is not served.
     pub(crate) async fn enforce(&self, catalog: Catalog) -> Catalog {
         let locked = self.lock.as_ref().and_then(|l| l.skills_by_name());
-        let skills: Vec<(String, String, VPath)> = catalog
+        let skills: Vec<(String, String, VPath, bool)> = catalog
             .skills()
             .iter()
-            .map(|s| (s.name().to_owned(), s.source.clone(), s.path.clone()))
+            .map(|s| (s.name().to_owned(), s.source.clone(), s.path.clone(), s.enabled))
             .collect();
         let (catalog_ref, locked_ref, this) = (&catalog, &locked, self);
         let checks = futures::stream::iter(skills)
-            .map(move |(name, source, path)| async move {
+            .map(move |(name, source, path, enabled)| async move {
                 let refuse = |kind, message: String| {
                     let d = Diagnostic::new(Severity::Error, kind, Some(&source), Some(&path), message);
-                    Err((name.clone(), d))
+                    Err((name.clone(), Some(d)))
                 };
                 let policy = this.signature_policy(&source);
                 let entry: Option<&LockedSkill> = match locked_ref {
                     Some(locked) => match locked.get(name.as_str()) {
                         Some(entry) => Some(entry),
+                        // A disabled skill is not served, so the lock
+                        // need not hold it (`lock` writes enabled winners
+                        // only): it is left out without a diagnostic.
+                        None if !enabled => return Err((name.clone(), None)),
                         None => {
                             return refuse(
                                 DiagnosticKind::NotLocked,
@@ -96,11 +115,30 @@ impl Integrity {
                     },
                     None => None,
                 };
-                if entry.is_none() && policy.is_none() {
-                    return Ok((name.clone(), (None, None)));
+                if let Some(entry) = entry
+                    && entry.source != source
+                {
+                    return refuse(
+                        DiagnosticKind::LockMismatch,
+                        format!(
+                            "it wins in the source `{source}`, the lock says `{}`; it is not served",
+                            entry.source
+                        ),
+                    );
                 }
-                let digest = match catalog_ref.skill_digest(&name).await {
-                    Ok(found) => found.digest,
+                if entry.is_none() && policy.is_none() {
+                    return Ok((name.clone(), Checked::default()));
+                }
+                let dir = path.parent().expect("a SKILL.md has a parent");
+                let (digest, files) = match catalog_ref.skill_digest(&name).await {
+                    Ok(found) => {
+                        let files = found
+                            .files
+                            .into_iter()
+                            .filter_map(|f| Some((dir.join(&f.relative).ok()?, f.version?)))
+                            .collect::<Vec<_>>();
+                        (found.digest, files)
+                    }
                     Err(e) => {
                         let kind = if entry.is_some() {
                             DiagnosticKind::LockMismatch
@@ -131,10 +169,15 @@ impl Integrity {
                         }
                     },
                 };
-                Ok((name.clone(), (Some(digest), signer)))
+                let checked = Checked {
+                    digest: Some(digest),
+                    signer,
+                    files: Some(files),
+                };
+                Ok((name.clone(), checked))
             })
             .buffered(PARALLEL)
-            .collect::<Vec<std::result::Result<(String, (Option<String>, Option<String>)), (String, Diagnostic)>>>()
+            .collect::<Vec<std::result::Result<(String, Checked), (String, Option<Diagnostic>)>>>()
             .await;
         let mut passed = HashMap::new();
         let mut refused = Vec::new();
@@ -147,7 +190,7 @@ impl Integrity {
             }
         }
         let mut catalog = catalog;
-        catalog.set_checked(&passed);
+        catalog.set_checked(passed);
         if refused.is_empty() {
             catalog
         } else {
@@ -187,6 +230,46 @@ pub fn signature_message(refused: Refused) -> String {
             "its signature is by a key outside the validity its source gives it (valid-after, valid-before); it is not served"
                 .into()
         }
+    }
+}
+
+/// What the signature check of the skill whose directory is `dir` on
+/// `backend` finds against `policy`: its digest over the files a confined
+/// read serves ([`crate::skill_files`]) and its [`SIGNATURE_FILE`] read
+/// the same way, as a source with that policy would check it once the
+/// skill is there. Used before a local tree is published. A skill whose
+/// digest cannot be computed is [`Refused::Invalid`].
+pub async fn check_dir(
+    backend: &dyn skillstore_backends::SkillBackend,
+    dir: &VPath,
+    policy: &SignaturePolicy,
+) -> SignatureStatus {
+    let listed = match crate::skill_files::list(
+        backend,
+        dir,
+        skillstore_backends::DEFAULT_READ_LIMIT,
+        crate::skill_files::FileLimits::default(),
+    )
+    .await
+    {
+        Ok(listed) => listed,
+        Err(_) => return SignatureStatus::Refused(Refused::Invalid),
+    };
+    let digests = crate::integrity::FileDigests::new();
+    let Ok(digest) = digests.skill_digest(backend, &listed).await else {
+        return SignatureStatus::Refused(Refused::Invalid);
+    };
+    let Ok(path) = dir.join(SIGNATURE_FILE) else {
+        return SignatureStatus::Refused(Refused::Invalid);
+    };
+    match backend.read(&path, listed.read_options()).await {
+        Ok(blob) => match policy.allowed.verify(&blob.data, &digest.digest, now()) {
+            Ok(signer) => SignatureStatus::Signed(signer),
+            Err(refused) => SignatureStatus::Refused(refused),
+        },
+        Err(e) if e.kind() == StorageKind::NotFound && policy.required => SignatureStatus::Refused(Refused::Missing),
+        Err(e) if e.kind() == StorageKind::NotFound => SignatureStatus::Unsigned,
+        Err(_) => SignatureStatus::Refused(Refused::Invalid),
     }
 }
 

@@ -12,7 +12,8 @@
 //! SIGNERS): one `PRINCIPALS [OPTIONS] KEYTYPE BASE64 [COMMENT]` a line.
 //! The options read are `namespaces="..."`, `valid-after="..."` and
 //! `valid-before="..."` (times `YYYYMMDD[HHMM[SS]][Z]`, read as UTC);
-//! `cert-authority` is refused as unsupported.
+//! `cert-authority` is refused as unsupported, and so is a line giving
+//! one option twice (as OpenSSH refuses it).
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -243,6 +244,16 @@ fn parse_options(text: &str) -> std::result::Result<Options, String> {
             Some((name, value)) => (name.to_ascii_lowercase(), Some(value.trim_matches('"'))),
             None => (option.to_ascii_lowercase(), None),
         };
+        let repeated = match name.as_str() {
+            "namespaces" => out.0.is_some(),
+            "valid-after" => out.1.is_some(),
+            "valid-before" => out.2.is_some(),
+            _ => false,
+        };
+        if repeated {
+            // OpenSSH refuses such a line ("multiple ... clauses").
+            return Err(format!("the option `{name}` is given more than once"));
+        }
         match (name.as_str(), value) {
             ("namespaces", Some(v)) => out.0 = Some(v.split(',').map(str::to_owned).collect()),
             ("valid-after", Some(v)) => out.1 = Some(parse_time(v)?),
@@ -325,6 +336,14 @@ mod tests {
         let err = AllowedSigners::parse(&format!("ca cert-authority {key}\n")).unwrap_err();
         assert!(err.to_string().contains("line 1: cert-authority"), "{err}");
         assert!(AllowedSigners::parse("dave not-a-key AAAA\n").is_err());
+        let twice = AllowedSigners::parse(&format!(
+            "\nerin valid-after=\"20000101\",VALID-AFTER=\"20990101\" {key}\n"
+        ))
+        .unwrap_err();
+        assert!(
+            twice.to_string().contains("line 2: the option `valid-after`"),
+            "{twice}"
+        );
         assert!(glob("skill*", "skillstore") && glob("s?illstore", "skillstore") && !glob("git", "skillstore"));
     }
 }

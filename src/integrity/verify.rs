@@ -14,10 +14,13 @@ pub enum LockStatus {
     NoLock,
     /// Its digest is the lock's.
     Matches,
-    /// The lock pins another digest (`lock_mismatch`).
+    /// The lock pins another digest, or the skill to another source
+    /// (`lock_mismatch`).
     Mismatch {
         /// The digest the lock holds.
         locked: String,
+        /// The source the lock holds.
+        locked_source: String,
     },
     /// The lock does not hold it (`not_locked`).
     NotLocked,
@@ -74,15 +77,29 @@ pub async fn verify(namespace: &Namespace) -> Vec<SkillReport> {
         let lock = match &locked {
             None => LockStatus::NoLock,
             Some(locked) => match locked.get(name) {
+                // Disabled, so not served: the lock need not hold it.
+                None if !skill.enabled => LockStatus::NotLocked,
                 None => {
                     problem.get_or_insert_with(|| "not in the lock file".into());
                     LockStatus::NotLocked
                 }
-                Some(entry) if Some(&entry.digest) == digest.as_ref() => LockStatus::Matches,
+                Some(entry) if Some(&entry.digest) == digest.as_ref() && entry.source == skill.source => {
+                    LockStatus::Matches
+                }
                 Some(entry) => {
-                    problem.get_or_insert_with(|| format!("the lock says {}", entry.digest));
+                    problem.get_or_insert_with(|| {
+                        if entry.source == skill.source {
+                            format!("the lock says {}", entry.digest)
+                        } else {
+                            format!(
+                                "it wins in the source `{}`, the lock says `{}`",
+                                skill.source, entry.source
+                            )
+                        }
+                    });
                     LockStatus::Mismatch {
                         locked: entry.digest.clone(),
+                        locked_source: entry.source.clone(),
                     }
                 }
             },

@@ -1,0 +1,256 @@
+//! The reads a catalog serves: held to the versions a check saw, and
+//! never of a path that belongs to no skill.
+//!
+//! When a skill passes a lock or signature check, the check read each of
+//! its files at some version and computed the digest from those bytes.
+//! [`Pins`] records, per checked skill, each file's path and that version;
+//! [`PinnedBackend`] wraps the namespace's backend so that every read of a
+//! file of a checked skill returns bytes only when the version the read
+//! itself returns is the one the digest was computed from. A file changed,
+//! added or removed since the check is refused
+//! ([`ErrorKind::VersionConflict`], or [`ErrorKind::NotFound`] for one
+//! removed) until a refresh checks the skill again.
+//!
+//! A confined read (one that names the skill's directory) of a path below
+//! the skill's `.skillstore/` other than its signature is not found
+//! ([`crate::skill_files::is_foreign`]), whatever the checks.
+//!
+//! Every front end reads through [`crate::Catalog::backend`], so all of
+//! them inherit both rules.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use skillstore_backends::{
+    Blob, Capabilities, DeepLimits, DeepListing, Entry, Error, ErrorKind, Listing, Metadata, PutMode, ReadOptions,
+    Result, SkillBackend, VPath, Version,
+};
+
+/// The public sentence of a read refused because the skill changed.
+pub const CHANGED: &str =
+    "the skill changed since its lock or signature was checked; refresh to check it again before it is served";
+
+/// The file versions each checked skill was digested at.
+#[derive(Debug, Default)]
+pub struct Pins {
+    dirs: HashSet<VPath>,
+    files: HashMap<VPath, Version>,
+}
+
+impl Pins {
+    /// No skill pinned.
+    pub fn new() -> Self {
+        Pins::default()
+    }
+
+    /// Pins the skill whose directory is `dir` to `files`: pairs of a
+    /// path below `dir` and the version its digested bytes were read at.
+    /// Only those files are served from `dir` afterwards.
+    pub fn pin(&mut self, dir: VPath, files: impl IntoIterator<Item = (VPath, Version)>) {
+        self.files.extend(files);
+        self.dirs.insert(dir);
+    }
+
+    /// True when no skill is pinned.
+    pub fn is_empty(&self) -> bool {
+        self.dirs.is_empty()
+    }
+
+    /// True when the skill whose directory is `dir` is pinned.
+    pub fn holds(&self, dir: &VPath) -> bool {
+        self.dirs.contains(dir)
+    }
+
+    /// The pinned skill directory holding `path`, when there is one.
+    pub fn skill_of(&self, path: &VPath) -> Option<&VPath> {
+        if self.dirs.is_empty() {
+            return None;
+        }
+        // Each ancestor is a prefix of the path's text ending before a `/`.
+        let text = path.as_str();
+        let mut end = text.len();
+        while let Some(slash) = text[..end].rfind('/') {
+            if slash == 0 {
+                return None;
+            }
+            if let Some(found) = self.dirs.get(&text[..slash]) {
+                return Some(found);
+            }
+            end = slash;
+        }
+        None
+    }
+
+    /// True when `path` is a file of a pinned skill, or of no pinned skill.
+    pub fn admits(&self, path: &VPath) -> bool {
+        self.skill_of(path).is_none() || self.files.contains_key(path)
+    }
+
+    /// Why a read of `path` may not be served before it is made: it lies
+    /// in a pinned skill and was not among the files checked.
+    fn refuse_before(&self, path: &VPath) -> Option<Error> {
+        (!self.admits(path)).then(|| Error::at(ErrorKind::VersionConflict, path).with_public_detail(CHANGED))
+    }
+
+    /// `read` of `path` as it may be served: refused when `path` lies in
+    /// a pinned skill and the read's version is not the pinned one.
+    fn after(&self, path: &VPath, read: Result<Blob>) -> Result<Blob> {
+        let blob = read?;
+        match self.files.get(path) {
+            Some(pinned) if !pinned.same_as(&blob.version) => {
+                Err(Error::at(ErrorKind::VersionConflict, path).with_public_detail(CHANGED))
+            }
+            Some(_) => Ok(blob),
+            None if self.skill_of(path).is_some() => {
+                Err(Error::at(ErrorKind::VersionConflict, path).with_public_detail(CHANGED))
+            }
+            None => Ok(blob),
+        }
+    }
+}
+
+/// A backend whose reads of a pinned skill's files are held to [`Pins`],
+/// and whose confined reads of a path that belongs to no skill are not
+/// found; everything else passes through to the backend it wraps.
+#[derive(Debug)]
+pub struct PinnedBackend {
+    inner: Arc<dyn SkillBackend>,
+    pins: Arc<Pins>,
+}
+
+impl PinnedBackend {
+    /// `inner`, with reads of the skills in `pins` held to their versions.
+    pub fn new(inner: Arc<dyn SkillBackend>, pins: Arc<Pins>) -> Self {
+        PinnedBackend { inner, pins }
+    }
+
+    /// The pins reads are held to.
+    pub fn pins(&self) -> &Arc<Pins> {
+        &self.pins
+    }
+}
+
+#[async_trait]
+impl SkillBackend for PinnedBackend {
+    fn capabilities(&self) -> Capabilities {
+        self.inner.capabilities()
+    }
+    async fn list(&self, dir: &VPath) -> Result<Vec<Entry>> {
+        self.inner.list(dir).await
+    }
+    async fn list_detailed(&self, dir: &VPath) -> Result<Listing> {
+        self.inner.list_detailed(dir).await
+    }
+    async fn list_deep(&self, dir: &VPath, limits: DeepLimits) -> Result<DeepListing> {
+        self.inner.list_deep(dir, limits).await
+    }
+    fn capabilities_at(&self, path: &VPath) -> Capabilities {
+        self.inner.capabilities_at(path)
+    }
+    fn location_id(&self, dir: &VPath) -> Option<String> {
+        self.inner.location_id(dir)
+    }
+    async fn stat(&self, path: &VPath) -> Result<Metadata> {
+        self.inner.stat(path).await
+    }
+    async fn read(&self, path: &VPath, options: ReadOptions) -> Result<Blob> {
+        if let Some(refused) = foreign(path, options).or_else(|| self.pins.refuse_before(path)) {
+            return Err(refused);
+        }
+        let read = self.inner.read(path, options).await;
+        self.pins.after(path, read)
+    }
+    async fn put(&self, path: &VPath, data: Bytes, mode: PutMode) -> Result<Version> {
+        self.inner.put(path, data, mode).await
+    }
+    async fn delete(&self, path: &VPath) -> Result<()> {
+        self.inner.delete(path).await
+    }
+    async fn delete_if_version(&self, path: &VPath, expected: &Version) -> Result<()> {
+        self.inner.delete_if_version(path, expected).await
+    }
+    fn preferred_batch(&self) -> usize {
+        self.inner.preferred_batch()
+    }
+    async fn read_many(&self, paths: &[VPath], options: ReadOptions) -> Vec<Result<Blob>> {
+        let refused: Vec<Option<Error>> = paths
+            .iter()
+            .map(|p| foreign(p, options).or_else(|| self.pins.refuse_before(p)))
+            .collect();
+        let admitted: Vec<VPath> = paths
+            .iter()
+            .zip(&refused)
+            .filter(|(_, r)| r.is_none())
+            .map(|(p, _)| p.clone())
+            .collect();
+        let mut read = if admitted.is_empty() {
+            Vec::new()
+        } else {
+            self.inner.read_many(&admitted, options).await
+        }
+        .into_iter();
+        paths
+            .iter()
+            .zip(refused)
+            .map(|(path, refused)| match refused {
+                Some(refused) => Err(refused),
+                None => {
+                    let blob = read.next().unwrap_or_else(|| {
+                        Err(Error::at(ErrorKind::Other, path).with_detail("a batch read lost an answer"))
+                    });
+                    self.pins.after(path, blob)
+                }
+            })
+            .collect()
+    }
+    async fn stat_many(&self, paths: &[VPath]) -> Vec<Result<Metadata>> {
+        self.inner.stat_many(paths).await
+    }
+}
+
+/// Not found, for a confined read of a path below its skill's
+/// `.skillstore/` other than the signature.
+fn foreign(path: &VPath, options: ReadOptions) -> Option<Error> {
+    let skill_depth = options.confinement?;
+    if !path.as_str().contains("/.skillstore/") {
+        return None;
+    }
+    let relative = path.segments().skip(skill_depth).collect::<Vec<_>>().join("/");
+    crate::skill_files::is_foreign(&relative).then(|| {
+        Error::at(ErrorKind::NotFound, path)
+            .with_public_detail("below `.skillstore/` only `.skillstore/signature` belongs to a skill")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(path: &str) -> VPath {
+        VPath::new(path).expect("a valid path")
+    }
+
+    #[test]
+    fn only_the_checked_files_of_a_pinned_skill_are_admitted() {
+        let mut pins = Pins::new();
+        pins.pin(v("/s/pdf"), [(v("/s/pdf/SKILL.md"), Version::new("1"))]);
+        assert!(pins.admits(&v("/s/pdf/SKILL.md")));
+        assert!(!pins.admits(&v("/s/pdf/added.sh")));
+        assert!(!pins.admits(&v("/s/pdf/a/b/added.sh")));
+        assert!(pins.admits(&v("/s/pdfx/SKILL.md")));
+        assert!(pins.admits(&v("/s/other/SKILL.md")));
+        let blob = |version: &str| {
+            Ok(Blob {
+                data: Bytes::from_static(b"x"),
+                size: 1,
+                version: Version::new(version),
+            })
+        };
+        assert!(pins.after(&v("/s/pdf/SKILL.md"), blob("\"1\"")).is_ok());
+        let changed = pins.after(&v("/s/pdf/SKILL.md"), blob("2")).unwrap_err();
+        assert_eq!(changed.kind(), ErrorKind::VersionConflict);
+        assert_eq!(changed.public_detail(), Some(CHANGED));
+    }
+}
