@@ -366,6 +366,52 @@ fn deep_trees_and_a_hundred_thousand_entries_stay_bounded() {
     assert_eq!(walk.passed_over.len(), 1, "{:?}", walk.passed_over);
 }
 
+/// A small repository whose trees repeat one subtree a thousand times at
+/// each of three levels (a billion paths, no file, or one file at the
+/// bottom): the one-walk listing gives up within its bounds (an empty
+/// directory sends the tree to the listing by directory; a repeated
+/// subtree's entries count against the listing's budget) rather than visit
+/// every path. The walk runs with a deadline so a regression fails, not hangs.
+#[test]
+fn a_tree_repeating_one_subtree_cannot_hold_the_deep_listing() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path();
+    bare(repo);
+    let empty = tree(repo, &[]);
+    let x = blob(repo, b"x");
+    let with_file = tree(repo, &[("100644", "blob", &x, b"x.md")]);
+    let names: Vec<String> = (0..1000).map(|i| format!("d{i:04}")).collect();
+    let rt = runtime();
+    for (leaf, has_file) in [(empty, false), (with_file, true)] {
+        let mut level = leaf;
+        for _ in 0..3 {
+            let entries: Vec<(&str, &str, &str, &[u8])> = names
+                .iter()
+                .map(|n| ("040000", "tree", level.as_str(), n.as_bytes()))
+                .collect();
+            level = tree(repo, &entries);
+        }
+        let root = tree(repo, &[("040000", "tree", &level, b"bomb")]);
+        git(repo, &["update-ref", "refs/heads/main", &commit_tree(repo, &root)]);
+        let backend = GitBackend::open(repo, "main", SymlinkPolicy::WithinRoot).unwrap();
+        let listed = rt.block_on(async {
+            tokio::time::timeout(
+                std::time::Duration::from_secs(300),
+                backend.list_deep(&VPath::root(), skillstore_backends::DeepLimits::default()),
+            )
+            .await
+            .expect("the deep listing gave up within its bounds")
+        });
+        if has_file {
+            assert!(listed.unwrap().truncated, "a billion paths listed whole?");
+        } else {
+            // An empty directory: listed by directory, where a SKILL.md
+            // that is one is reported as a read of it reports it.
+            assert_eq!(listed.unwrap_err().kind(), ErrorKind::Unsupported);
+        }
+    }
+}
+
 /// A loose object whose header claims 10 bytes and whose zlib stream
 /// inflates to 20 MiB: the read fails, never serving or holding the rest.
 #[test]

@@ -187,9 +187,26 @@ impl Inner {
                 Err(Error::at(ErrorKind::Unsupported, path).with_detail(format!("{what}: listed by directory")))
             };
             let mut listing = DeepListing::default();
+            // Trees may repeat one subtree under many names: entries of
+            // trees are counted too, so a small repository cannot make the
+            // walk visit its subtree a billion times.
+            let mut visited = 0usize;
+            let budget = limits.max_files.saturating_mul(2);
             let mut pending = vec![(root, dir.clone(), String::new())];
             while let Some((tree, here, prefix)) = pending.pop() {
-                for (name, mode, id) in trees.entries(tree, &here)? {
+                let entries = trees.entries(tree, &here)?;
+                // An empty tree is a directory a checkout makes and a list
+                // of files cannot show (a SKILL.md that is one is refused
+                // by a read, not passed over).
+                if entries.is_empty() && !prefix.is_empty() {
+                    return by_directory(&here, "an empty directory");
+                }
+                visited += entries.len();
+                if visited > budget {
+                    listing.truncated = true;
+                    return Ok(listing);
+                }
+                for (name, mode, id) in entries {
                     let name = match name.to_str() {
                         Ok(name) if is_valid_segment(name) && !is_git_dir_name(name.as_bytes().as_bstr()) => name,
                         _ => {
