@@ -28,14 +28,82 @@ struct Refusal<'a> {
     error: String,
 }
 
-/// One line of a batch.
+/// One line of a batch, but its `id`.
 #[derive(Deserialize)]
 struct Request {
-    #[serde(default)]
-    id: Option<serde_json::Value>,
     query: String,
     #[serde(default)]
     limit: Option<usize>,
+}
+
+/// The longest batch line read; a longer one is answered with an error and
+/// skipped without being held in memory.
+const MAX_LINE_BYTES: usize = 64 * 1024;
+
+/// One line of standard input, as far as a batch is concerned.
+enum Line {
+    Text(String),
+    NotUtf8,
+    TooLong,
+}
+
+/// The next line of `input` (its newline removed), never holding more than
+/// [`MAX_LINE_BYTES`] of it; `None` at the end of the input.
+fn next_line(input: &mut impl BufRead) -> std::io::Result<Option<Line>> {
+    let mut bytes = Vec::new();
+    let mut too_long = false;
+    let mut seen = false;
+    loop {
+        let available = input.fill_buf()?;
+        if available.is_empty() {
+            if !seen {
+                return Ok(None);
+            }
+            break;
+        }
+        seen = true;
+        let end = available.iter().position(|&b| b == b'\n');
+        let chunk = &available[..end.unwrap_or(available.len())];
+        if !too_long {
+            if bytes.len() + chunk.len() > MAX_LINE_BYTES {
+                too_long = true;
+                bytes = Vec::new();
+            } else {
+                bytes.extend_from_slice(chunk);
+            }
+        }
+        let used = end.map_or(available.len(), |i| i + 1);
+        input.consume(used);
+        if end.is_some() {
+            break;
+        }
+    }
+    Ok(Some(if too_long {
+        Line::TooLong
+    } else {
+        String::from_utf8(bytes).map_or(Line::NotUtf8, Line::Text)
+    }))
+}
+
+/// A batch line's `id` (when it has a usable one) and its request, or why
+/// it is not one: an object with a string `query`, an optional `limit`,
+/// and an optional `id` that is a string, a 64-bit integer or null (echoed
+/// as it came).
+fn parse_request(text: &str) -> Result<(Option<serde_json::Value>, Request), (Option<serde_json::Value>, String)> {
+    let value: serde_json::Value =
+        serde_json::from_str(text).map_err(|e| (None, format!("not a query object: {e}")))?;
+    let serde_json::Value::Object(mut fields) = value else {
+        return Err((None, "not a query object: a JSON object is expected".into()));
+    };
+    let id = match fields.remove("id") {
+        None => None,
+        Some(id) if id.is_string() || id.is_i64() || id.is_u64() || id.is_null() => Some(id),
+        Some(_) => return Err((None, "an id is a string, a 64-bit integer or null".into())),
+    };
+    match serde_json::from_value::<Request>(serde_json::Value::Object(fields)) {
+        Ok(request) => Ok((id, request)),
+        Err(e) => Err((id, format!("not a query object: {e}"))),
+    }
 }
 
 pub async fn run(
@@ -95,41 +163,47 @@ fn run_batch(
     index: &skillstore::search::SearchIndex,
     options: SearchOptions,
 ) -> Result<(), Failure> {
-    let stdin = std::io::stdin().lock();
+    let mut stdin = std::io::stdin().lock();
     let mut out = std::io::BufWriter::new(std::io::stdout().lock());
     let mut refused = 0usize;
-    for (number, line) in stdin.lines().enumerate() {
-        let line = line.map_err(|e| Failure::failed(format!("cannot read standard input: {e}")))?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let answer = match serde_json::from_str::<Request>(&line) {
-            Ok(request) => {
+    let mut number = 0usize;
+    while let Some(line) =
+        next_line(&mut stdin).map_err(|e| Failure::failed(format!("cannot read standard input: {e}")))?
+    {
+        number += 1;
+        let parsed = match &line {
+            Line::Text(text) if text.trim().is_empty() => continue,
+            Line::Text(text) => parse_request(text),
+            Line::NotUtf8 => Err((None, "not a query object: not UTF-8".to_owned())),
+            Line::TooLong => Err((None, format!("longer than {MAX_LINE_BYTES} bytes"))),
+        };
+        let answer = match parsed {
+            Ok((id, request)) => {
                 let options = SearchOptions {
                     limit: request.limit.unwrap_or(options.limit),
                     ..options
                 };
                 match index.search(catalog, &request.query, options) {
                     Ok(results) => serde_json::to_vec(&Answer {
-                        id: request.id.as_ref(),
+                        id: id.as_ref(),
                         results: &results,
                     }),
                     Err(e) => {
                         refused += 1;
                         serde_json::to_vec(&Refusal {
-                            id: request.id.as_ref(),
-                            line: number + 1,
+                            id: id.as_ref(),
+                            line: number,
                             error: e.to_string(),
                         })
                     }
                 }
             }
-            Err(e) => {
+            Err((id, error)) => {
                 refused += 1;
                 serde_json::to_vec(&Refusal {
-                    id: None,
-                    line: number + 1,
-                    error: format!("not a query object: {e}"),
+                    id: id.as_ref(),
+                    line: number,
+                    error,
                 })
             }
         };

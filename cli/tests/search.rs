@@ -207,3 +207,40 @@ fn search_batch_answers_each_query_before_the_next_is_sent() {
     reader.join().unwrap();
     assert!(child.wait().unwrap().success());
 }
+
+#[test]
+fn search_batch_refuses_bad_lines_one_by_one_and_echoes_ids_as_they_came() {
+    let tree = layers();
+    let cache = tempfile::tempdir().unwrap();
+    let mut input: Vec<u8> = Vec::new();
+    input.extend_from_slice(b"{\"id\": null, \"query\": \"poppler\"}\n");
+    input.extend_from_slice(b"{\"id\": \"u\", \"query\": \"\xff\xfe\"}\n");
+    input.extend_from_slice(&vec![b'a'; 70 * 1024]);
+    input.extend_from_slice(b"\n{\"id\": 123456789012345678901234567890, \"query\": \"pdf\"}\n");
+    input.extend_from_slice(b"[\"x\", \"pdf\", 5]\n");
+    input.extend_from_slice(b"{\"id\": 9, \"query\": 3}\n");
+    input.extend_from_slice(b"{\"id\": 18446744073709551615, \"query\": \"cells\"}\n");
+    let out = skillstore(tree.path(), cache.path())
+        .args(["search", "--batch"])
+        .write_stdin(input)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    let lines: Vec<Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 7, "{lines:?}");
+    assert_eq!(lines[0]["id"], Value::Null);
+    assert!(lines[0].as_object().unwrap().contains_key("id"));
+    assert_eq!(lines[0]["results"][0]["name"], "pdf");
+    for (at, line) in [(1, 2), (2, 3), (3, 4), (4, 5), (5, 6)] {
+        assert_eq!(lines[at]["line"], line, "{:?}", lines[at]);
+        assert!(lines[at]["error"].is_string(), "{:?}", lines[at]);
+    }
+    assert!(lines[2]["error"].as_str().unwrap().contains("longer than"));
+    assert_eq!(lines[5]["id"], 9, "a refused line keeps the id it had");
+    assert_eq!(lines[6]["id"], serde_json::json!(18446744073709551615u64));
+    assert_eq!(lines[6]["results"][0]["name"], "xlsx-editor");
+}
