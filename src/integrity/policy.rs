@@ -86,14 +86,14 @@ impl Integrity {
     /// diagnostic: the lock pins what is served, and it is not served.
     pub(crate) async fn enforce(&self, catalog: Catalog) -> Catalog {
         let locked = self.lock.as_ref().and_then(|l| l.skills_by_name());
-        let skills: Vec<(String, String, VPath, bool)> = catalog
+        let skills: Vec<(String, String, VPath, bool, Version)> = catalog
             .skills()
             .iter()
-            .map(|s| (s.name().to_owned(), s.source.clone(), s.path.clone(), s.enabled))
+            .map(|s| (s.name().to_owned(), s.source.clone(), s.path.clone(), s.enabled, s.version.clone()))
             .collect();
         let (catalog_ref, locked_ref, this) = (&catalog, &locked, self);
         let checks = futures::stream::iter(skills)
-            .map(move |(name, source, path, enabled)| async move {
+            .map(move |(name, source, path, enabled, parsed)| async move {
                 let refuse = |kind, message: String| {
                     let d = Diagnostic::new(Severity::Error, kind, Some(&source), Some(&path), message);
                     Err((name.clone(), Some(d)))
@@ -148,6 +148,22 @@ impl Integrity {
                         return refuse(kind, format!("its digest cannot be computed ({e}); it is not served"));
                     }
                 };
+                // What the catalog shows (name, description, the rest of the
+                // frontmatter) was parsed from one version of SKILL.md; the
+                // digest must be of that same version, or a SKILL.md swapped
+                // between the two reads would show text no check saw.
+                if files.iter().any(|(file, version)| *file == path && *version != parsed) {
+                    let kind = if entry.is_some() {
+                        DiagnosticKind::LockMismatch
+                    } else {
+                        DiagnosticKind::Signature(Refused::Invalid)
+                    };
+                    return refuse(
+                        kind,
+                        "its SKILL.md changed while it was checked; it is not served until a load sees one version"
+                            .into(),
+                    );
+                }
                 if let Some(entry) = entry
                     && entry.digest != digest
                 {
