@@ -221,6 +221,9 @@ impl GitCache {
         }
         let source = reference.unwrap_or("HEAD");
         let local = format!("refs/skillstore/{}", key(source));
+        // One deadline for the wait and the fetch together: a command that
+        // gets the lock just before its wait ends has only what is left.
+        let deadline = std::time::Instant::now() + self.fetch_timeout;
         let lock = match Lock::take_within(&self.dir.join(format!("{name}.lock")), self.fetch_timeout) {
             Ok(lock) => Arc::new(lock),
             Err(busy) => {
@@ -239,7 +242,7 @@ impl GitCache {
                 };
             }
         };
-        let result = self.open_locked(remote, &repo_dir, reference, &local, policy, &lock);
+        let result = self.open_locked(remote, &repo_dir, reference, &local, policy, &lock, deadline);
         drop(lock);
         self.prune(&name);
         result
@@ -253,6 +256,7 @@ impl GitCache {
         local: &str,
         policy: SymlinkPolicy,
         lock: &Arc<Lock>,
+        deadline: std::time::Instant,
     ) -> Result<(GitBackend, Resolution)> {
         let pinned = reference.filter(|r| is_full_commit_id(r));
         let repo = if repo_dir.exists() {
@@ -261,7 +265,7 @@ impl GitCache {
             gix::init_bare(repo_dir).map_err(|e| cache_error("cannot make the cached repository", e))?
         };
         let source = reference.unwrap_or("HEAD");
-        let fetched = self.fetch_within(repo_dir, remote, source, local, lock);
+        let fetched = self.fetch_within(repo_dir, remote, source, local, lock, deadline);
         let commit = match (&fetched, pinned) {
             (Ok(()), Some(commit)) => commit.to_owned(),
             (Ok(()), None) => local.to_owned(),
@@ -283,8 +287,9 @@ impl GitCache {
         Ok((backend, resolution))
     }
 
-    /// [`fetch`] on a thread of its own, given up after the fetch timeout:
-    /// the thread is asked to stop and keeps `lock` until it returns.
+    /// [`fetch`] on a thread of its own, given up at `deadline` (the fetch
+    /// timeout after the open began): the thread is asked to stop and keeps
+    /// `lock` until it returns.
     fn fetch_within(
         &self,
         repo_dir: &Path,
@@ -292,6 +297,7 @@ impl GitCache {
         source: &str,
         local: &str,
         lock: &Arc<Lock>,
+        deadline: std::time::Instant,
     ) -> Result<()> {
         let stop = Arc::new(AtomicBool::new(false));
         let (done, outcome) = std::sync::mpsc::sync_channel(1);
@@ -313,7 +319,7 @@ impl GitCache {
                 })
                 .map_err(|e| cache_error("cannot start a fetch", e))?
         };
-        match outcome.recv_timeout(self.fetch_timeout) {
+        match outcome.recv_timeout(deadline.saturating_duration_since(std::time::Instant::now())) {
             Ok(result) => {
                 let _ = thread.join();
                 result
