@@ -341,16 +341,22 @@ impl PyNamespace {
 
     /// Reads a file under the read limit (or `limit`), whole or its first
     /// `prefix` bytes.
+    /// Refused (`UsageError`) when the namespace checks a lock or
+    /// signatures: a path read would bypass the catalog, where those checks
+    /// withhold a skill and hold its reads to the checked versions.
     #[pyo3(signature = (path, *, limit=None, prefix=None))]
     fn read(&self, py: Python<'_>, path: &str, limit: Option<u64>, prefix: Option<u64>) -> PyResult<files::PyBlob> {
+        self.unchecked_reads(py, Some(path))?;
         let limit = limit.unwrap_or(self.inner.load_options().read_limit);
         files::read(py, &self.inner.backend(), path, limit, prefix)
     }
 
     /// Reads many files concurrently: one `Blob` or exception object per
-    /// path, in order.
+    /// path, in order. Refused like `read` when the namespace checks a
+    /// lock or signatures.
     #[pyo3(signature = (paths, *, limit=None))]
     fn read_many(&self, py: Python<'_>, paths: Vec<String>, limit: Option<u64>) -> PyResult<Vec<Py<PyAny>>> {
+        self.unchecked_reads(py, None)?;
         let limit = limit.unwrap_or(self.inner.load_options().read_limit);
         files::read_many(py, &self.inner.backend(), paths, limit)
     }
@@ -448,3 +454,22 @@ crate::async_variants!(PyNamespace {
     areopen => "reopen",
     averify => "verify",
 });
+
+impl PyNamespace {
+    /// Path reads go around the catalog: refused where a lock or
+    /// signatures are checked, so no byte of a withheld or changed skill is
+    /// read that way.
+    fn unchecked_reads(&self, py: Python<'_>, path: Option<&str>) -> PyResult<()> {
+        if self.inner.load_options().integrity.is_none() {
+            return Ok(());
+        }
+        Err(raise(
+            py,
+            "usage",
+            "this namespace checks a lock or signatures, which a path read would go around: \
+             read a skill's files through its catalog (Catalog.read_file)"
+                .into(),
+            path,
+        ))
+    }
+}

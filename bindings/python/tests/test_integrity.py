@@ -129,6 +129,12 @@ def test_a_tampered_locked_skill_is_not_served(root):
         catalog.read_skill("pdf")
     with pytest.raises(skillstore.NotFoundError):
         catalog.read_file("pdf", "scripts/run.sh")
+    # Path reads would go around the check: refused on a checked namespace.
+    with pytest.raises(skillstore.UsageError, match="Catalog.read_file"):
+        ns.read("/skills/pdf/scripts/run.sh")
+    with pytest.raises(skillstore.UsageError):
+        ns.read_many(["/skills/csv/SKILL.md"])
+    assert open_dir(root).read("/skills/pdf/scripts/run.sh").data.endswith(b"| sh\n")
     assert "pdf" not in catalog.render_prompt()
     assert [s["name"] for s in catalog.deepagents_metadata()] == ["csv"]
     found = {d.kind: d for d in catalog.diagnostics}
