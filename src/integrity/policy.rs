@@ -89,7 +89,15 @@ impl Integrity {
         let skills: Vec<(String, String, VPath, bool, Version)> = catalog
             .skills()
             .iter()
-            .map(|s| (s.name().to_owned(), s.source.clone(), s.path.clone(), s.enabled, s.version.clone()))
+            .map(|s| {
+                (
+                    s.name().to_owned(),
+                    s.source.clone(),
+                    s.path.clone(),
+                    s.enabled,
+                    s.version.clone(),
+                )
+            })
             .collect();
         let (catalog_ref, locked_ref, this) = (&catalog, &locked, self);
         let checks = futures::stream::iter(skills)
