@@ -219,8 +219,7 @@ impl GitCache {
         {
             return Ok((backend, Resolution::Pinned));
         }
-        let source = reference.unwrap_or("HEAD");
-        let local = format!("refs/skillstore/{}", key(source));
+        let local = local_ref(reference);
         // One deadline for the wait and the fetch together: a command that
         // gets the lock just before its wait ends has only what is left.
         let deadline = std::time::Instant::now() + self.fetch_timeout;
@@ -242,7 +241,7 @@ impl GitCache {
                 };
             }
         };
-        let result = self.open_locked(remote, &repo_dir, reference, &local, policy, &lock, deadline);
+        let result = self.open_locked(remote, &repo_dir, reference, policy, &lock, deadline);
         drop(lock);
         self.prune(&name);
         result
@@ -253,12 +252,12 @@ impl GitCache {
         remote: &GitRemote,
         repo_dir: &Path,
         reference: Option<&str>,
-        local: &str,
         policy: SymlinkPolicy,
         lock: &Arc<Lock>,
         deadline: std::time::Instant,
     ) -> Result<(GitBackend, Resolution)> {
         let pinned = reference.filter(|r| is_full_commit_id(r));
+        let local = &local_ref(reference);
         let repo = if repo_dir.exists() {
             gix::open(repo_dir).map_err(|e| cache_error("cannot open the cached repository", e))?
         } else {
@@ -381,6 +380,12 @@ fn speak_protocol_v1(repo: &mut gix::Repository) -> Result<()> {
         .commit()
         .map_err(|e| cache_error("cannot configure the protocol", e))?;
     Ok(())
+}
+
+/// The ref of the cached repository that `reference` (the remote's `HEAD`
+/// when `None`) is fetched into.
+fn local_ref(reference: Option<&str>) -> String {
+    format!("refs/skillstore/{}", key(reference.unwrap_or("HEAD")))
 }
 
 /// Fetches `source` from `remote` into the local ref `local`, depth 1;
