@@ -214,7 +214,10 @@ impl SkillBackend for PinnedBackend {
 /// `.skillstore/` other than the signature.
 fn foreign(path: &VPath, options: ReadOptions) -> Option<Error> {
     let skill_depth = options.confinement?;
-    if !path.as_str().contains("/.skillstore/") {
+    if !path
+        .segments()
+        .any(|segment| segment == crate::integrity::digest::RESERVED_DIR)
+    {
         return None;
     }
     let relative = path.segments().skip(skill_depth).collect::<Vec<_>>().join("/");
@@ -230,6 +233,23 @@ mod tests {
 
     fn v(path: &str) -> VPath {
         VPath::new(path).expect("a valid path")
+    }
+
+    #[test]
+    fn a_reserved_path_other_than_the_signature_is_never_read_in_a_skill() {
+        let confined = ReadOptions::default().confined(2);
+        for path in ["/s/pdf/.skillstore", "/s/pdf/.skillstore/x", "/s/pdf/.skillstore/a/b"] {
+            let refused = foreign(&v(path), confined).expect("refused");
+            assert_eq!(refused.kind(), ErrorKind::NotFound, "{path}");
+        }
+        for path in [
+            "/s/pdf/.skillstore/signature",
+            "/s/pdf/a/.skillstore",
+            "/s/pdf/.skillstorex",
+            "/s/pdf/x.md",
+        ] {
+            assert!(foreign(&v(path), confined).is_none(), "{path}");
+        }
     }
 
     #[test]
