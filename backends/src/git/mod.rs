@@ -42,6 +42,14 @@ pub(crate) fn is_git_dir_name(name: &gix::bstr::BStr) -> bool {
 }
 use tree::{Node, Trees, odb_error, submodule};
 
+/// A tree entry's name as a path segment, when it can be one and is not a
+/// `.git` directory.
+fn servable_name(name: &gix::bstr::BStr) -> Option<&str> {
+    name.to_str()
+        .ok()
+        .filter(|name| is_valid_segment(name) && !is_git_dir_name(name.as_bytes().as_bstr()))
+}
+
 /// How a Git LFS pointer file starts (the LFS specification's first line).
 const LFS_POINTER: &[u8] = b"version https://git-lfs.github.com/spec/";
 
@@ -207,9 +215,9 @@ impl Inner {
                     return Ok(listing);
                 }
                 for (name, mode, id) in entries {
-                    let name = match name.to_str() {
-                        Ok(name) if is_valid_segment(name) && !is_git_dir_name(name.as_bytes().as_bstr()) => name,
-                        _ => {
+                    let name = match servable_name(name.as_bstr()) {
+                        Some(name) => name,
+                        None => {
                             return Err(Error::at(ErrorKind::InvalidPath, &here)
                                 .with_detail("a name below it cannot be a path"));
                         }
@@ -255,11 +263,9 @@ impl Inner {
             };
             let mut listing = Listing::default();
             for (name, mode, id) in trees.entries(tree, dir)? {
-                let name = match name.to_str() {
-                    Ok(name) if is_valid_segment(name) && !is_git_dir_name(name.as_bytes().as_bstr()) => {
-                        name.to_owned()
-                    }
-                    _ => {
+                let name = match servable_name(name.as_bstr()) {
+                    Some(name) => name.to_owned(),
+                    None => {
                         listing
                             .invalid
                             .push(String::from_utf8_lossy(&name).escape_debug().to_string());
