@@ -140,21 +140,29 @@ fn search_text_output_and_usage_errors() {
     );
 }
 
-#[test]
-fn search_batch_answers_the_lines_after_a_malformed_one() {
+/// `search --batch` fed `input`: its exit code and one JSON value per
+/// answer line.
+fn batch(input: impl Into<Vec<u8>>) -> (Option<i32>, Vec<Value>) {
     let tree = layers();
     let cache = tempfile::tempdir().unwrap();
     let out = skillstore(tree.path(), cache.path())
         .args(["search", "--batch"])
-        .write_stdin("{\"id\": 1, \"query\": \"poppler\"}\n{\"id\": 2}\n[1]\n{\"id\": 3, \"query\": \"cells\"}\n")
+        .write_stdin(input.into())
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
-    let lines: Vec<Value> = String::from_utf8(out.stdout)
+    let lines = String::from_utf8(out.stdout)
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
+    (out.status.code(), lines)
+}
+
+#[test]
+fn search_batch_answers_the_lines_after_a_malformed_one() {
+    let (code, lines) =
+        batch("{\"id\": 1, \"query\": \"poppler\"}\n{\"id\": 2}\n[1]\n{\"id\": 3, \"query\": \"cells\"}\n");
+    assert_eq!(code, Some(2));
     assert_eq!(lines.len(), 4, "{lines:?}");
     assert_eq!(lines[0]["results"][0]["name"], "pdf");
     assert_eq!(
@@ -210,8 +218,6 @@ fn search_batch_answers_each_query_before_the_next_is_sent() {
 
 #[test]
 fn search_batch_refuses_bad_lines_one_by_one_and_echoes_ids_as_they_came() {
-    let tree = layers();
-    let cache = tempfile::tempdir().unwrap();
     let mut input: Vec<u8> = Vec::new();
     input.extend_from_slice(b"{\"id\": null, \"query\": \"poppler\"}\n");
     input.extend_from_slice(b"{\"id\": \"u\", \"query\": \"\xff\xfe\"}\n");
@@ -220,17 +226,8 @@ fn search_batch_refuses_bad_lines_one_by_one_and_echoes_ids_as_they_came() {
     input.extend_from_slice(b"[\"x\", \"pdf\", 5]\n");
     input.extend_from_slice(b"{\"id\": 9, \"query\": 3}\n");
     input.extend_from_slice(b"{\"id\": 18446744073709551615, \"query\": \"cells\"}\n");
-    let out = skillstore(tree.path(), cache.path())
-        .args(["search", "--batch"])
-        .write_stdin(input)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
-    let lines: Vec<Value> = String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let (code, lines) = batch(input);
+    assert_eq!(code, Some(2));
     assert_eq!(lines.len(), 7, "{lines:?}");
     assert_eq!(lines[0]["id"], Value::Null);
     assert!(lines[0].as_object().unwrap().contains_key("id"));
