@@ -380,17 +380,20 @@ impl Inner {
     }
 
     fn read(&self, path: &VPath, options: ReadOptions) -> Result<Blob> {
-        let (file, st) = self.open_regular(path, options)?;
+        let (mut file, st) = self.open_regular(path, options)?;
         let size = st.st_size.max(0) as u64;
         let cap = read_cap(options);
         let mut data = Vec::with_capacity(options.wanted(size).min(cap) as usize);
-        file.take(cap).read_to_end(&mut data).map_err(|e| file_error(e, path))?;
+        let version = read_settled(&mut file, st, path, |file| {
+            data.clear();
+            file.take(cap).read_to_end(&mut data).map(|_| ())
+        })?;
         let read = data.len() as u64;
         let size = checked_size(path, options, size, read)?;
         Ok(Blob {
             data: Bytes::from(data),
             size,
-            version: fingerprint(&st),
+            version,
         })
     }
 
@@ -402,16 +405,22 @@ impl Inner {
         let spans: Vec<_> = paths
             .iter()
             .map(|path| {
-                let (file, st) = self.open_regular(path, options)?;
+                let (mut file, st) = self.open_regular(path, options)?;
                 let start = packed.len();
-                let read = file.take(cap as u64).read_to_end(&mut packed);
-                if let Err(e) = read {
+                let version = read_settled(&mut file, st, path, |file| {
                     packed.truncate(start);
-                    return Err(Error::at(ErrorKind::Other, path).with_source(e));
-                }
+                    file.take(cap as u64).read_to_end(&mut packed).map(|_| ())
+                });
+                let version = match version {
+                    Ok(version) => version,
+                    Err(e) => {
+                        packed.truncate(start);
+                        return Err(e);
+                    }
+                };
                 let read = packed.len() - start;
                 let size = checked_size(path, options, st.st_size.max(0) as u64, read as u64)?;
-                Ok((start, read, size, fingerprint(&st)))
+                Ok((start, read, size, version))
             })
             .collect();
         let packed = Bytes::from(packed);
@@ -444,10 +453,12 @@ impl Inner {
     }
 
     fn list(&self, dir: &VPath) -> Result<Vec<Entry>> {
-        let fd = self.open(dir, OFlags::RDONLY | OFlags::DIRECTORY)?;
-        let listing = Dir::read_from(&fd).map_err(|e| io_error(e, dir))?;
+        // The listing reads through the opened handle itself: no second
+        // open of `.` per directory.
+        let mut listing =
+            Dir::new(self.open(dir, OFlags::RDONLY | OFlags::DIRECTORY)?).map_err(|e| io_error(e, dir))?;
         let mut entries = Vec::new();
-        for item in listing {
+        while let Some(item) = listing.read() {
             let item = item.map_err(|e| io_error(e, dir))?;
             let raw = item.file_name();
             if raw == c"." || raw == c".." {
@@ -465,7 +476,11 @@ impl Inner {
                     false,
                 ),
                 FileType::Symlink => (self.resolve_link(&child()), true),
-                _ => match rustix::fs::statat(&fd, raw, AtFlags::SYMLINK_NOFOLLOW) {
+                _ => match rustix::fs::statat(
+                    listing.fd().map_err(|e| io_error(e, dir))?,
+                    raw,
+                    AtFlags::SYMLINK_NOFOLLOW,
+                ) {
                     Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::Symlink => {
                         (self.resolve_link(&child()), true)
                     }
@@ -665,6 +680,37 @@ fn read_cap(options: ReadOptions) -> u64 {
     options.prefix.unwrap_or(u64::MAX).min(options.limit.saturating_add(1))
 }
 
+/// How many times a read is made again when the file changed under it.
+const SETTLE_ATTEMPTS: usize = 3;
+
+/// Runs `read_all` over `file` from its start until the file's version
+/// after the read equals its version before (`before` is the `fstat`
+/// taken at open), and returns that version: the bytes read were not
+/// rewritten in place while they were read, so they are the content of
+/// the version returned. A file that keeps changing is a
+/// [`ErrorKind::VersionConflict`] after [`SETTLE_ATTEMPTS`] reads.
+fn read_settled(
+    file: &mut File,
+    mut before: Stat,
+    path: &VPath,
+    mut read_all: impl FnMut(&mut File) -> std::io::Result<()>,
+) -> Result<Version> {
+    use std::io::{Seek, SeekFrom};
+    for attempt in 0..SETTLE_ATTEMPTS {
+        if attempt > 0 {
+            file.seek(SeekFrom::Start(0)).map_err(|e| file_error(e, path))?;
+        }
+        read_all(file).map_err(|e| file_error(e, path))?;
+        let after = rustix::fs::fstat(&*file).map_err(|e| io_error(e, path))?;
+        let version = fingerprint(&before);
+        if version == fingerprint(&after) {
+            return Ok(version);
+        }
+        before = after;
+    }
+    Err(Error::at(ErrorKind::VersionConflict, path).with_detail("the file kept changing while it was read"))
+}
+
 /// The whole size to report once `read` bytes were read from a file that
 /// `fstat` said held `size`, or the error if it grew past the limit.
 fn checked_size(path: &VPath, options: ReadOptions, size: u64, read: u64) -> Result<u64> {
@@ -849,6 +895,16 @@ impl SkillBackend for FsBackend {
         crate::backend::batch_answers(done, count, "a filesystem task")
     }
 
+    /// One blocking task for the whole batch rather than one per directory.
+    async fn list_many(&self, dirs: &[VPath]) -> Vec<Result<Vec<Entry>>> {
+        let dirs = dirs.to_vec();
+        let count = dirs.len();
+        let done = self
+            .blocking(move |inner| Ok(dirs.iter().map(|d| inner.list(d)).collect::<Vec<_>>()))
+            .await;
+        crate::backend::batch_answers(done, count, "a filesystem task")
+    }
+
     async fn put(&self, path: &VPath, data: Bytes, mode: PutMode) -> Result<Version> {
         self.check_writable(path)?;
         let path = path.clone();
@@ -885,5 +941,68 @@ mod tests {
         assert_eq!(ErrorKind::StorageFull.as_str(), "storage_full");
         assert_eq!(errno_kind(Errno::ACCESS), ErrorKind::PermissionDenied);
         assert_eq!(errno_kind(Errno::ROFS), ErrorKind::PermissionDenied);
+    }
+
+    /// A file in a fresh directory, created long enough ago that a change
+    /// now moves its change time even where timestamps are coarse.
+    fn settled_file(content: &[u8]) -> (tempfile::TempDir, std::path::PathBuf, File, Stat) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("big.md");
+        std::fs::write(&path, content).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let file = File::open(&path).unwrap();
+        let st = rustix::fs::fstat(&file).unwrap();
+        (dir, path, file, st)
+    }
+
+    fn rewrite_in_place(path: &std::path::Path, content: &[u8]) {
+        let mut writer = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+        writer.write_all(content).unwrap();
+    }
+
+    #[test]
+    fn a_file_rewritten_in_place_during_a_read_is_read_again() {
+        let (_dir, path, mut file, st) = settled_file(b"AAAA");
+        let vpath = VPath::new("/big.md").unwrap();
+        let mut data = Vec::new();
+        let mut reads = 0;
+        let version = read_settled(&mut file, st, &vpath, |file| {
+            data.clear();
+            file.read_to_end(&mut data)?;
+            reads += 1;
+            if reads == 1 {
+                // The same size, in place, after the first read took the old bytes.
+                rewrite_in_place(&path, b"BBBB");
+            }
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(reads, 2);
+        assert_eq!(data, b"BBBB");
+        let now = rustix::fs::fstat(&file).unwrap();
+        assert_eq!(
+            version,
+            fingerprint(&now),
+            "the version is the one the bytes were read at"
+        );
+        assert_ne!(version, fingerprint(&st));
+    }
+
+    #[test]
+    fn a_file_that_keeps_changing_while_read_is_refused() {
+        let (_dir, path, mut file, st) = settled_file(b"AAAA");
+        let vpath = VPath::new("/big.md").unwrap();
+        let mut round = 0u8;
+        let refused = read_settled(&mut file, st, &vpath, |file| {
+            let mut data = Vec::new();
+            file.read_to_end(&mut data)?;
+            round += 1;
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            rewrite_in_place(&path, &[b'a' + round; 4]);
+            Ok(())
+        })
+        .unwrap_err();
+        assert_eq!(refused.kind(), ErrorKind::VersionConflict);
+        assert_eq!(usize::from(round), SETTLE_ATTEMPTS);
     }
 }
