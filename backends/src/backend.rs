@@ -485,6 +485,14 @@ pub trait SkillBackend: Send + Sync + fmt::Debug {
     async fn stat_many(&self, paths: &[VPath]) -> Vec<Result<Metadata>> {
         futures::future::join_all(paths.iter().map(|p| self.stat(p))).await
     }
+
+    /// Lists several directories as [`SkillBackend::list`] lists each;
+    /// results come in the order of `dirs`. The default issues the listings
+    /// concurrently; a backend may serve a batch more cheaply (the
+    /// filesystem lists a batch in one blocking task).
+    async fn list_many(&self, dirs: &[VPath]) -> Vec<Result<Vec<Entry>>> {
+        futures::future::join_all(dirs.iter().map(|d| self.list(d))).await
+    }
 }
 
 #[async_trait]
@@ -531,6 +539,9 @@ impl<T: SkillBackend + ?Sized> SkillBackend for Arc<T> {
     async fn stat_many(&self, paths: &[VPath]) -> Vec<Result<Metadata>> {
         (**self).stat_many(paths).await
     }
+    async fn list_many(&self, dirs: &[VPath]) -> Vec<Result<Vec<Entry>>> {
+        (**self).list_many(dirs).await
+    }
 }
 
 /// Conveniences over [`SkillBackend`], available on every backend.
@@ -567,6 +578,14 @@ pub trait SkillBackendExt: SkillBackend {
     /// subdirectories it could not list. Listing `dir` itself must succeed.
     async fn walk(&self, dir: &VPath, limits: WalkLimits) -> Result<Walk> {
         crate::walk::walk(self, dir, limits).await
+    }
+
+    /// Walks each of `dirs` as [`SkillBackendExt::walk`] does, with the
+    /// next directory of every unfinished walk listed in one
+    /// [`SkillBackend::list_many`] batch; results come in the order of
+    /// `dirs`.
+    async fn walk_many(&self, dirs: &[VPath], limits: WalkLimits) -> Vec<Result<Walk>> {
+        crate::walk::walk_many(self, dirs, limits).await
     }
 }
 

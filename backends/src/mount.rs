@@ -296,6 +296,21 @@ impl SkillBackend for MountTable {
         }
         results
     }
+
+    /// Each mount gets one batch of the directories it serves; a directory
+    /// with a mount point below it is listed on its own.
+    async fn list_many(&self, dirs: &[VPath]) -> Vec<Result<Vec<Entry>>> {
+        let groups = self.group(dirs);
+        let batches = groups.iter().map(|(mount, _, inner)| mount.backend.list_many(inner));
+        let done = futures::future::join_all(batches).await;
+        let mut results = self.scatter(dirs, &groups, done, |p| self.route(p).map(|_| ()));
+        for (dir, result) in dirs.iter().zip(results.iter_mut()) {
+            if !self.mount_children(dir).is_empty() {
+                *result = self.list(dir).await;
+            }
+        }
+        results
+    }
 }
 
 /// The paths one mount serves: the mount, their positions, and the paths

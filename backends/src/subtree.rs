@@ -61,6 +61,32 @@ impl Subtree {
     }
 }
 
+impl Subtree {
+    /// Each of `paths` mapped to the inner backend, and those that map.
+    fn inner_paths(&self, paths: &[VPath]) -> (Vec<Result<VPath>>, Vec<VPath>) {
+        let mapped: Vec<Result<VPath>> = paths.iter().map(|p| self.inner_path(p)).collect();
+        let valid = mapped.iter().filter_map(|p| p.as_ref().ok().cloned()).collect();
+        (mapped, valid)
+    }
+
+    /// The answers of a batch over the paths that mapped, put back in the
+    /// order of `paths`, beside the errors of those that did not.
+    fn scatter<T>(&self, paths: &[VPath], mapped: Vec<Result<VPath>>, results: Vec<Result<T>>) -> Vec<Result<T>> {
+        let mut results = results.into_iter();
+        paths
+            .iter()
+            .zip(mapped)
+            .map(|(path, inner)| match inner {
+                Ok(_) => results
+                    .next()
+                    .unwrap_or_else(|| Err(Error::at(ErrorKind::Other, path)))
+                    .map_err(|e| self.outer_error(path, e)),
+                Err(e) => Err(e),
+            })
+            .collect()
+    }
+}
+
 #[async_trait]
 impl SkillBackend for Subtree {
     fn capabilities(&self) -> Capabilities {
@@ -126,19 +152,14 @@ impl SkillBackend for Subtree {
     }
 
     async fn read_many(&self, paths: &[VPath], options: ReadOptions) -> Vec<Result<Blob>> {
-        let mapped: Vec<Result<VPath>> = paths.iter().map(|p| self.inner_path(p)).collect();
-        let valid: Vec<VPath> = mapped.iter().filter_map(|p| p.as_ref().ok().cloned()).collect();
-        let mut results = self.inner.read_many(&valid, options).await.into_iter();
-        paths
-            .iter()
-            .zip(mapped)
-            .map(|(path, inner)| match inner {
-                Ok(_) => results
-                    .next()
-                    .unwrap_or_else(|| Err(Error::at(ErrorKind::Other, path)))
-                    .map_err(|e| self.outer_error(path, e)),
-                Err(e) => Err(e),
-            })
-            .collect()
+        let (mapped, valid) = self.inner_paths(paths);
+        let results = self.inner.read_many(&valid, options).await;
+        self.scatter(paths, mapped, results)
+    }
+
+    async fn list_many(&self, dirs: &[VPath]) -> Vec<Result<Vec<Entry>>> {
+        let (mapped, valid) = self.inner_paths(dirs);
+        let results = self.inner.list_many(&valid).await;
+        self.scatter(dirs, mapped, results)
     }
 }

@@ -392,6 +392,7 @@ macro_rules! __conformance_cases {
             symlink_out_of_the_root_is_refused,
             read_many_matches_read,
             stat_many_matches_stat,
+            list_many_matches_list,
             read_many_refuses_special_files,
             confined_read_stays_in_its_directory,
             confined_read_through_a_link_out_of_the_skill_is_refused,

@@ -81,28 +81,105 @@ pub enum PassReason {
 /// Walks `dir` on `backend`. Listing `dir` itself must succeed; a
 /// subdirectory that cannot be listed is passed over.
 pub(crate) async fn walk<B: SkillBackend + ?Sized>(backend: &B, dir: &VPath, limits: WalkLimits) -> Result<Walk> {
-    let mut walk = Walk::default();
-    // Directories still to list, deepest-last so the walk is depth first:
-    // (path, relative path, depth).
-    let mut pending: Vec<(VPath, String, usize)> = vec![(dir.clone(), String::new(), 0)];
-    let mut first = true;
-    while let Some((current, relative, depth)) = pending.pop() {
-        let mut entries = match backend.list(&current).await {
+    let mut walks = walk_many(backend, std::slice::from_ref(dir), limits).await;
+    walks.pop().expect("one walk per directory")
+}
+
+/// Walks each of `dirs` as [`walk`] does, listing the next directory of
+/// every unfinished walk in one [`SkillBackend::list_many`] batch at a
+/// time, so a thousand small skills cost a few batches, not a thousand
+/// listings each. Results come in the order of `dirs`.
+pub(crate) async fn walk_many<B: SkillBackend + ?Sized>(
+    backend: &B,
+    dirs: &[VPath],
+    limits: WalkLimits,
+) -> Vec<Result<Walk>> {
+    let mut walks: Vec<Walking> = dirs.iter().map(|d| Walking::new(d.clone())).collect();
+    let batch = backend.preferred_batch().max(1);
+    loop {
+        let next: Vec<(usize, VPath)> = walks
+            .iter()
+            .enumerate()
+            .filter_map(|(i, w)| w.next_dir().map(|d| (i, d.clone())))
+            .collect();
+        if next.is_empty() {
+            break;
+        }
+        let paths: Vec<VPath> = next.iter().map(|(_, d)| d.clone()).collect();
+        let chunks = paths.chunks(batch).map(|chunk| async move {
+            let mut listed = backend.list_many(chunk).await;
+            // A batch that lost answers must not leave a walk waiting.
+            listed.resize_with(chunk.len(), || {
+                Err(crate::error::Error::new(ErrorKind::Other).with_detail("a batch listing lost an answer"))
+            });
+            listed
+        });
+        let listed = futures::future::join_all(chunks).await.into_iter().flatten();
+        for ((i, _), entries) in next.into_iter().zip(listed) {
+            walks[i].take(entries, limits);
+        }
+    }
+    walks.into_iter().map(Walking::finish).collect()
+}
+
+/// One walk in progress: what is found so far and the directories still
+/// to list, deepest-last so the walk is depth first.
+struct Walking {
+    walk: Walk,
+    /// (path, relative path, depth).
+    pending: Vec<(VPath, String, usize)>,
+    first: bool,
+    failed: Option<crate::error::Error>,
+}
+
+impl Walking {
+    fn new(dir: VPath) -> Self {
+        Walking {
+            walk: Walk::default(),
+            pending: vec![(dir, String::new(), 0)],
+            first: true,
+            failed: None,
+        }
+    }
+
+    /// The directory to list next, if the walk goes on.
+    fn next_dir(&self) -> Option<&VPath> {
+        if self.failed.is_some() || self.walk.truncated {
+            return None;
+        }
+        self.pending.last().map(|(dir, _, _)| dir)
+    }
+
+    /// Takes the listing of [`Walking::next_dir`].
+    fn take(&mut self, listed: Result<Vec<Entry>>, limits: WalkLimits) {
+        let Some((current, relative, depth)) = self.pending.pop() else {
+            return;
+        };
+        let mut entries = match listed {
             Ok(entries) => entries,
-            Err(e) if first => return Err(e),
+            Err(e) if self.first => {
+                self.failed = Some(e);
+                return;
+            }
             Err(e) => {
-                walk.passed_over.push(PassedOver {
+                self.walk.passed_over.push(PassedOver {
                     path: current,
                     reason: PassReason::Unlisted(e.kind()),
                 });
-                continue;
+                return;
             }
         };
-        first = false;
+        self.first = false;
         entries.sort_by(|a, b| a.name.cmp(&b.name));
         let mut subdirs = Vec::new();
         for entry in entries {
-            let path = current.join(&entry.name)?;
+            let path = match current.join(&entry.name) {
+                Ok(path) => path,
+                Err(e) => {
+                    self.failed = Some(e);
+                    return;
+                }
+            };
             let below = if relative.is_empty() {
                 entry.name.clone()
             } else {
@@ -110,11 +187,11 @@ pub(crate) async fn walk<B: SkillBackend + ?Sized>(backend: &B, dir: &VPath, lim
             };
             let passed = match (entry.kind, entry.symlink) {
                 (EntryKind::File, _) => {
-                    if walk.files.len() == limits.max_files {
-                        walk.truncated = true;
-                        return Ok(walk);
+                    if self.walk.files.len() == limits.max_files {
+                        self.walk.truncated = true;
+                        return;
                     }
-                    walk.files.push(WalkedFile {
+                    self.walk.files.push(WalkedFile {
                         path,
                         relative: below,
                         entry,
@@ -130,9 +207,15 @@ pub(crate) async fn walk<B: SkillBackend + ?Sized>(backend: &B, dir: &VPath, lim
                 (EntryKind::Other, true) => PassReason::UnresolvedLink,
                 (EntryKind::Other, false) => PassReason::Special,
             };
-            walk.passed_over.push(PassedOver { path, reason: passed });
+            self.walk.passed_over.push(PassedOver { path, reason: passed });
         }
-        pending.extend(subdirs.into_iter().rev());
+        self.pending.extend(subdirs.into_iter().rev());
     }
-    Ok(walk)
+
+    fn finish(self) -> Result<Walk> {
+        match self.failed {
+            Some(e) => Err(e),
+            None => Ok(self.walk),
+        }
+    }
 }

@@ -136,4 +136,8 @@ impl SkillBackend for Counting {
         self.calls.add(Call::Stat, paths.len());
         self.inner.stat_many(paths).await
     }
+    async fn list_many(&self, dirs: &[VPath]) -> Vec<Result<Vec<Entry>>> {
+        self.calls.add(Call::List, dirs.len());
+        self.inner.list_many(dirs).await
+    }
 }

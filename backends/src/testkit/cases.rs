@@ -620,6 +620,42 @@ pub async fn stat_many_matches_stat(f: Fixture) {
     }
 }
 
+/// A batched listing gives, in order, what single listings give, and a
+/// batched walk what single walks give.
+pub async fn list_many_matches_list(f: Fixture) {
+    put(&f, "/a/SKILL.md", "a").await;
+    put(&f, "/a/references/r.md", "r").await;
+    put(&f, "/b/SKILL.md", "b").await;
+    let dirs: Vec<VPath> = ["/a", "/b", "/a/references", "/missing", "/a/SKILL.md"]
+        .into_iter()
+        .map(p)
+        .collect();
+    let batch = f.backend.list_many(&dirs).await;
+    assert_eq!(batch.len(), dirs.len());
+    for (dir, got) in dirs.iter().zip(batch) {
+        let single = f.backend.list(dir).await;
+        match (got, single) {
+            (Ok(mut a), Ok(mut b)) => {
+                a.sort_by(|x, y| x.name.cmp(&y.name));
+                b.sort_by(|x, y| x.name.cmp(&y.name));
+                assert_eq!(a, b, "{dir}");
+            }
+            (Err(a), Err(b)) => assert_eq!(a.kind(), b.kind(), "{dir}"),
+            (a, b) => panic!("{dir}: batch {a:?}, single {b:?}"),
+        }
+    }
+    let walks = f.backend.walk_many(&dirs, WalkLimits::default()).await;
+    assert_eq!(walks.len(), dirs.len());
+    for (dir, got) in dirs.iter().zip(walks) {
+        let single = f.backend.walk(dir, WalkLimits::default()).await;
+        match (got, single) {
+            (Ok(a), Ok(b)) => assert_eq!(a, b, "{dir}"),
+            (Err(a), Err(b)) => assert_eq!(a.kind(), b.kind(), "{dir}"),
+            (a, b) => panic!("{dir}: batch {a:?}, single {b:?}"),
+        }
+    }
+}
+
 /// Batched reads refuse FIFOs and links out of the root just as single
 /// reads do (a backend without special files must say so).
 pub async fn read_many_refuses_special_files(f: Fixture) {
