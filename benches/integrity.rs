@@ -4,8 +4,9 @@
 //! --watch`), on the filesystem tree of 10,000 SKILL.md (2,500 per layer)
 //! from the peer harness's gen_fixture.py, with its reference files.
 //!
-//!     cargo bench --bench integrity
+//!     cargo bench --bench integrity [-- CASE]
 //!
+//! With CASE, only the cases whose name holds it run (`warm`).
 //! Each case runs 21 times after 3 warm-up runs; the median, the lowest
 //! and the highest are printed in milliseconds. The tree is generated under
 //! `SKILLSTORE_BENCH_TREES` (default: the system temporary directory) when
@@ -46,6 +47,11 @@ fn sources() -> SourceList {
 }
 
 fn measure(name: &str, mut run: impl FnMut() -> Catalog) {
+    if let Some(only) = std::env::args().nth(1).filter(|a| !a.starts_with('-'))
+        && !name.contains(&only)
+    {
+        return;
+    }
     for _ in 0..WARMUP {
         run();
     }

@@ -677,26 +677,57 @@ impl Catalog {
         self.options.digests.skill_digest(self.backend.as_ref(), &listed).await
     }
 
+    /// [`Catalog::skill_digest`] of each of `names`, in order, their
+    /// listings batched ([`crate::skill_files::list_many`]): what a check
+    /// of thousands of skills uses.
+    pub async fn skill_digests(&self, names: &[&str]) -> Vec<Result<SkillDigest>> {
+        let limits = FileLimits::default();
+        let dirs: Vec<Result<VPath>> = names.iter().map(|n| self.skill(n).map(|s| s.dir())).collect();
+        let found: Vec<VPath> = dirs.iter().filter_map(|d| d.as_ref().ok().cloned()).collect();
+        let mut listed = crate::skill_files::list_many(self.backend.as_ref(), &found, self.options.read_limit, limits)
+            .await
+            .into_iter();
+        let listings: Vec<Result<SkillFiles>> = dirs
+            .into_iter()
+            .map(|dir| {
+                let dir = dir?;
+                let listed = listed.next().expect("one listing per directory")?;
+                Ok(self.unpinned_left_out(&dir, listed, &limits))
+            })
+            .collect();
+        futures::stream::iter(listings.into_iter().map(|listed| self.digest_of(listed)))
+            .buffered(DIGEST_PARALLEL)
+            .collect()
+            .await
+    }
+
+    async fn digest_of(&self, listed: Result<SkillFiles>) -> Result<SkillDigest> {
+        self.options.digests.skill_digest(self.backend.as_ref(), &listed?).await
+    }
+
     /// This catalog with every winner's [`Skill::digest`] filled in (a
     /// skill that cannot be digested keeps none, with a warning). Files
     /// hashed before at the same version are not read again.
     pub async fn with_digests(mut self) -> Catalog {
-        let names: Vec<Option<String>> = self
+        let names: Vec<String> = self
             .skills
             .iter()
-            .map(|s| s.digest.is_none().then(|| s.name().to_owned()))
+            .filter(|s| s.digest.is_none())
+            .map(|s| s.name().to_owned())
             .collect();
-        let this = &self;
-        let found: Vec<Option<Result<String>>> = futures::stream::iter(names)
-            .map(move |name| async move {
-                match name {
-                    Some(name) => Some(this.skill_digest(&name).await.map(|d| d.digest)),
-                    None => None,
-                }
+        let mut digests = self
+            .skill_digests(&names.iter().map(String::as_str).collect::<Vec<_>>())
+            .await
+            .into_iter();
+        let found: Vec<Option<Result<String>>> = self
+            .skills
+            .iter()
+            .map(|s| {
+                s.digest
+                    .is_none()
+                    .then(|| digests.next().expect("one digest per name").map(|d| d.digest))
             })
-            .buffered(DIGEST_PARALLEL)
-            .collect()
-            .await;
+            .collect();
         let mut notes = Vec::new();
         for (skill, digest) in self.skills.iter_mut().zip(found) {
             let Some(digest) = digest else { continue };
@@ -879,12 +910,17 @@ impl Catalog {
     pub async fn skill_files(&self, name: &str, limits: FileLimits) -> Result<SkillFiles> {
         let skill = self.skill(name)?;
         let dir = skill.dir();
-        let mut listed = crate::skill_files::list(self.backend.as_ref(), &dir, self.options.read_limit, limits).await?;
-        if self.pins.holds(&dir) {
-            // A file added since the skill was checked is not one of it.
-            listed.leave_out_where(|f| !self.pins.admits(&f.path), LeftOutKind::Changed, &limits);
+        let listed = crate::skill_files::list(self.backend.as_ref(), &dir, self.options.read_limit, limits).await?;
+        Ok(self.unpinned_left_out(&dir, listed, &limits))
+    }
+
+    /// `listed` without the files added since the skill at `dir` was
+    /// checked, when it is pinned: those are not files of it.
+    fn unpinned_left_out(&self, dir: &VPath, mut listed: SkillFiles, limits: &FileLimits) -> SkillFiles {
+        if self.pins.holds(dir) {
+            listed.leave_out_where(|f| !self.pins.admits(&f.path), LeftOutKind::Changed, limits);
         }
-        Ok(listed)
+        listed
     }
 
     /// The relative paths of [`Catalog::skill_files`], at most `max_depth`

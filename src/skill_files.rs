@@ -27,7 +27,7 @@
 
 use serde::Serialize;
 use skillstore_backends::{
-    ErrorKind as StorageKind, PassReason, ReadOptions, SkillBackend, SkillBackendExt, VPath, Version, WalkLimits,
+    ErrorKind as StorageKind, PassReason, ReadOptions, SkillBackend, SkillBackendExt, VPath, Version, Walk, WalkLimits,
     WalkedFile,
 };
 
@@ -227,15 +227,47 @@ pub async fn list(
     read_limit: u64,
     limits: FileLimits,
 ) -> skillstore_backends::Result<SkillFiles> {
-    let walk = backend
-        .walk(
-            dir,
+    let mut listed = list_many(backend, std::slice::from_ref(dir), read_limit, limits).await;
+    listed.pop().expect("one listing per directory")
+}
+
+/// [`list`] for each of `dirs`, their walks batched
+/// ([`SkillBackendExt::walk_many`]): what a load that checks thousands of
+/// skills uses. Results come in the order of `dirs`.
+pub async fn list_many(
+    backend: &dyn SkillBackend,
+    dirs: &[VPath],
+    read_limit: u64,
+    limits: FileLimits,
+) -> Vec<skillstore_backends::Result<SkillFiles>> {
+    let walks = backend
+        .walk_many(
+            dirs,
             WalkLimits {
                 max_depth: limits.max_depth,
                 max_files: limits.max_files,
             },
         )
-        .await?;
+        .await;
+    let mut listed = Vec::with_capacity(dirs.len());
+    for (dir, walk) in dirs.iter().zip(walks) {
+        listed.push(match walk {
+            Ok(walk) => Ok(from_walk(backend, dir, walk, read_limit, &limits).await),
+            Err(e) => Err(e),
+        });
+    }
+    listed
+}
+
+/// The skill's files from the walk of its directory, links and files
+/// without a size probed.
+async fn from_walk(
+    backend: &dyn SkillBackend,
+    dir: &VPath,
+    walk: Walk,
+    read_limit: u64,
+    limits: &FileLimits,
+) -> SkillFiles {
     let read = ReadOptions::with_limit(read_limit).confined(dir.segments().count());
     let mut out = SkillFiles {
         dir: dir.clone(),
@@ -254,7 +286,7 @@ pub async fn list(
             PassReason::Unlisted(kind) => LeftOutKind::Storage(kind),
             _ => LeftOutKind::Storage(StorageKind::Other),
         };
-        out.leave_out(relative_to(dir, &passed.path), kind, &limits);
+        out.leave_out(relative_to(dir, &passed.path), kind, limits);
     }
     // A link, or a file whose listing gave no size, is probed with a
     // zero-byte read under the same confinement and limit: the backend
@@ -281,18 +313,18 @@ pub async fn list(
     .into_iter();
     for file in walk.files {
         if is_foreign(&file.relative) {
-            out.leave_out(file.relative, LeftOutKind::Reserved, &limits);
+            out.leave_out(file.relative, LeftOutKind::Reserved, limits);
             continue;
         }
         let (size, version) = if needs_probe(&file) {
             match probed.next() {
                 Some(Ok(blob)) => (blob.size, Some(blob.version)),
                 Some(Err(e)) => {
-                    out.leave_out(file.relative, LeftOutKind::Storage(e.kind()), &limits);
+                    out.leave_out(file.relative, LeftOutKind::Storage(e.kind()), limits);
                     continue;
                 }
                 None => {
-                    out.leave_out(file.relative, LeftOutKind::Storage(StorageKind::Other), &limits);
+                    out.leave_out(file.relative, LeftOutKind::Storage(StorageKind::Other), limits);
                     continue;
                 }
             }
@@ -300,7 +332,7 @@ pub async fn list(
             (file.entry.size.unwrap_or_default(), file.entry.version)
         };
         if size > read_limit {
-            out.leave_out(file.relative, LeftOutKind::Storage(StorageKind::TooLarge), &limits);
+            out.leave_out(file.relative, LeftOutKind::Storage(StorageKind::TooLarge), limits);
             continue;
         }
         out.files.push(SkillFile {
@@ -310,7 +342,7 @@ pub async fn list(
             version,
         });
     }
-    Ok(out)
+    out
 }
 
 fn needs_probe(file: &WalkedFile) -> bool {

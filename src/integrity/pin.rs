@@ -208,6 +208,9 @@ impl SkillBackend for PinnedBackend {
     async fn stat_many(&self, paths: &[VPath]) -> Vec<Result<Metadata>> {
         self.inner.stat_many(paths).await
     }
+    async fn list_many(&self, dirs: &[VPath]) -> Vec<Result<Vec<Entry>>> {
+        self.inner.list_many(dirs).await
+    }
 }
 
 /// Not found, for a confined read of a path below its skill's

@@ -5,7 +5,7 @@
 //! [`crate::Catalog::reload_skill`]), so every front end (command, server,
 //! sync, mount, Python) serves only what passed them.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use futures::StreamExt;
@@ -86,131 +86,58 @@ impl Integrity {
     /// diagnostic: the lock pins what is served, and it is not served.
     pub(crate) async fn enforce(&self, catalog: Catalog) -> Catalog {
         let locked = self.lock.as_ref().and_then(|l| l.skills_by_name());
-        let skills: Vec<(String, String, VPath, bool, Version)> = catalog
+        let winners: Vec<Winner> = catalog
             .skills()
             .iter()
-            .map(|s| {
-                (
-                    s.name().to_owned(),
-                    s.source.clone(),
-                    s.path.clone(),
-                    s.enabled,
-                    s.version.clone(),
-                )
+            .map(|s| Winner {
+                name: s.name().to_owned(),
+                source: s.source.clone(),
+                path: s.path.clone(),
+                enabled: s.enabled,
+                parsed: s.version.clone(),
             })
             .collect();
-        let (catalog_ref, locked_ref, this) = (&catalog, &locked, self);
-        let checks = futures::stream::iter(skills)
-            .map(move |(name, source, path, enabled, parsed)| async move {
-                let refuse = |kind, message: String| {
-                    let d = Diagnostic::new(Severity::Error, kind, Some(&source), Some(&path), message);
-                    Err((name.clone(), Some(d)))
-                };
-                let policy = this.signature_policy(&source);
-                let entry: Option<&LockedSkill> = match locked_ref {
-                    Some(locked) => match locked.get(name.as_str()) {
-                        Some(entry) => Some(entry),
-                        // A disabled skill is not served, so the lock
-                        // need not hold it (`lock` writes enabled winners
-                        // only): it is left out without a diagnostic.
-                        None if !enabled => return Err((name.clone(), None)),
-                        None => {
-                            return refuse(
-                                DiagnosticKind::NotLocked,
-                                "not in the lock file, so it is not served; run `skillstore lock` to accept it".into(),
-                            );
-                        }
-                    },
-                    None => None,
-                };
-                if let Some(entry) = entry
-                    && entry.source != source
-                {
-                    return refuse(
-                        DiagnosticKind::LockMismatch,
-                        format!(
-                            "it wins in the source `{source}`, the lock says `{}`; it is not served",
-                            entry.source
-                        ),
-                    );
+        // What needs no digest is decided first; the digests of the rest
+        // are computed in one batch, their listings batched.
+        let mut verdicts: Vec<Option<Verdict>> = Vec::with_capacity(winners.len());
+        let mut digested: Vec<(usize, Option<&LockedSkill>)> = Vec::new();
+        for (at, winner) in winners.iter().enumerate() {
+            match self.before_digest(winner, locked.as_ref()) {
+                Ok(entry) => {
+                    digested.push((at, entry));
+                    verdicts.push(None);
                 }
-                if entry.is_none() && policy.is_none() {
-                    return Ok((name.clone(), Checked::default()));
-                }
-                let dir = path.parent().expect("a SKILL.md has a parent");
-                let (digest, files) = match catalog_ref.skill_digest(&name).await {
-                    Ok(found) => {
-                        let files = found
-                            .files
-                            .into_iter()
-                            .filter_map(|f| Some((dir.join(&f.relative).ok()?, f.version?)))
-                            .collect::<Vec<_>>();
-                        (found.digest, files)
-                    }
-                    Err(e) => {
-                        let kind = if entry.is_some() {
-                            DiagnosticKind::LockMismatch
-                        } else {
-                            DiagnosticKind::Signature(Refused::Invalid)
-                        };
-                        return refuse(kind, format!("its digest cannot be computed ({e}); it is not served"));
-                    }
-                };
-                // What the catalog shows (name, description, the rest of the
-                // frontmatter) was parsed from one version of SKILL.md; the
-                // digest must be of that same version, or a SKILL.md swapped
-                // between the two reads would show text no check saw.
-                if files.iter().any(|(file, version)| *file == path && *version != parsed) {
-                    let kind = if entry.is_some() {
-                        DiagnosticKind::LockMismatch
-                    } else {
-                        DiagnosticKind::Signature(Refused::Invalid)
-                    };
-                    return refuse(
-                        kind,
-                        "its SKILL.md changed while it was checked; it is not served until a load sees one version"
-                            .into(),
-                    );
-                }
-                if let Some(entry) = entry
-                    && entry.digest != digest
-                {
-                    return refuse(
-                        DiagnosticKind::LockMismatch,
-                        format!(
-                            "its digest is {digest}, the lock says {}; it is not served",
-                            entry.digest
-                        ),
-                    );
-                }
-                let signer = match policy {
-                    None => None,
-                    Some(policy) => match check_signature(catalog_ref, &name, &digest, policy).await {
-                        SignatureStatus::Signed(signer) => Some(signer.principal),
-                        SignatureStatus::Unsigned | SignatureStatus::NotChecked => None,
-                        SignatureStatus::Refused(refused) => {
-                            return refuse(DiagnosticKind::Signature(refused), signature_message(refused));
-                        }
-                    },
-                };
-                let checked = Checked {
-                    digest: Some(digest),
-                    signer,
-                    files: Some(files),
-                };
-                Ok((name.clone(), checked))
-            })
-            .buffered(PARALLEL)
-            .collect::<Vec<std::result::Result<(String, Checked), (String, Option<Diagnostic>)>>>()
-            .await;
+                Err(verdict) => verdicts.push(Some(verdict)),
+            }
+        }
+        let names: Vec<&str> = digested.iter().map(|(at, _)| winners[*at].name.as_str()).collect();
+        let digests = catalog.skill_digests(&names).await;
+        let (catalog_ref, winners_ref) = (&catalog, &winners);
+        let ats: Vec<usize> = digested.iter().map(|(at, _)| *at).collect();
+        let checks = digested
+            .into_iter()
+            .zip(digests)
+            // Owned entries: a closure over borrowed ones is not `Send` for
+            // every lifetime the compiler asks about.
+            .map(|((at, entry), digest)| (at, entry.cloned(), digest))
+            .collect::<Vec<_>>()
+            .into_iter()
+            .map(move |(at, entry, digest)| async move {
+                self.after_digest(catalog_ref, &winners_ref[at], entry.as_ref(), digest)
+                    .await
+            });
+        let after: Vec<Verdict> = futures::stream::iter(checks).buffered(PARALLEL).collect().await;
+        for (at, verdict) in ats.into_iter().zip(after) {
+            verdicts[at] = Some(verdict);
+        }
         let mut passed = HashMap::new();
         let mut refused = Vec::new();
-        for check in checks {
-            match check {
-                Ok((name, found)) => {
-                    passed.insert(name, found);
+        for (winner, verdict) in winners.into_iter().zip(verdicts) {
+            match verdict.expect("every winner has a verdict") {
+                Ok(found) => {
+                    passed.insert(winner.name, found);
                 }
-                Err(no) => refused.push(no),
+                Err(diagnostic) => refused.push((winner.name, diagnostic)),
             }
         }
         let mut catalog = catalog;
@@ -220,6 +147,146 @@ impl Integrity {
         } else {
             catalog.withhold(refused)
         }
+    }
+
+    /// The verdict on `winner` that needs no digest, or the lock entry its
+    /// digest is to be checked against (`None`: only its signature is).
+    fn before_digest<'a>(
+        &self,
+        winner: &Winner,
+        locked: Option<&BTreeMap<&'a str, &'a LockedSkill>>,
+    ) -> std::result::Result<Option<&'a LockedSkill>, Verdict> {
+        let entry = match locked {
+            Some(locked) => match locked.get(winner.name.as_str()) {
+                Some(entry) => Some(*entry),
+                // A disabled skill is not served, so the lock need not hold
+                // it (`lock` writes enabled winners only): it is left out
+                // without a diagnostic.
+                None if !winner.enabled => return Err(Err(None)),
+                None => {
+                    return Err(winner.refuse(
+                        DiagnosticKind::NotLocked,
+                        "not in the lock file, so it is not served; run `skillstore lock` to accept it".into(),
+                    ));
+                }
+            },
+            None => None,
+        };
+        if let Some(entry) = entry
+            && entry.source != winner.source
+        {
+            return Err(winner.refuse(
+                DiagnosticKind::LockMismatch,
+                format!(
+                    "it wins in the source `{}`, the lock says `{}`; it is not served",
+                    winner.source, entry.source
+                ),
+            ));
+        }
+        if entry.is_none() && self.signature_policy(&winner.source).is_none() {
+            return Err(Ok(Checked::default()));
+        }
+        Ok(entry)
+    }
+
+    /// The verdict on `winner` once its digest is computed: checked against
+    /// the lock `entry` and its source's signature policy.
+    async fn after_digest(
+        &self,
+        catalog: &Catalog,
+        winner: &Winner,
+        entry: Option<&LockedSkill>,
+        digest: crate::error::Result<crate::integrity::digest::SkillDigest>,
+    ) -> Verdict {
+        let refused_kind = if entry.is_some() {
+            DiagnosticKind::LockMismatch
+        } else {
+            DiagnosticKind::Signature(Refused::Invalid)
+        };
+        let dir = winner.path.parent().expect("a SKILL.md has a parent");
+        let (digest, files) = match digest {
+            Ok(found) => {
+                let files = found
+                    .files
+                    .into_iter()
+                    .filter_map(|f| Some((dir.join(&f.relative).ok()?, f.version?)))
+                    .collect::<Vec<_>>();
+                (found.digest, files)
+            }
+            Err(e) => {
+                return winner.refuse(
+                    refused_kind,
+                    format!("its digest cannot be computed ({e}); it is not served"),
+                );
+            }
+        };
+        // What the catalog shows (name, description, the rest of the
+        // frontmatter) was parsed from one version of SKILL.md; the digest
+        // must be of that same version, or a SKILL.md swapped between the
+        // two reads would show text no check saw.
+        if files
+            .iter()
+            .any(|(file, version)| *file == winner.path && *version != winner.parsed)
+        {
+            return winner.refuse(
+                refused_kind,
+                "its SKILL.md changed while it was checked; it is not served until a load sees one version".into(),
+            );
+        }
+        if let Some(entry) = entry
+            && entry.digest != digest
+        {
+            return winner.refuse(
+                DiagnosticKind::LockMismatch,
+                format!(
+                    "its digest is {digest}, the lock says {}; it is not served",
+                    entry.digest
+                ),
+            );
+        }
+        let signer = match self.signature_policy(&winner.source) {
+            None => None,
+            Some(policy) => match check_signature(catalog, &winner.name, &digest, policy).await {
+                SignatureStatus::Signed(signer) => Some(signer.principal),
+                SignatureStatus::Unsigned | SignatureStatus::NotChecked => None,
+                SignatureStatus::Refused(refused) => {
+                    return winner.refuse(DiagnosticKind::Signature(refused), signature_message(refused));
+                }
+            },
+        };
+        Ok(Checked {
+            digest: Some(digest),
+            signer,
+            files: Some(files),
+        })
+    }
+}
+
+/// What a check decided for one winner: served with what it found, or
+/// withheld with the diagnostic saying why (none for a disabled skill the
+/// lock does not hold).
+type Verdict = std::result::Result<Checked, Option<Diagnostic>>;
+
+/// The winner a check is about.
+struct Winner {
+    name: String,
+    source: String,
+    path: VPath,
+    enabled: bool,
+    /// The version of SKILL.md its frontmatter was parsed from.
+    parsed: Version,
+}
+
+impl Winner {
+    /// Withheld as `kind`, saying `message`.
+    fn refuse(&self, kind: DiagnosticKind, message: String) -> Verdict {
+        Err(Some(Diagnostic::new(
+            Severity::Error,
+            kind,
+            Some(&self.source),
+            Some(&self.path),
+            message,
+        )))
     }
 }
 
