@@ -48,6 +48,21 @@ pub struct Namespace {
     prompt: PromptSettings,
     sync: SyncOptions,
     lock: Option<Arc<Lock>>,
+    /// The configuration it was opened from, to open it again.
+    config: Option<Arc<Config>>,
+    /// The wrapper of [`Namespace::with_backend_layer`], applied again to
+    /// a namespace opened again.
+    layer: Option<BackendLayer>,
+}
+
+/// A wrapper around a namespace's backend ([`Namespace::with_backend_layer`]).
+#[derive(Clone)]
+struct BackendLayer(Arc<dyn Fn(Arc<dyn SkillBackend>) -> Arc<dyn SkillBackend> + Send + Sync>);
+
+impl std::fmt::Debug for BackendLayer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BackendLayer")
+    }
 }
 
 /// Prompt settings from the configuration, before a template is read.
@@ -77,9 +92,44 @@ impl Namespace {
     /// counts or traces calls, say): loads, reads and the editor's writes
     /// all go through the wrapper. The wrapper must hand every call it does
     /// not change to the backend it wraps, so every guard still applies.
-    pub fn with_backend_layer(mut self, layer: impl FnOnce(Arc<dyn SkillBackend>) -> Arc<dyn SkillBackend>) -> Self {
+    /// A namespace opened again ([`Namespace::reopen`]) is wrapped alike.
+    pub fn with_backend_layer(
+        mut self,
+        layer: impl Fn(Arc<dyn SkillBackend>) -> Arc<dyn SkillBackend> + Send + Sync + 'static,
+    ) -> Self {
         self.backend = layer(self.backend);
+        self.layer = Some(BackendLayer(Arc::new(layer)));
         self
+    }
+
+    /// True when some Git mount follows a branch, a tag or the remote's
+    /// `HEAD` rather than a full commit id: only [`Namespace::reopen`] sees
+    /// it move.
+    pub fn follows_git_references(&self) -> bool {
+        self.git_mounts.iter().any(|(location, _)| match location {
+            Location::Git { reference, .. } => {
+                !reference.as_deref().is_some_and(skillstore_backends::is_full_commit_id)
+            }
+            _ => false,
+        })
+    }
+
+    /// This namespace opened again from its configuration: each Git mount
+    /// asks its remote for its reference (one request; a moved branch is
+    /// fetched, a pinned commit is not asked for), and the lock and
+    /// signature files are read again. The file digests already computed
+    /// and the backend layer are kept. Blocks on the network: call it off
+    /// the async runtime. `None` for a namespace not opened from a
+    /// configuration.
+    pub fn reopen(&self) -> Result<Option<Namespace>> {
+        let Some(config) = &self.config else { return Ok(None) };
+        let mut next = config.open()?;
+        next.load.digests = Arc::clone(&self.load.digests);
+        if let Some(layer) = &self.layer {
+            next.backend = (layer.0)(next.backend);
+            next.layer = Some(layer.clone());
+        }
+        Ok(Some(next))
     }
 
     /// The sources, lowest priority first.
@@ -628,6 +678,8 @@ pub(crate) fn assemble(config: &Config, writable_names: &[String]) -> Result<Nam
         },
         sync: sync_options(config, read_limit),
         lock,
+        config: Some(Arc::new(config.clone())),
+        layer: None,
     };
     if let Some(lock) = &namespace.lock {
         lock.check_git(&namespace)?;

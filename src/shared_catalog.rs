@@ -4,6 +4,7 @@ use std::sync::{Arc, RwLock};
 
 use crate::catalog::Catalog;
 use crate::error::Result;
+use crate::namespace::Namespace;
 
 /// One process's current catalog: readers take cheap snapshots, writers
 /// (a [`crate::SkillEditor`] given this handle) update it as soon as their
@@ -14,6 +15,9 @@ use crate::error::Result;
 pub struct SharedCatalog {
     current: Arc<RwLock<Arc<Catalog>>>,
     updates: Arc<tokio::sync::Mutex<()>>,
+    /// The namespace the catalog is loaded from, when a refresh opens it
+    /// again ([`SharedCatalog::following`]).
+    following: Option<Arc<tokio::sync::Mutex<Namespace>>>,
 }
 
 impl SharedCatalog {
@@ -22,7 +26,23 @@ impl SharedCatalog {
         SharedCatalog {
             current: Arc::new(RwLock::new(Arc::new(catalog))),
             updates: Arc::new(tokio::sync::Mutex::new(())),
+            following: None,
         }
+    }
+
+    /// This shared catalog, loaded from `namespace`, following the
+    /// references of its Git mounts: when `namespace` follows a branch, a
+    /// tag or a remote's `HEAD`, each [`SharedCatalog::refresh`] opens it
+    /// again ([`Namespace::reopen`], one request per such mount) and, when
+    /// a mount resolved to another commit, loads the catalog from the
+    /// namespace opened again (its lock and signatures checked as in any
+    /// load). A long-running server, `sync --watch` or mount thus serves
+    /// a moved branch at its next refresh.
+    pub fn following(mut self, namespace: Namespace) -> Self {
+        if namespace.follows_git_references() {
+            self.following = Some(Arc::new(tokio::sync::Mutex::new(namespace)));
+        }
+        self
     }
 
     /// The catalog as of now. Later updates do not change a snapshot.
@@ -31,8 +51,19 @@ impl SharedCatalog {
     }
 
     /// Refreshes the catalog from storage (see [`Catalog::refresh`]).
+    ///
+    /// A catalog that follows its namespace's Git references loads from
+    /// the namespace opened again when one moved; when opening it again
+    /// fails (a lock the moved branch no longer matches, say), the catalog
+    /// is refreshed at the commits it has, and the failure is logged.
     pub async fn refresh(&self) {
         let _turn = self.updates.lock().await;
+        if let Some(following) = &self.following
+            && let Some(moved) = moved(following).await
+        {
+            self.replace(moved);
+            return;
+        }
         let next = self.snapshot().refresh().await;
         self.replace(next);
     }
@@ -49,4 +80,34 @@ impl SharedCatalog {
     fn replace(&self, next: Catalog) {
         *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(next);
     }
+}
+
+/// The catalog of `following` opened again, when a Git reference moved.
+async fn moved(following: &tokio::sync::Mutex<Namespace>) -> Option<Catalog> {
+    let mut namespace = following.lock().await;
+    let current = namespace.clone();
+    let reopened = tokio::task::spawn_blocking(move || current.reopen()).await;
+    let next = match reopened {
+        Ok(Ok(Some(next))) => next,
+        Ok(Ok(None)) => return None,
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "the namespace could not be opened again to follow its Git references; refreshing at the commits it has");
+            return None;
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "opening the namespace again failed");
+            return None;
+        }
+    };
+    if next.git_mounts() == namespace.git_mounts() {
+        return None;
+    }
+    for ((location, before), (_, after)) in namespace.git_mounts().iter().zip(next.git_mounts()) {
+        if before != after {
+            tracing::info!(%location, before = ?before, after = ?after, "a Git reference moved");
+        }
+    }
+    let catalog = next.load().await;
+    *namespace = next;
+    Some(catalog)
 }

@@ -442,3 +442,71 @@ async fn a_git_source_fills_the_local_cache() {
     let (second, _) = listing(&config(dir.path(), &url)).await;
     assert_eq!(first, second);
 }
+
+#[tokio::test]
+async fn a_shared_catalog_following_a_branch_serves_it_moved_at_its_next_refresh() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    let first = layered_work(&work);
+    let branch = format!("git+file://{}@main", work.display());
+    let namespace = config(dir.path(), &branch).open().unwrap();
+    assert!(namespace.follows_git_references());
+    let shared = skillstore::SharedCatalog::new(namespace.load().await).following(namespace);
+    shared.refresh().await;
+    assert_eq!(shared.snapshot().skills().len(), 2, "nothing moved, nothing changed");
+    write_skill(&work, "team", "xlsx");
+    git(&work, &["add", "-A"]);
+    git(&work, &["commit", "-q", "-m", "xlsx"]);
+    let second = git(&work, &["rev-parse", "HEAD"]).trim().to_owned();
+    assert_ne!(first, second);
+    shared.refresh().await;
+    let catalog = shared.snapshot();
+    assert_eq!(catalog.skills().len(), 3);
+    assert!(
+        catalog
+            .skills()
+            .iter()
+            .all(|s| s.commit.as_deref() == Some(second.as_str())),
+        "the provenance is the new commit"
+    );
+    assert_eq!(catalog.read_skill("xlsx").await.unwrap(), SKILL.replace("NAME", "xlsx"));
+
+    // A pinned commit is never opened again: a new commit on the branch
+    // is not served.
+    let pinned = format!("git+file://{}@{first}", work.display());
+    let namespace = config(dir.path(), &pinned).open().unwrap();
+    assert!(!namespace.follows_git_references());
+    let shared = skillstore::SharedCatalog::new(namespace.load().await).following(namespace);
+    shared.refresh().await;
+    assert_eq!(shared.snapshot().skills().len(), 2);
+}
+
+#[tokio::test]
+async fn a_moved_branch_that_no_longer_matches_the_lock_is_not_served() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    layered_work(&work);
+    let branch = format!("git+file://{}@main", work.display());
+    let namespace = config(dir.path(), &branch).open().unwrap();
+    let lock = skillstore::integrity::Lock::of(&namespace, &namespace.load().await)
+        .await
+        .unwrap();
+    std::fs::write(dir.path().join("skillstore.lock"), lock.to_json()).unwrap();
+    let yaml = std::fs::read_to_string(dir.path().join("skillstore.yaml")).unwrap() + "lock: skillstore.lock\n";
+    std::fs::write(dir.path().join("skillstore.yaml"), yaml).unwrap();
+    let locked = Config::load(&dir.path().join("skillstore.yaml"))
+        .unwrap()
+        .open()
+        .unwrap();
+    let shared = skillstore::SharedCatalog::new(locked.load().await).following(locked);
+    assert_eq!(shared.snapshot().skills().len(), 2);
+    // The branch moves: opening again is refused (the lock pins the
+    // commit), so the catalog keeps serving the locked commit.
+    write_skill(&work, "team", "xlsx");
+    git(&work, &["add", "-A"]);
+    git(&work, &["commit", "-q", "-m", "xlsx"]);
+    shared.refresh().await;
+    let catalog = shared.snapshot();
+    assert_eq!(catalog.skills().len(), 2);
+    assert!(catalog.read_skill("xlsx").await.is_err());
+}

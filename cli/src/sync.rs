@@ -66,7 +66,7 @@ pub async fn run(global: &Global, flags: SyncFlags) -> Result<(), Failure> {
         // tree: the rest was synced, and the command exits 3.
         return degraded(&catalog).map_or(Ok(()), Err);
     };
-    let shared = SharedCatalog::new(catalog);
+    let shared = SharedCatalog::new(catalog).following(namespace.clone());
     let mut failure = None;
     watch(
         &shared,
@@ -171,8 +171,12 @@ pub async fn mount(global: &Global, args: MountArgs<'_>) -> Result<(), Failure> 
         );
     }
     let skills = catalog.skills().len();
-    let mounted = skillstore_fuse::Mounted::mount(SharedCatalog::new(catalog), args.dir, options)
-        .map_err(|e| Failure::failed(e.to_string()))?;
+    let mounted = skillstore_fuse::Mounted::mount(
+        SharedCatalog::new(catalog).following(namespace.clone()),
+        args.dir,
+        options,
+    )
+    .map_err(|e| Failure::failed(e.to_string()))?;
     eprintln!(
         "mounted {skills} skills read-only at {}; SIGINT or SIGTERM unmounts",
         shown(&args.dir.display().to_string()).as_ref()

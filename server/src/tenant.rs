@@ -292,7 +292,7 @@ impl Tenant {
             .config
             .open()
             .map_err(wrap)?
-            .with_backend_layer(|backend| Counting::wrap(backend, calls));
+            .with_backend_layer(move |backend| Counting::wrap(backend, Arc::clone(&calls)));
         let mut prompt = namespace.prompt_options().map_err(wrap)?;
         prompt.search_hint = Some(SEARCH_HINT.to_owned());
         let digests = DigestCache::new(Arc::clone(&namespace.load_options().digests));
@@ -446,7 +446,7 @@ impl Tenant {
             }
             None => {
                 let loaded = self.namespace.load().await;
-                let shared = SharedCatalog::new(loaded);
+                let shared = SharedCatalog::new(loaded).following(self.namespace.clone());
                 let _ = self.catalog.set(shared);
                 self.snapshot().expect("just loaded")
             }

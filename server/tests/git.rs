@@ -75,3 +75,53 @@ async fn http_and_mcp_say_the_commit_of_a_git_source() {
     let _ = client.cancel().await;
     server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refresh_serves_a_moved_branch_at_its_new_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    let first = committed_layers(&work);
+    let config = git_config(&work, &dir.path().join("cache"));
+    let server = Served::start(settings(vec![("acme", config, vec![("reader", Scope::Read)])])).await;
+    let http = reqwest::Client::new();
+    let names = |list: &serde_json::Value| -> Vec<String> {
+        let skills = list["skills"].as_array().unwrap();
+        skills.iter().map(|s| s["name"].as_str().unwrap().to_owned()).collect()
+    };
+    let list: serde_json::Value = get(&http, server.url("/v1/skills"), "reader")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(names(&list), ["alpha", "beta"]);
+    write(
+        &work,
+        "team/gamma/SKILL.md",
+        &skill_md("gamma", "Gamma, new on the branch."),
+    );
+    git(&work, &["add", "-A"]);
+    git(&work, &["commit", "-q", "-m", "gamma"]);
+    let second = git(&work, &["rev-parse", "HEAD"]).trim().to_owned();
+    assert_ne!(first, second);
+    let refreshed = http
+        .post(server.url("/v1/refresh"))
+        .bearer_auth("reader")
+        .send()
+        .await
+        .unwrap();
+    assert!(refreshed.status().is_success(), "{}", refreshed.status());
+    let list: serde_json::Value = get(&http, server.url("/v1/skills"), "reader")
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(names(&list), ["alpha", "beta", "gamma"]);
+    let skills = list["skills"].as_array().unwrap();
+    assert!(skills.iter().all(|s| s["commit"] == second), "{list}");
+    let body = get(&http, server.url("/v1/skills/gamma/files/SKILL.md"), "reader").await;
+    assert_eq!(
+        body.text().await.unwrap(),
+        skill_md("gamma", "Gamma, new on the branch.")
+    );
+    server.stop().await;
+}
