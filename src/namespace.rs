@@ -57,7 +57,9 @@ pub struct Namespace {
 
 /// A wrapper around a namespace's backend ([`Namespace::with_backend_layer`]).
 #[derive(Clone)]
-struct BackendLayer(Arc<dyn Fn(Arc<dyn SkillBackend>) -> Arc<dyn SkillBackend> + Send + Sync>);
+struct BackendLayer(Arc<LayerFn>);
+
+type LayerFn = dyn Fn(Arc<dyn SkillBackend>) -> Arc<dyn SkillBackend> + Send + Sync;
 
 impl std::fmt::Debug for BackendLayer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
