@@ -17,7 +17,8 @@
 //! **Nothing waits forever.** A fetch (connection, negotiation, pack)
 //! runs on a thread of its own and is given up after
 //! [`GitCache::fetch_timeout`] (a `git://` or `ssh://` server that accepts
-//! and never speaks is treated as unreachable); the abandoned thread keeps
+//! and never speaks is treated as unreachable, and on Linux the `ssh` it
+//! started is ended); the abandoned thread keeps
 //! the repository's lock until Git returns, and others wait for the lock
 //! only as long, then serve what was fetched before. A commit already in
 //! the cache is served without taking the lock at all. At most
@@ -300,6 +301,7 @@ impl GitCache {
     ) -> Result<()> {
         let stop = Arc::new(AtomicBool::new(false));
         let (done, outcome) = std::sync::mpsc::sync_channel(1);
+        let (started, fetcher) = std::sync::mpsc::sync_channel(1);
         let thread = {
             let (repo_dir, remote, source, local) =
                 (repo_dir.to_owned(), remote.clone(), source.to_owned(), local.to_owned());
@@ -307,6 +309,7 @@ impl GitCache {
             std::thread::Builder::new()
                 .name("skillstore-git-fetch".into())
                 .spawn(move || {
+                    let _ = started.send(children::Fetcher::current());
                     let result = gix::open(&repo_dir)
                         .map_err(|e| cache_error("cannot open the cached repository", e))
                         .and_then(|mut repo| {
@@ -325,6 +328,12 @@ impl GitCache {
             }
             Err(_) => {
                 stop.store(true, Ordering::Relaxed);
+                // A transport process (`ssh`) waiting on a silent server
+                // would outlive the command: it is ended, and the fetch
+                // thread, reading its output, returns.
+                if let Ok(fetcher) = fetcher.try_recv() {
+                    fetcher.end_children();
+                }
                 Err(Error::new(ErrorKind::Unavailable).with_detail(format!(
                     "the remote {remote} did not answer for `{}` within {} s",
                     source.escape_debug(),
@@ -360,6 +369,44 @@ impl GitCache {
                 let _ = std::fs::remove_dir_all(self.dir.join(format!("{key}.git")));
                 let _ = std::fs::remove_file(&lock_path);
                 drop(lock);
+            }
+        }
+    }
+}
+
+/// The processes a fetch thread started (the `ssh` of an `ssh://`
+/// remote), found through the thread's own list of children in `/proc`.
+mod children {
+    /// The thread running a fetch.
+    pub(super) struct Fetcher {
+        #[cfg(target_os = "linux")]
+        tid: i32,
+    }
+
+    impl Fetcher {
+        /// The calling thread.
+        pub(super) fn current() -> Fetcher {
+            Fetcher {
+                #[cfg(target_os = "linux")]
+                tid: rustix::thread::gettid().as_raw_nonzero().get(),
+            }
+        }
+
+        /// Asks every process the thread started and that still runs to
+        /// end (`SIGTERM`). Only Linux lists a thread's children; elsewhere
+        /// they run until their server closes.
+        pub(super) fn end_children(&self) {
+            #[cfg(target_os = "linux")]
+            {
+                let list = format!("/proc/self/task/{}/children", self.tid);
+                let Ok(text) = std::fs::read_to_string(list) else {
+                    return;
+                };
+                for pid in text.split_whitespace().filter_map(|p| p.parse::<i32>().ok()) {
+                    if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+                        let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+                    }
+                }
             }
         }
     }
