@@ -593,3 +593,44 @@ fn a_silent_remote_or_a_held_cache_never_hangs_an_open() {
     let (tag, resolution) = cache.open(&remote, Some("v1"), policy).unwrap();
     assert_eq!((tag.commit(), resolution), (commit, GitResolution::Fetched));
 }
+
+#[test]
+fn a_fetch_bringing_more_than_the_bound_is_given_up_and_kept_nowhere() {
+    use skillstore_backends::{GitCache, GitRemote};
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    layered_repo(&work);
+    // 8 MiB that do not compress: the pack is about as large.
+    let mut noise = vec![0u8; 8 * 1024 * 1024];
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    for chunk in noise.chunks_mut(8) {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        chunk.copy_from_slice(&state.to_le_bytes()[..chunk.len()]);
+    }
+    std::fs::write(work.join("base/pdf/assets.bin"), &noise).unwrap();
+    git(&work, &["add", "-A"]);
+    git(&work, &["commit", "-q", "-m", "large asset"]);
+    let remote = GitRemote::new(&format!("file://{}", work.display())).unwrap();
+    let bounded = GitCache::new(dir.path().join("cache"))
+        .unwrap()
+        .with_max_fetch_bytes(256 * 1024);
+    let refused = bounded
+        .open(&remote, Some("main"), SymlinkPolicy::WithinRoot)
+        .unwrap_err();
+    assert_eq!(refused.kind(), ErrorKind::TooLarge, "{refused}");
+    assert!(refused.to_string().contains("262144 bytes"), "{refused}");
+    let packs = bounded.repository_dir(&remote).join("objects/pack");
+    let kept: u64 = std::fs::read_dir(&packs)
+        .map(|d| d.filter_map(|e| e.ok()?.metadata().ok()).map(|m| m.len()).sum())
+        .unwrap_or(0);
+    assert!(kept < 256 * 1024, "{kept} bytes of the refused pack were kept");
+    // With room for it, the same fetch serves the asset.
+    let roomy = bounded.clone().with_max_fetch_bytes(64 * 1024 * 1024);
+    let (backend, _) = roomy.open(&remote, Some("main"), SymlinkPolicy::WithinRoot).unwrap();
+    let read = runtime()
+        .block_on(backend.read(&p("/base/pdf/assets.bin"), ReadOptions::with_limit(16 * 1024 * 1024)))
+        .unwrap();
+    assert_eq!(read.data.len(), noise.len());
+}

@@ -47,6 +47,9 @@ pub const DEFAULT_MAX_REPOSITORIES: usize = 64;
 /// another process is fetching into is waited for, by default.
 pub const DEFAULT_FETCH_TIMEOUT: Duration = Duration::from_secs(120);
 
+/// The default of [`GitCache::max_fetch_bytes`]: 512 MiB.
+pub const DEFAULT_MAX_FETCH_BYTES: u64 = 512 * 1024 * 1024;
+
 /// A remote Git repository: its URL as Git takes it, and the same URL
 /// without credentials, the only form ever shown.
 #[derive(Clone, PartialEq, Eq)]
@@ -134,6 +137,7 @@ pub struct GitCache {
     dir: PathBuf,
     max_repositories: usize,
     fetch_timeout: Duration,
+    max_fetch_bytes: u64,
 }
 
 impl GitCache {
@@ -155,6 +159,7 @@ impl GitCache {
             dir,
             max_repositories: DEFAULT_MAX_REPOSITORIES,
             fetch_timeout: DEFAULT_FETCH_TIMEOUT,
+            max_fetch_bytes: DEFAULT_MAX_FETCH_BYTES,
         })
     }
 
@@ -189,6 +194,18 @@ impl GitCache {
     /// How long a fetch, or the wait for a repository's lock, may take.
     pub fn fetch_timeout(&self) -> Duration {
         self.fetch_timeout
+    }
+
+    /// The same cache giving up a fetch whose pack passes `max` bytes as
+    /// received (compressed): nothing of it is kept.
+    pub fn with_max_fetch_bytes(mut self, max: u64) -> Self {
+        self.max_fetch_bytes = max;
+        self
+    }
+
+    /// The most bytes a fetch's pack may bring.
+    pub fn max_fetch_bytes(&self) -> u64 {
+        self.max_fetch_bytes
     }
 
     /// The cache directory.
@@ -321,12 +338,38 @@ impl GitCache {
                 })
                 .map_err(|e| cache_error("cannot start a fetch", e))?
         };
-        match outcome.recv_timeout(deadline.saturating_duration_since(std::time::Instant::now())) {
-            Ok(result) => {
+        let packs = repo_dir.join("objects").join("pack");
+        let before = pack_files(&packs);
+        let received = loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match outcome.recv_timeout(left.min(PACK_WATCH)) {
+                Ok(result) => break Some(result),
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) if !left.is_zero() => {
+                    let size: u64 = pack_files(&packs)
+                        .iter()
+                        .filter(|(n, _)| !before.contains_key(*n))
+                        .map(|(_, s)| s)
+                        .sum();
+                    if size > self.max_fetch_bytes {
+                        stop.store(true, Ordering::Relaxed);
+                        // The interrupted fetch removes its temporary pack.
+                        let _ = thread.join();
+                        return Err(Error::new(ErrorKind::TooLarge).with_detail(format!(
+                            "the fetch of `{}` from {remote} brought more than {} bytes; nothing of it is kept",
+                            source.escape_debug(),
+                            self.max_fetch_bytes
+                        )));
+                    }
+                }
+                Err(_) => break None,
+            }
+        };
+        match received {
+            Some(result) => {
                 let _ = thread.join();
                 result
             }
-            Err(_) => {
+            None => {
                 stop.store(true, Ordering::Relaxed);
                 // A transport process (`ssh`) waiting on a silent server
                 // would outlive the command: it is ended, and the fetch
@@ -372,6 +415,21 @@ impl GitCache {
             }
         }
     }
+}
+
+/// How often a running fetch's pack is measured.
+const PACK_WATCH: Duration = Duration::from_millis(100);
+
+/// The files of a pack directory and their sizes.
+fn pack_files(dir: &Path) -> std::collections::HashMap<std::ffi::OsString, u64> {
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok())
+                .filter_map(|e| Some((e.file_name(), e.metadata().ok()?.len())))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// The processes a fetch thread started (the `ssh` of an `ssh://`
