@@ -634,3 +634,35 @@ fn a_fetch_bringing_more_than_the_bound_is_given_up_and_kept_nowhere() {
         .unwrap();
     assert_eq!(read.data.len(), noise.len());
 }
+
+#[test]
+fn lock_files_a_killed_fetch_left_do_not_block_the_next_fetch() {
+    use skillstore_backends::{GitCache, GitRemote, GitResolution};
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    layered_repo(&work);
+    let remote = GitRemote::new(&format!("file://{}", work.display())).unwrap();
+    let cache = GitCache::new(dir.path().join("cache")).unwrap();
+    let policy = SymlinkPolicy::WithinRoot;
+    cache.open(&remote, Some("main"), policy).unwrap();
+    // What Git leaves behind when the process fetching is killed.
+    let repo = cache.repository_dir(&remote);
+    std::fs::write(repo.join("shallow.lock"), "").unwrap();
+    let refs = repo.join("refs/skillstore");
+    std::fs::create_dir_all(&refs).unwrap();
+    let stale_ref_lock = std::fs::read_dir(&refs)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.path().with_extension("lock"))
+        .next()
+        .expect("the fetched reference is there");
+    std::fs::write(&stale_ref_lock, "").unwrap();
+    std::fs::write(work.join("base/pdf/moved.md"), "moved\n").unwrap();
+    git(&work, &["add", "-A"]);
+    git(&work, &["commit", "-q", "-m", "moved"]);
+    let head = git(&work, &["rev-parse", "HEAD"]).trim().to_owned();
+    let (backend, resolution) = cache.open(&remote, Some("main"), policy).unwrap();
+    assert_eq!((backend.commit(), resolution), (head, GitResolution::Fetched));
+    assert!(!repo.join("shallow.lock").exists());
+    assert!(!stale_ref_lock.exists());
+}

@@ -276,6 +276,7 @@ impl GitCache {
     ) -> Result<(GitBackend, Resolution)> {
         let pinned = reference.filter(|r| is_full_commit_id(r));
         let local = &local_ref(reference);
+        remove_stale_locks(repo_dir);
         let repo = if repo_dir.exists() {
             gix::open(repo_dir).map_err(|e| cache_error("cannot open the cached repository", e))?
         } else {
@@ -412,6 +413,29 @@ impl GitCache {
                 let _ = std::fs::remove_dir_all(self.dir.join(format!("{key}.git")));
                 let _ = std::fs::remove_file(&lock_path);
                 drop(lock);
+            }
+        }
+    }
+}
+
+/// Removes the lock files Git leaves in `repo_dir` (`shallow.lock`,
+/// `refs/.../NAME.lock`) when a process is killed mid-fetch; left there,
+/// they would make every later fetch fail. Called only with the
+/// repository's own lock held, so no fetch is running to own them.
+fn remove_stale_locks(repo_dir: &Path) {
+    let mut dirs = vec![(repo_dir.to_owned(), 0usize)];
+    while let Some((dir, depth)) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        for entry in entries.filter_map(|e| e.ok()) {
+            let path = entry.path();
+            let Ok(kind) = entry.file_type() else { continue };
+            let name = entry.file_name();
+            let in_refs = depth > 0 || name == "refs";
+            if kind.is_dir() && in_refs && depth < 8 {
+                dirs.push((path, depth + 1));
+            } else if kind.is_file() && path.extension().is_some_and(|e| e == "lock") {
+                tracing::debug!(file = ?name, "removing a lock file a killed fetch left");
+                let _ = std::fs::remove_file(&path);
             }
         }
     }
