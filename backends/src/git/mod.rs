@@ -40,7 +40,7 @@ use crate::vpath::{VPath, is_valid_segment};
 pub(crate) fn is_git_dir_name(name: &gix::bstr::BStr) -> bool {
     name.eq_ignore_ascii_case(b".git")
 }
-use tree::{Node, Trees, odb_error, submodule};
+use tree::{LargeTrees, Node, Trees, odb_error, submodule};
 
 /// A tree entry's name as a path segment, when it can be one and is not a
 /// `.git` directory.
@@ -79,6 +79,8 @@ struct Inner {
     /// Handles kept between calls with their object and pack caches, so
     /// the trees above a path are inflated once rather than at every call.
     handles: std::sync::Mutex<Vec<gix::Repository>>,
+    /// Large trees indexed by name, shared by every call.
+    large_trees: LargeTrees,
     commit: ObjectId,
     tree: ObjectId,
     policy: SymlinkPolicy,
@@ -136,6 +138,7 @@ impl GitBackend {
                 repo,
                 git_dir: git_dir.to_owned(),
                 handles: std::sync::Mutex::new(Vec::new()),
+                large_trees: LargeTrees::default(),
             }),
         })
     }
@@ -176,6 +179,7 @@ impl Inner {
         let result = f(&Trees {
             repo: &repo,
             policy: self.policy,
+            large: &self.large_trees,
         });
         let mut handles = self.handles.lock().unwrap_or_else(|e| e.into_inner());
         if handles.len() < MAX_IDLE_HANDLES {

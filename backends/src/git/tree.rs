@@ -45,13 +45,62 @@ struct Pending {
 pub(super) struct Trees<'r> {
     pub(super) repo: &'r gix::Repository,
     pub(super) policy: SymlinkPolicy,
+    pub(super) large: &'r LargeTrees,
+}
+
+/// The entries of a tree by name.
+type TreeIndex = std::collections::HashMap<BString, (Mode, ObjectId)>;
+
+/// Trees above [`LARGE_TREE_BYTES`] indexed by name, kept between calls
+/// (a tree's id names its content, so an index never goes stale): a
+/// source directory of 30,000 skills is then scanned once, not once per
+/// skill. At most [`MAX_LARGE_TREES`] are kept.
+#[derive(Default)]
+pub(super) struct LargeTrees(std::sync::Mutex<Vec<(ObjectId, std::sync::Arc<TreeIndex>)>>);
+
+/// A tree this large (about 300 entries) is indexed rather than scanned.
+const LARGE_TREE_BYTES: usize = 16 * 1024;
+
+/// The most large-tree indexes kept.
+const MAX_LARGE_TREES: usize = 8;
+
+impl LargeTrees {
+    fn get(&self, tree: ObjectId) -> Option<std::sync::Arc<TreeIndex>> {
+        let kept = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        kept.iter().find(|(id, _)| *id == tree).map(|(_, index)| index.clone())
+    }
+
+    fn keep(&self, tree: ObjectId, index: std::sync::Arc<TreeIndex>) {
+        let mut kept = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if kept.len() >= MAX_LARGE_TREES {
+            kept.remove(0);
+        }
+        kept.push((tree, index));
+    }
 }
 
 impl Trees<'_> {
-    /// The entry `name` of tree `tree`, if any.
+    /// The entry `name` of tree `tree`, if any: the first of that name, as
+    /// a scan of the tree finds it.
     pub(super) fn entry(&self, tree: ObjectId, name: &BStr, path: &VPath) -> Result<Option<(Mode, ObjectId)>> {
+        if let Some(index) = self.large.get(tree) {
+            return Ok(index.get(name).copied());
+        }
         let object = self.repo.find_object(tree).map_err(|e| odb_error(path, e))?;
-        for entry in gix::objs::TreeRefIter::from_bytes(&object.data, self.repo.object_hash()) {
+        let entries = gix::objs::TreeRefIter::from_bytes(&object.data, self.repo.object_hash());
+        if object.data.len() > LARGE_TREE_BYTES {
+            let mut index = TreeIndex::new();
+            for entry in entries {
+                let entry = entry.map_err(|e| corrupt(path, e))?;
+                index
+                    .entry(entry.filename.to_owned())
+                    .or_insert((entry.mode.kind(), entry.oid.to_owned()));
+            }
+            let found = index.get(name).copied();
+            self.large.keep(tree, std::sync::Arc::new(index));
+            return Ok(found);
+        }
+        for entry in entries {
             let entry = entry.map_err(|e| corrupt(path, e))?;
             if entry.filename == name {
                 return Ok(Some((entry.mode.kind(), entry.oid.to_owned())));
