@@ -188,8 +188,8 @@ fn main() {
                     let catalog = &catalog;
                     async move {
                         let file = catalog.read_skill(skill.name()).await.unwrap();
-                        let sections = text::sections(&text::body(&file));
-                        sections.headings.len() + sections.text.len()
+                        let body = text::body(&file);
+                        body.len() + text::headings(&body).len()
                     }
                 })
                 .buffer_unordered(32)

@@ -270,19 +270,17 @@ impl SearchIndex {
     }
 
     fn document(&self, skill: &Skill, version: &Version, body: &str) -> TantivyDocument {
-        let sections = text::sections(body);
+        let headings = text::headings(body);
         let mut doc = TantivyDocument::default();
         doc.add_text(self.fields.path, skill.path.as_str());
         doc.add_text(self.fields.version, version.as_str());
         doc.add_text(self.fields.name, skill.name());
         doc.add_text(self.fields.description, &skill.metadata.description);
-        doc.add_text(self.fields.headings, &sections.headings);
-        for part in [
-            skill.name(),
-            &skill.metadata.description,
-            &sections.headings,
-            &sections.text,
-        ] {
+        doc.add_text(self.fields.headings, &headings);
+        // The whole text: the body's words are its headings' and the rest's
+        // (a heading's `#` marks are no word), and without positions the
+        // order of a field's words does not count.
+        for part in [skill.name(), &skill.metadata.description, body] {
             doc.add_text(self.fields.all, part);
         }
         doc
