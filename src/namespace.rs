@@ -215,14 +215,19 @@ impl Namespace {
     }
 
     /// Names the storage behind every source, in order: the same for two
-    /// namespaces only when they read the same skills at the same paths.
+    /// namespaces only when they read the same skills at the same paths. A
+    /// local directory is named by its resolved path (links followed), so
+    /// a relative location such as `.` names a different directory in each
+    /// working directory; one that cannot be resolved is not cached.
     fn search_identity(&self) -> Option<String> {
         let mut identity = String::from("skillstore-search");
         for (source, location) in self.sources.iter().zip(&self.source_locations) {
-            if matches!(location, Location::Memory(_)) {
-                return None;
-            }
-            identity.push_str(&format!("\n{}\t{}\t{location}", source.name(), source.path()));
+            let named = match location {
+                Location::Memory(_) => return None,
+                Location::Dir(dir) => std::fs::canonicalize(dir).ok()?.display().to_string(),
+                other => other.to_string(),
+            };
+            identity.push_str(&format!("\n{}\t{}\t{named}", source.name(), source.path()));
         }
         Some(identity)
     }

@@ -241,3 +241,46 @@ fn search_batch_refuses_bad_lines_one_by_one_and_echoes_ids_as_they_came() {
     assert_eq!(lines[6]["id"], serde_json::json!(18446744073709551615u64));
     assert_eq!(lines[6]["results"][0]["name"], "xlsx-editor");
 }
+
+#[test]
+fn projects_with_the_same_relative_config_keep_their_own_index() {
+    // Two projects, each with `./skillstore.yaml` serving its own directory
+    // (`/` is the configuration's directory, written `.`), searched from
+    // inside each with one cache directory.
+    let projects = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    for (project, name) in [("one", "alpha-tool"), ("two", "beta-tool")] {
+        let root = projects.path().join(project);
+        write(&root, "skillstore.yaml", "sources:\n  - path: /skills\n");
+        write(
+            &root,
+            &format!("skills/{name}/SKILL.md"),
+            &format!("---\nname: {name}\ndescription: Works with zebras.\n---\n# Zebras\nStripes.\n"),
+        );
+    }
+    let search = |project: &str| -> Vec<String> {
+        let mut cmd = Command::cargo_bin("skillstore").unwrap();
+        cmd.current_dir(projects.path().join(project))
+            .timeout(Duration::from_secs(120))
+            .env("XDG_CACHE_HOME", cache.path())
+            .env_remove("RUST_LOG")
+            .args(["search", "zebra", "--json"]);
+        let answer: Value = serde_json::from_str(&stdout(&mut cmd)).unwrap();
+        answer["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    for _ in 0..2 {
+        assert_eq!(search("one"), ["alpha-tool"]);
+        assert_eq!(search("two"), ["beta-tool"]);
+    }
+    let indexes: Vec<String> = std::fs::read_dir(cache.path().join("skillstore"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("search-"))
+        .collect();
+    assert_eq!(indexes.len(), 2, "one index per project directory: {indexes:?}");
+}

@@ -20,6 +20,7 @@
 //! ([`SearchIndex::open_cached`]), where a later process reuses it and
 //! reads only the SKILL.md files that changed since.
 
+mod analysis;
 mod schema;
 mod store;
 pub mod text;
@@ -49,8 +50,12 @@ pub const MAX_LIMIT: usize = 1000;
 /// How many SKILL.md files a refresh reads at once.
 const READ_CONCURRENCY: usize = 32;
 
-/// Each indexing thread's memory budget (tantivy's minimum).
-const WRITER_BUDGET_PER_THREAD: usize = 15_000_000;
+/// Each indexing thread's memory budget: past it, the thread writes out
+/// a segment. Large enough that a build of 10,000 typical skills writes one
+/// segment per thread and so merges none (tantivy's minimum, 15 MB, wrote
+/// several and merged them, about 15% more work); memory is taken as the
+/// text needs it, not up front.
+const WRITER_BUDGET_PER_THREAD: usize = 100_000_000;
 
 /// The version recorded for a skill whose SKILL.md could not be read: it
 /// equals no backend's version, so the next refresh reads it again.
@@ -238,7 +243,11 @@ impl SearchIndex {
                     (String::new(), Version::new(UNREAD))
                 }
             };
-            writer.delete_term(Term::from_field_text(self.fields.path, skill.path.as_str()));
+            // A path the index does not hold has no document to replace
+            // (every path of a cold build).
+            if known.contains_key(skill.path.as_str()) {
+                writer.delete_term(Term::from_field_text(self.fields.path, skill.path.as_str()));
+            }
             writer
                 .add_document(self.document(&skill, &version, &body))
                 .map_err(search_error)?;
@@ -261,19 +270,17 @@ impl SearchIndex {
     }
 
     fn document(&self, skill: &Skill, version: &Version, body: &str) -> TantivyDocument {
-        let sections = text::sections(body);
+        let headings = text::headings(body);
         let mut doc = TantivyDocument::default();
         doc.add_text(self.fields.path, skill.path.as_str());
         doc.add_text(self.fields.version, version.as_str());
         doc.add_text(self.fields.name, skill.name());
         doc.add_text(self.fields.description, &skill.metadata.description);
-        doc.add_text(self.fields.headings, &sections.headings);
-        for part in [
-            skill.name(),
-            &skill.metadata.description,
-            &sections.headings,
-            &sections.text,
-        ] {
+        doc.add_text(self.fields.headings, &headings);
+        // The whole text: the body's words are its headings' and the rest's
+        // (a heading's `#` marks are no word), and without positions the
+        // order of a field's words does not count.
+        for part in [skill.name(), &skill.metadata.description, body] {
             doc.add_text(self.fields.all, part);
         }
         doc

@@ -7,6 +7,8 @@
 //! SKILL.md path, its version and the skill's name.
 
 use tantivy::Index;
+
+use super::analysis::CachedWords;
 use tantivy::schema::{Field, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions};
 use tantivy::tokenizer::{
     Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer, StopWordFilter, TextAnalyzer,
@@ -65,7 +67,8 @@ impl Fields {
     }
 }
 
-/// Registers [`ANALYZER`] on `index`.
+/// Registers [`ANALYZER`] on `index` (the pipeline above, each distinct
+/// word analyzed once per indexing thread and field).
 pub fn register(index: &Index) {
     let mut builder = TextAnalyzer::builder(SimpleTokenizer::default())
         .filter(RemoveLongFilter::limit(40))
@@ -74,6 +77,8 @@ pub fn register(index: &Index) {
     if let Some(stop) = StopWordFilter::new(Language::English) {
         builder = builder.filter_dynamic(stop);
     }
-    let analyzer = builder.filter_dynamic(Stemmer::new(Language::English)).build();
-    index.tokenizers().register(ANALYZER, analyzer);
+    let pipeline = builder.filter_dynamic(Stemmer::new(Language::English)).build();
+    index
+        .tokenizers()
+        .register(ANALYZER, TextAnalyzer::from(CachedWords::new(pipeline)));
 }

@@ -40,6 +40,35 @@ pub fn body(file: &[u8]) -> String {
 /// blocks are text, never headings.
 pub fn sections(body: &str) -> Sections {
     let mut out = Sections::default();
+    lines(body, |line, heading| match heading {
+        Some(heading) => {
+            out.headings.push_str(heading);
+            out.headings.push('\n');
+        }
+        None => {
+            out.text.push_str(line);
+            out.text.push('\n');
+        }
+    });
+    out
+}
+
+/// The headings of a Markdown body, as [`sections`] gives them, without
+/// copying the rest.
+pub fn headings(body: &str) -> String {
+    let mut out = String::new();
+    lines(body, |_, heading| {
+        if let Some(heading) = heading {
+            out.push_str(heading);
+            out.push('\n');
+        }
+    });
+    out
+}
+
+/// Calls `f` with each line of `body` and, for a heading outside code
+/// fences, its text.
+fn lines<'a>(body: &'a str, mut f: impl FnMut(&'a str, Option<&'a str>)) {
     let mut fence: Option<&str> = None;
     for line in body.lines() {
         let trimmed = line.trim_start();
@@ -50,14 +79,11 @@ pub fn sections(body: &str) -> Sections {
         } else if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
             fence = Some(&trimmed[..3]);
         } else if let Some(heading) = heading(trimmed) {
-            out.headings.push_str(heading);
-            out.headings.push('\n');
+            f(line, Some(heading));
             continue;
         }
-        out.text.push_str(line);
-        out.text.push('\n');
+        f(line, None);
     }
-    out
 }
 
 /// The text of an ATX heading line (`# Title`, up to six marks).
@@ -75,7 +101,39 @@ fn heading(line: &str) -> Option<&str> {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
+
+    /// The words of `text` (cut where the analyzer cuts), sorted.
+    fn words(text: &str) -> Vec<&str> {
+        let mut words: Vec<&str> = text
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .collect();
+        words.sort_unstable();
+        words
+    }
+
+    proptest! {
+        /// The index gives the whole body as the text of the `all` field:
+        /// its words must be exactly its headings' and the rest's.
+        #[test]
+        fn a_body_has_the_words_of_its_headings_and_its_text(
+            lines in proptest::collection::vec(
+                "(#{0,8}|~~~|```|  ```|    #)[ \t]?[a-zA-Z0-9 #_é\t]{0,20}(\r)?",
+                0..20,
+            )
+        ) {
+            let body = lines.join("\n");
+            let s = sections(&body);
+            let mut both = words(&s.headings);
+            both.extend(words(&s.text));
+            both.sort_unstable();
+            prop_assert_eq!(words(&body), both);
+            prop_assert_eq!(headings(&body), s.headings);
+        }
+    }
 
     #[test]
     fn body_starts_after_the_closing_fence() {
@@ -89,5 +147,9 @@ mod tests {
         let s = sections("# Title\nintro\n```sh\n# a comment\n```\n## Steps ##\n#hashtag\n");
         assert_eq!(s.headings, "Title\nSteps\n");
         assert_eq!(s.text, "intro\n```sh\n# a comment\n```\n#hashtag\n");
+        assert_eq!(
+            headings("# Title\nintro\n```sh\n# a comment\n```\n## Steps ##\n#hashtag\n"),
+            s.headings
+        );
     }
 }
