@@ -232,6 +232,41 @@ impl Namespace {
         Catalog::load(self.backend(), self.sources.clone(), self.load.clone()).await
     }
 
+    /// The sources at the directories `paths` (lowest priority first), as
+    /// a front end naming sources by path alone (deepagents' `sources`)
+    /// needs them: a directory the configuration names a source at is that
+    /// source (its name, label, patterns and commit, read-only here), so a
+    /// lock and a signature policy written for it apply; any other is
+    /// named as the command line names `--source PATH`. A name already
+    /// taken by an earlier path becomes the whole path without its leading
+    /// `/` (`team/skills`). A path that is not a directory path is a usage
+    /// error.
+    pub fn sources_at<S: AsRef<str>>(&self, paths: &[S]) -> Result<SourceList> {
+        let mut list = SourceList::new();
+        for text in paths {
+            let path = parse_dir(text.as_ref())?;
+            let source = match self.sources.iter().find(|s| *s.path() == path) {
+                Some(configured) => configured.clone().with_writable(false),
+                None => Source::new(path.clone()),
+            };
+            let source = if list.get(source.name()).is_some() {
+                let whole = path.as_str().trim_start_matches('/').to_owned();
+                Source::labeled(if whole.is_empty() { "root".to_owned() } else { whole }, path)
+            } else {
+                source
+            };
+            list.push(source)?;
+        }
+        Ok(list)
+    }
+
+    /// Loads a catalog of `sources` (from [`Namespace::sources_at`], say)
+    /// over this namespace's mounts, guards and load options: its lock and
+    /// signature policies apply to them by source name.
+    pub async fn load_sources(&self, sources: SourceList) -> Catalog {
+        Catalog::load(self.backend(), sources, self.load.clone()).await
+    }
+
     /// The source a write goes to: the one named, or else the
     /// highest-priority writable source.
     pub fn write_target(&self, name: Option<&str>) -> Result<&Source> {
