@@ -169,3 +169,51 @@ async fn a_locked_skill_changed_behind_the_server_is_refused_until_a_refresh() {
     let _ = client.cancel().await;
     server.stop().await;
 }
+
+/// A locked tenant's skill loses a file it was checked with (deleted,
+/// before its discovery archive is first built): the archive is not
+/// served partial with the index still naming the skill, and the skill
+/// object is refused rather than listing what is left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_locked_skill_missing_a_checked_file_is_served_whole_or_not_at_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("tree");
+    layered_tree(&root);
+    write(&root, "base/beta/scripts/guard.sh", "exit 1\n");
+    let (lock, _, _) = digests(&root).await;
+    let lock_file = dir.path().join("skills.lock");
+    std::fs::write(&lock_file, lock.to_json()).unwrap();
+    let mut config = layered_config(&root);
+    config.set_lock(&lock_file);
+    let mut settings = settings(vec![("acme", config, vec![("reader", Scope::Read)])]);
+    settings.tenants[0].discovery = skillstore_server::Discovery::Public;
+    let server = Served::start(settings).await;
+    let http = reqwest::Client::new();
+
+    std::fs::remove_file(root.join("base/beta/scripts/guard.sh")).unwrap();
+    let index: serde_json::Value = http
+        .get(server.url("/t/acme/.well-known/agent-skills/index.json"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let names: Vec<&str> = index["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["alpha"], "{index}");
+    let archive = http
+        .get(server.url("/t/acme/.well-known/agent-skills/beta.zip"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(archive.status(), 404);
+
+    let show = get(&http, server.url("/v1/skills/beta"), "reader").await;
+    assert_ne!(show.status(), 200, "no partial listing of a checked skill");
+    server.stop().await;
+}
