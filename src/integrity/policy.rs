@@ -324,6 +324,20 @@ pub fn signature_message(refused: Refused) -> String {
     }
 }
 
+/// What [`check_dir_files`] found: the verdict, and the SHA-256 (hex) of
+/// every file of the skill as the check read it (its signature included),
+/// by path. A front end that copies the skill elsewhere after the check
+/// writes a file only when the bytes it writes have that hash, so what
+/// lands is exactly what was checked.
+#[derive(Debug, Clone)]
+pub struct CheckedDir {
+    /// The signature check's verdict.
+    pub status: SignatureStatus,
+    /// Each file read by the check and the SHA-256 of the bytes it read
+    /// (empty when the skill could not be digested).
+    pub files: Vec<(VPath, String)>,
+}
+
 /// What the signature check of the skill whose directory is `dir` on
 /// `backend` finds against `policy`: its digest over the files a confined
 /// read serves ([`crate::skill_files`]) and its [`SIGNATURE_FILE`] read
@@ -335,6 +349,19 @@ pub async fn check_dir(
     dir: &VPath,
     policy: &SignaturePolicy,
 ) -> SignatureStatus {
+    check_dir_files(backend, dir, policy).await.status
+}
+
+/// [`check_dir`], with the hash of every file as the check read it.
+pub async fn check_dir_files(
+    backend: &dyn skillstore_backends::SkillBackend,
+    dir: &VPath,
+    policy: &SignaturePolicy,
+) -> CheckedDir {
+    let refused = |why| CheckedDir {
+        status: SignatureStatus::Refused(why),
+        files: Vec::new(),
+    };
     let listed = match crate::skill_files::list(
         backend,
         dir,
@@ -344,24 +371,35 @@ pub async fn check_dir(
     .await
     {
         Ok(listed) => listed,
-        Err(_) => return SignatureStatus::Refused(Refused::Invalid),
+        Err(_) => return refused(Refused::Invalid),
     };
     let digests = crate::integrity::FileDigests::new();
     let Ok(digest) = digests.skill_digest(backend, &listed).await else {
-        return SignatureStatus::Refused(Refused::Invalid);
+        return refused(Refused::Invalid);
     };
     let Ok(path) = dir.join(SIGNATURE_FILE) else {
-        return SignatureStatus::Refused(Refused::Invalid);
+        return refused(Refused::Invalid);
     };
-    match backend.read(&path, listed.read_options()).await {
-        Ok(blob) => match policy.allowed.verify(&blob.data, &digest.digest, now()) {
-            Ok(signer) => SignatureStatus::Signed(signer),
-            Err(refused) => SignatureStatus::Refused(refused),
-        },
+    let mut files: Vec<(VPath, String)> = digest
+        .files
+        .iter()
+        .filter(|f| f.relative != SIGNATURE_FILE)
+        .filter_map(|f| Some((dir.join(&f.relative).ok()?, f.sha256.clone())))
+        .collect();
+    let status = match backend.read(&path, listed.read_options()).await {
+        Ok(blob) => {
+            // The signature as verified, not as the digest's read saw it.
+            files.push((path, crate::integrity::sha256_hex(&blob.data)));
+            match policy.allowed.verify(&blob.data, &digest.digest, now()) {
+                Ok(signer) => SignatureStatus::Signed(signer),
+                Err(refused) => SignatureStatus::Refused(refused),
+            }
+        }
         Err(e) if e.kind() == StorageKind::NotFound && policy.required => SignatureStatus::Refused(Refused::Missing),
         Err(e) if e.kind() == StorageKind::NotFound => SignatureStatus::Unsigned,
         Err(_) => SignatureStatus::Refused(Refused::Invalid),
-    }
+    };
+    CheckedDir { status, files }
 }
 
 /// What the signature check of `archive` finds against `policy`, before
