@@ -122,10 +122,14 @@ async fn a_locked_skill_changed_behind_the_server_is_refused_until_a_refresh() {
         "/v1/skills/alpha/files/added.sh",
     ] {
         let answer = get(&http, server.url(path), "reader").await;
-        assert_eq!(answer.status(), 412, "{path}");
+        // 409: the state changed since the check (412 is kept for a failed
+        // If-Match or If-None-Match).
+        assert_eq!(answer.status(), 409, "{path}");
         let body = answer.text().await.unwrap();
         assert!(!body.contains("EVIL"), "{path}: {body}");
         assert!(body.contains("changed since"), "{path}: {body}");
+        let error: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(error["error"]["kind"], "changed_since_checked", "{path}: {body}");
     }
     let show = get(&http, server.url("/v1/skills/alpha"), "reader").await;
     let body = show.text().await.unwrap();
@@ -173,7 +177,7 @@ async fn a_locked_skill_changed_behind_the_server_is_refused_until_a_refresh() {
 /// A locked tenant's skill loses a file it was checked with (deleted,
 /// before its discovery archive is first built): the archive is not
 /// served partial with the index still naming the skill, and the skill
-/// object is refused rather than listing what is left.
+/// object says it changed rather than listing what is left.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_locked_skill_missing_a_checked_file_is_served_whole_or_not_at_all() {
     let dir = tempfile::tempdir().unwrap();
@@ -214,6 +218,12 @@ async fn a_locked_skill_missing_a_checked_file_is_served_whole_or_not_at_all() {
     assert_eq!(archive.status(), 404);
 
     let show = get(&http, server.url("/v1/skills/beta"), "reader").await;
-    assert_ne!(show.status(), 200, "no partial listing of a checked skill");
+    assert_eq!(show.status(), 409);
+    let body: serde_json::Value = show.json().await.unwrap();
+    assert_eq!(body["error"]["kind"], "changed_since_checked", "{body}");
+    assert!(
+        body["error"]["message"].as_str().unwrap().contains("scripts/guard.sh"),
+        "{body}"
+    );
     server.stop().await;
 }

@@ -32,6 +32,20 @@ use skillstore_backends::{
 pub const CHANGED: &str =
     "the skill changed since its lock or signature was checked; refresh to check it again before it is served";
 
+/// The stable kind of a refusal because a skill changed since its check,
+/// for front ends that name it apart from a failed precondition
+/// (`version_conflict`, a stale `If-Match`).
+pub const CHANGED_KIND: &str = "changed_since_checked";
+
+/// True when `err` refused a read (or a whole skill) because the skill
+/// changed since its lock or signature was checked: the state changed
+/// under the caller, who did not state a precondition; a refresh checks it
+/// again.
+pub fn is_changed(err: &crate::Error) -> bool {
+    matches!(err, crate::Error::Backend(e)
+        if e.kind() == ErrorKind::VersionConflict && e.public_detail() == Some(CHANGED))
+}
+
 /// The file versions each checked skill was digested at.
 #[derive(Debug, Default)]
 pub struct Pins {
