@@ -1,7 +1,7 @@
 //! `publish`: upload a local skills tree, with the read guards, skipping
 //! what the destination already holds.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::IsTerminal;
 use std::path::Path;
 use std::sync::Arc;
@@ -15,9 +15,9 @@ use skillstore::backends::{
     SkillBackend, SkillBackendExt, SymlinkPolicy, VPath, Version, WalkLimits,
 };
 use skillstore::index::{HeadEntry, INDEX_FILE};
-use skillstore::integrity::policy::{SignaturePolicy, check_dir_files, signature_message};
+use skillstore::integrity::SignatureStatus;
+use skillstore::integrity::policy::{CheckedFiles, Expected, SignaturePolicy, check_dir_files, signature_message};
 use skillstore::integrity::signature::{AllowedSigners, SIGNATURE_FILE};
-use skillstore::integrity::{SignatureStatus, sha256_hex};
 use skillstore::skill::{SKILL_FILE, is_skill_file_name};
 
 use super::terminal::shown;
@@ -139,13 +139,7 @@ pub async fn run(
                         Sent::Skipped("added to a checked skill after its signature check: not part of it".into()),
                         None,
                     ),
-                    expected => {
-                        let hash = match expected {
-                            Some(Expected::Hash(hash)) => Some(hash),
-                            _ => None,
-                        };
-                        send(&*local, &*destination, &file, compare_md5, hash).await
-                    }
+                    _ => send(&*local, &*destination, &file, compare_md5, checked.as_deref()).await,
                 };
                 bar.inc(file.size);
                 (file.path, sent, published)
@@ -278,45 +272,12 @@ fn is_signature(path: &VPath) -> bool {
         .is_some_and(|dir| dir.split('/').filter(|s| !s.is_empty()).count() == 2 && !dir.contains("/."))
 }
 
-/// The files of the skills a signature check passed, each with the hash
-/// of the bytes the check read.
-#[derive(Default)]
-struct Checked {
-    dirs: HashSet<VPath>,
-    files: HashMap<VPath, String>,
-}
-
-/// What the upload of one file must hold to.
-enum Expected<'a> {
-    /// The SHA-256 (hex) the check read.
-    Hash(&'a str),
-    /// The file lies in a checked skill but the check did not read it.
-    NotChecked,
-}
-
-impl Checked {
-    /// What `path` must hold to, when it lies in a checked skill.
-    fn expected(&self, path: &VPath) -> Option<Expected<'_>> {
-        if let Some(hash) = self.files.get(path) {
-            return Some(Expected::Hash(hash));
-        }
-        let mut dir = path.parent();
-        while let Some(d) = dir.filter(|d| !d.is_root()) {
-            if self.dirs.contains(&d) {
-                return Some(Expected::NotChecked);
-            }
-            dir = d.parent();
-        }
-        None
-    }
-}
-
 /// Every skill of the tree (each directory holding a file that makes it a
 /// skill for a catalog, `SKILL.md` or `skill.md`) checked against the
 /// `allowed_signers` file `file`, signatures required, as a source with
 /// that policy checks an install: any refused, nothing is published. The
 /// files of the skills that pass, with the hashes the check read.
-async fn check_signatures(local: &FsBackend, files: &[LocalFile], file: &Path) -> Result<Checked, Failure> {
+async fn check_signatures(local: &FsBackend, files: &[LocalFile], file: &Path) -> Result<CheckedFiles, Failure> {
     let text = read_local_text(file, DEFAULT_READ_LIMIT, "allowed_signers file")?;
     let policy = SignaturePolicy {
         allowed: AllowedSigners::parse(&text)?,
@@ -330,7 +291,7 @@ async fn check_signatures(local: &FsBackend, files: &[LocalFile], file: &Path) -
         .filter_map(|f| f.path.parent().filter(|d| !d.is_root()))
         .collect();
     let mut refused = Vec::new();
-    let mut checked = Checked::default();
+    let mut checked = CheckedFiles::new();
     for dir in dirs {
         let found = check_dir_files(local, &dir, &policy).await;
         if let SignatureStatus::Refused(why) = found.status {
@@ -341,8 +302,7 @@ async fn check_signatures(local: &FsBackend, files: &[LocalFile], file: &Path) -
             ));
             continue;
         }
-        checked.files.extend(found.files);
-        checked.dirs.insert(dir);
+        checked.add(dir, found);
     }
     if refused.is_empty() {
         return Ok(checked);
@@ -370,11 +330,12 @@ async fn send(
     destination: &dyn SkillBackend,
     file: &LocalFile,
     compare_md5: bool,
-    checked_hash: Option<&str>,
+    checked: Option<&CheckedFiles>,
 ) -> (Sent, Published) {
+    let in_checked_skill = checked.is_some_and(|c| c.expected(&file.path).is_some());
     let data = match local.read(&file.path, ReadOptions::default()).await {
         Ok(blob) => blob.data,
-        Err(e) if checked_hash.is_some() => {
+        Err(e) if in_checked_skill => {
             return (Sent::Failed(format!("checked, then cannot be read: {e}")), None);
         }
         Err(e) if matches!(e.kind(), ErrorKind::TooLarge | ErrorKind::NotRegularFile) => {
@@ -384,9 +345,7 @@ async fn send(
     };
     // The bytes uploaded are the ones read here: they must be the ones the
     // signature check read.
-    if let Some(hash) = checked_hash
-        && sha256_hex(&data) != hash
-    {
+    if checked.is_some_and(|c| !c.admits(&file.path, &data)) {
         return (
             Sent::Failed("changed since its skill's signature was checked; not uploaded".into()),
             None,
@@ -443,6 +402,9 @@ fn create_target(target: &Path) -> Result<(), Failure> {
 
 #[cfg(test)]
 mod tests {
+    use skillstore::integrity::policy::CheckedDir;
+    use skillstore::integrity::sha256_hex;
+
     use super::*;
 
     /// Finding: the signature check read a skill's files once and the
@@ -461,31 +423,21 @@ mod tests {
             path: path.clone(),
             size: 10,
         };
-        let checked = sha256_hex(b"echo run\n");
+        let checked_as = |bytes: &[u8]| {
+            let mut checked = CheckedFiles::new();
+            let files = vec![(path.clone(), sha256_hex(bytes))];
+            let status = SignatureStatus::Unsigned;
+            checked.add(VPath::new("/l/a").unwrap(), CheckedDir { status, files });
+            checked
+        };
+        let checked = checked_as(b"echo run\n");
         let (sent, _) = send(&local, &destination, &file, false, Some(&checked)).await;
         assert!(matches!(sent, Sent::Failed(ref why) if why.contains("changed since")));
         assert!(destination.stat(&path).await.is_err(), "nothing was written");
 
         // The bytes checked are uploaded.
-        let good = sha256_hex(b"echo EVIL\n");
-        let (sent, _) = send(&local, &destination, &file, false, Some(&good)).await;
+        let checked = checked_as(b"echo EVIL\n");
+        let (sent, _) = send(&local, &destination, &file, false, Some(&checked)).await;
         assert!(matches!(sent, Sent::Uploaded(10)));
-    }
-
-    #[test]
-    fn a_file_in_a_checked_skill_the_check_did_not_read_is_not_part_of_it() {
-        let mut checked = Checked::default();
-        let dir = VPath::new("/l/a").unwrap();
-        checked.files.insert(dir.join("SKILL.md").unwrap(), "00".into());
-        checked.dirs.insert(dir);
-        assert!(matches!(
-            checked.expected(&VPath::new("/l/a/SKILL.md").unwrap()),
-            Some(Expected::Hash("00"))
-        ));
-        assert!(matches!(
-            checked.expected(&VPath::new("/l/a/x/added.sh").unwrap()),
-            Some(Expected::NotChecked)
-        ));
-        assert!(checked.expected(&VPath::new("/l/b/SKILL.md").unwrap()).is_none());
     }
 }
