@@ -132,6 +132,9 @@ async fn a_skill_withheld_from_a_sync_keeps_the_copy_synced_before() {
 async fn a_file_added_after_the_check_is_not_synced() {
     let dir = tempfile::tempdir().unwrap();
     write_skill(dir.path(), "pdf");
+    // Below `.skillstore/` only the signature belongs to a skill.
+    std::fs::create_dir_all(dir.path().join("skills/pdf/.skillstore")).unwrap();
+    std::fs::write(dir.path().join("skills/pdf/.skillstore/notes"), "x").unwrap();
     let fs: Arc<dyn SkillBackend> = Arc::new(FsBackend::new(dir.path()).unwrap());
     let catalog = locked(&fs).await;
     std::fs::write(dir.path().join("skills/pdf/added.sh"), "echo EVIL\n").unwrap();
@@ -139,7 +142,14 @@ async fn a_file_added_after_the_check_is_not_synced() {
     let report = sync(&catalog, &out, &SyncOptions::default()).await.unwrap();
     assert!(report.withheld.is_empty(), "{report:?}");
     assert_eq!(withheld_refusals(&report), [("pdf", "/skills/pdf/added.sh", false)]);
+    let foreign = report
+        .refused
+        .iter()
+        .find(|r| r.path == "/skills/pdf/.skillstore/notes")
+        .expect("the reserved file is reported");
+    assert_eq!((foreign.kind.as_str(), foreign.whole_skill), ("not_found", false));
     assert!(!out.join("pdf/added.sh").exists());
+    assert!(!out.join("pdf/.skillstore/notes").exists());
     assert_eq!(
         std::fs::read_to_string(out.join("pdf/scripts/guard.sh")).unwrap(),
         GUARD

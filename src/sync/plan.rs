@@ -233,7 +233,17 @@ fn hold_to_check(mut plan: Plan, checked: &[VPath], refused: &mut Vec<SyncRefusa
     }
     plan.files.retain(|f| {
         let keep = checked.contains(&f.path);
-        if !keep {
+        if !keep && crate::skill_files::is_foreign(&f.relative) {
+            // Never part of a skill, checked or not.
+            let message = "below `.skillstore/` only `.skillstore/signature` belongs to a skill".to_owned();
+            refused.push(refusal(
+                &plan.name,
+                &f.path,
+                ErrorKind::NotFound.as_str(),
+                message,
+                false,
+            ));
+        } else if !keep {
             let message = "added since the skill was checked: not part of it".to_owned();
             refused.push(refusal(&plan.name, &f.path, CHANGED, message, false));
         }
