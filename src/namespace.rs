@@ -262,9 +262,28 @@ impl Namespace {
 
     /// Loads a catalog of `sources` (from [`Namespace::sources_at`], say)
     /// over this namespace's mounts, guards and load options: its lock and
-    /// signature policies apply to them by source name.
-    pub async fn load_sources(&self, sources: SourceList) -> Catalog {
-        Catalog::load(self.backend(), sources, self.load.clone()).await
+    /// signature policies apply to them by source name. A source at the
+    /// directory of a configured source under another name is a usage
+    /// error when the namespace checks a lock or signatures, since under
+    /// another name those checks would not apply to it.
+    pub async fn load_sources(&self, sources: SourceList) -> Result<Catalog> {
+        if self.load.integrity.is_some() {
+            for source in &sources {
+                if let Some(configured) = self
+                    .sources
+                    .iter()
+                    .find(|c| c.path() == source.path() && c.name() != source.name())
+                {
+                    return Err(Error::Usage(format!(
+                        "the source at {} is named `{}` in the configuration, whose lock or signatures apply by \
+                         that name; load it under that name (or by its path alone)",
+                        configured.display_path(),
+                        configured.name()
+                    )));
+                }
+            }
+        }
+        Ok(Catalog::load(self.backend(), sources, self.load.clone()).await)
     }
 
     /// The source a write goes to: the one named, or else the

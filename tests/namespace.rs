@@ -6,7 +6,7 @@ use std::os::unix::fs::symlink;
 use std::path::Path;
 
 use skillstore::backends::{ErrorKind, SkillBackendExt, VPath};
-use skillstore::{Config, Error};
+use skillstore::{Config, Error, Source, SourceList};
 
 const SKILL: &str = "---\nname: NAME\ndescription: A skill for tests.\n---\nBody.\n";
 
@@ -335,7 +335,7 @@ async fn sources_named_by_path_keep_the_configured_names_and_policies() {
 
     let list = locked.sources_at(&["/skills/"]).unwrap();
     assert_eq!(list.iter().map(|s| s.name()).collect::<Vec<_>>(), ["skills"]);
-    let catalog = locked.load_sources(list).await;
+    let catalog = locked.load_sources(list).await.unwrap();
     assert_eq!(names(&catalog), ["pdf", "xls"], "{:?}", catalog.diagnostics());
     assert!(catalog.diagnostics().is_empty(), "{:?}", catalog.diagnostics());
 
@@ -346,7 +346,7 @@ async fn sources_named_by_path_keep_the_configured_names_and_policies() {
         list.iter().map(|s| s.name()).collect::<Vec<_>>(),
         ["skills", "team/skills"]
     );
-    let catalog = locked.load_sources(list).await;
+    let catalog = locked.load_sources(list).await.unwrap();
     let withheld: Vec<_> = catalog
         .withheld()
         .map(|d| (d.source.clone(), d.kind.as_str()))
@@ -362,10 +362,16 @@ async fn sources_named_by_path_keep_the_configured_names_and_policies() {
     )
     .open()
     .unwrap();
-    let catalog = signed.load_sources(signed.sources_at(&["/skills/"]).unwrap()).await;
+    let catalog = signed
+        .load_sources(signed.sources_at(&["/skills/"]).unwrap())
+        .await
+        .unwrap();
     assert!(names(&catalog).is_empty());
     let kinds: Vec<_> = catalog.withheld().map(|d| d.kind.as_str()).collect();
     assert_eq!(kinds, ["signature_missing", "signature_missing"]);
+    // Under another name the policy would not apply: refused.
+    let renamed = SourceList::from_sources([Source::parse("other=/skills/").unwrap()]).unwrap();
+    assert!(matches!(signed.load_sources(renamed).await, Err(Error::Usage(_))));
 }
 
 fn names(catalog: &skillstore::Catalog) -> Vec<&str> {

@@ -7,7 +7,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString};
 use skillstore::config::SourceConfig;
 use skillstore::source::parse_dir;
-use skillstore::{Catalog, Config, Source, SourceList};
+use skillstore::{Config, Source, SourceList};
 
 use crate::catalog::PyCatalog;
 use crate::editor::PyEditor;
@@ -238,15 +238,17 @@ impl PyNamespace {
 
     /// Loads a catalog of other sources (`[LABEL=]VPATH` specs, lowest
     /// priority first) over this namespace's mounts and guards, with its
-    /// load options (GIL released).
+    /// load options (GIL released). Where the namespace checks a lock or
+    /// signatures, a spec at a configured source's directory must carry
+    /// that source's name (`load_at` names them so), or it is refused.
     fn load_sources(&self, py: Python<'_>, specs: Vec<String>) -> PyResult<PyCatalog> {
         let mut list = SourceList::new();
         for spec in &specs {
             list.push(Source::parse(spec).py(py)?).py(py)?;
         }
         let options = self.inner.prompt_options().py(py)?;
-        let load = self.inner.load_options().clone();
-        let catalog = block_on(py, Catalog::load(self.inner.backend(), list, load));
+        let namespace = &self.inner;
+        let catalog = block_on(py, namespace.load_sources(list)).py(py)?;
         Ok(PyCatalog::new(catalog, options))
     }
 
@@ -267,7 +269,7 @@ impl PyNamespace {
         let list = self.inner.sources_at(&paths).py(py)?;
         let options = self.inner.prompt_options().py(py)?;
         let namespace = &self.inner;
-        let catalog = block_on(py, namespace.load_sources(list));
+        let catalog = block_on(py, namespace.load_sources(list)).py(py)?;
         Ok(PyCatalog::new(catalog, options))
     }
 

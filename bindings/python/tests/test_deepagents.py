@@ -159,6 +159,11 @@ def test_the_middleware_applies_the_sources_signature_policy(tmp_path):
     assert got["skills_metadata"] == []
     assert len(got["skills_load_errors"]) == 2
     assert all("signature_missing" in e for e in got["skills_load_errors"])
+    # Under another name the policy would not apply: refused.
+    import skillstore
+
+    with pytest.raises(skillstore.UsageError):
+        ns.load_sources(["other=/skills/"])
 
 
 # -- file tools -------------------------------------------------------------
