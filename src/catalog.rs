@@ -692,7 +692,7 @@ impl Catalog {
             .map(|dir| {
                 let dir = dir?;
                 let listed = listed.next().expect("one listing per directory")?;
-                Ok(self.unpinned_left_out(&dir, listed, &limits))
+                self.unpinned_left_out(&dir, listed, &limits)
             })
             .collect();
         futures::stream::iter(listings.into_iter().map(|listed| self.digest_of(listed)))
@@ -911,16 +911,33 @@ impl Catalog {
         let skill = self.skill(name)?;
         let dir = skill.dir();
         let listed = crate::skill_files::list(self.backend.as_ref(), &dir, self.options.read_limit, limits).await?;
-        Ok(self.unpinned_left_out(&dir, listed, &limits))
+        self.unpinned_left_out(&dir, listed, &limits)
     }
 
     /// `listed` without the files added since the skill at `dir` was
-    /// checked, when it is pinned: those are not files of it.
-    fn unpinned_left_out(&self, dir: &VPath, mut listed: SkillFiles, limits: &FileLimits) -> SkillFiles {
-        if self.pins.holds(dir) {
+    /// checked, when it is pinned: those are not files of it. A file
+    /// checked that is gone, or no longer a file a confined read serves,
+    /// refuses the listing: the skill cannot be handed on whole.
+    fn unpinned_left_out(&self, dir: &VPath, mut listed: SkillFiles, limits: &FileLimits) -> Result<SkillFiles> {
+        if let Some(checked) = self.pins.files_of(dir) {
             listed.leave_out_where(|f| !self.pins.admits(&f.path), LeftOutKind::Changed, limits);
+            if let Some(lost) = lost_file(&listed, dir, checked, limits) {
+                return Err(skillstore_backends::Error::at(ErrorKind::VersionConflict, lost)
+                    .with_public_detail(crate::integrity::pin::CHANGED)
+                    .into());
+            }
         }
-        listed
+        Ok(listed)
+    }
+
+    /// The files of the winner `name` that a lock or signature check read
+    /// and digested, when one did: a front end that hands the skill on
+    /// whole (a sync, an archive) serves it only when each of them reads
+    /// at its checked version, and withholds it otherwise. `None` for a
+    /// skill no check digested (or no winner of that name).
+    pub fn checked_files(&self, name: &str) -> Option<&[VPath]> {
+        let skill = self.get(name)?;
+        self.pins.files_of(&skill.dir())
     }
 
     /// The relative paths of [`Catalog::skill_files`], at most `max_depth`
@@ -939,6 +956,19 @@ impl Catalog {
             .await?;
         Ok((files.relatives(), files.truncated))
     }
+}
+
+/// A file of `checked` (a checked skill's files, below `dir`) that
+/// `listed` does not hold although its bounds would have listed it.
+fn lost_file<'a>(listed: &SkillFiles, dir: &VPath, checked: &'a [VPath], limits: &FileLimits) -> Option<&'a VPath> {
+    if listed.truncated {
+        return None;
+    }
+    let present: std::collections::HashSet<&VPath> = listed.files.iter().map(|f| &f.path).collect();
+    let base = dir.segments().count() + 1;
+    checked
+        .iter()
+        .find(|p| !present.contains(p) && p.segments().count().saturating_sub(base) <= limits.max_depth)
 }
 
 /// What a catalog over `storage` serves its skills through.

@@ -237,6 +237,60 @@ impl Namespace {
         Catalog::load(self.backend(), self.sources.clone(), self.load.clone()).await
     }
 
+    /// The sources at the directories `paths` (lowest priority first), as
+    /// a front end naming sources by path alone (deepagents' `sources`)
+    /// needs them: a directory the configuration names a source at is that
+    /// source (its name, label, patterns and commit, read-only here), so a
+    /// lock and a signature policy written for it apply; any other is
+    /// named as the command line names `--source PATH`. A name already
+    /// taken by an earlier path becomes the whole path without its leading
+    /// `/` (`team/skills`). A path that is not a directory path is a usage
+    /// error.
+    pub fn sources_at<S: AsRef<str>>(&self, paths: &[S]) -> Result<SourceList> {
+        let mut list = SourceList::new();
+        for text in paths {
+            let path = parse_dir(text.as_ref())?;
+            let source = match self.sources.iter().find(|s| *s.path() == path) {
+                Some(configured) => configured.clone().with_writable(false),
+                None => Source::new(path.clone()),
+            };
+            let source = if list.get(source.name()).is_some() {
+                let whole = path.as_str().trim_start_matches('/').to_owned();
+                Source::labeled(if whole.is_empty() { "root".to_owned() } else { whole }, path)
+            } else {
+                source
+            };
+            list.push(source)?;
+        }
+        Ok(list)
+    }
+
+    /// Loads a catalog of `sources` (from [`Namespace::sources_at`], say)
+    /// over this namespace's mounts, guards and load options: its lock and
+    /// signature policies apply to them by source name. A source at the
+    /// directory of a configured source under another name is a usage
+    /// error when the namespace checks a lock or signatures, since under
+    /// another name those checks would not apply to it.
+    pub async fn load_sources(&self, sources: SourceList) -> Result<Catalog> {
+        if self.load.integrity.is_some() {
+            for source in &sources {
+                if let Some(configured) = self
+                    .sources
+                    .iter()
+                    .find(|c| c.path() == source.path() && c.name() != source.name())
+                {
+                    return Err(Error::Usage(format!(
+                        "the source at {} is named `{}` in the configuration, whose lock or signatures apply by \
+                         that name; load it under that name (or by its path alone)",
+                        configured.display_path(),
+                        configured.name()
+                    )));
+                }
+            }
+        }
+        Ok(Catalog::load(self.backend(), sources, self.load.clone()).await)
+    }
+
     /// The source a write goes to: the one named, or else the
     /// highest-priority writable source.
     pub fn write_target(&self, name: Option<&str>) -> Result<&Source> {

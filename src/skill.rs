@@ -19,6 +19,14 @@ pub const SKILL_FILE: &str = "SKILL.md";
 /// [`SKILL_FILE`]; such a skill is read, with a warning.
 pub const LOWERCASE_SKILL_FILE: &str = "skill.md";
 
+/// True for a file name that makes its directory a skill, as a catalog
+/// load takes it: [`SKILL_FILE`], or [`LOWERCASE_SKILL_FILE`] (served with
+/// a warning). Whatever checks skills before they are handed on (a
+/// signature check before `publish`) treats exactly these as skills.
+pub fn is_skill_file_name(name: &str) -> bool {
+    name == SKILL_FILE || name == LOWERCASE_SKILL_FILE
+}
+
 /// The longest name the specification allows, in characters.
 pub const MAX_NAME_CHARS: usize = 64;
 /// The longest description the specification allows, in characters.

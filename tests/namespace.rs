@@ -6,7 +6,7 @@ use std::os::unix::fs::symlink;
 use std::path::Path;
 
 use skillstore::backends::{ErrorKind, SkillBackendExt, VPath};
-use skillstore::{Config, Error};
+use skillstore::{Config, Error, Source, SourceList};
 
 const SKILL: &str = "---\nname: NAME\ndescription: A skill for tests.\n---\nBody.\n";
 
@@ -312,4 +312,68 @@ fn plain_http_off_loopback_needs_the_mount_to_allow_it() {
     assert!(config(allowed, dir.path()).open().is_ok());
     let loopback = "mounts:\n  - at: /org\n    location: \"http://127.0.0.1:9\"\nsources:\n  - path: /org\n";
     assert!(config(loopback, dir.path()).open().is_ok());
+}
+
+/// Finding: a front end naming sources by path alone (the deepagents
+/// middleware) named them `source0`, ..., so a lock written for the
+/// configured source withheld every skill (`lock_mismatch`), and a source's
+/// signature policy, kept by source name, checked nothing.
+#[tokio::test]
+async fn sources_named_by_path_keep_the_configured_names_and_policies() {
+    let dir = tempfile::tempdir().unwrap();
+    skill(&dir.path().join("skills"), "pdf");
+    skill(&dir.path().join("skills"), "xls");
+    skill(&dir.path().join("team/skills"), "csv");
+    let plain = config("sources:\n  - path: /skills/\n", dir.path()).open().unwrap();
+    let lock = skillstore::integrity::Lock::of(&plain, &plain.load().await)
+        .await
+        .unwrap();
+    std::fs::write(dir.path().join("skillstore.lock"), lock.to_json()).unwrap();
+    let locked = config("sources:\n  - path: /skills/\nlock: skillstore.lock\n", dir.path())
+        .open()
+        .unwrap();
+
+    let list = locked.sources_at(&["/skills/"]).unwrap();
+    assert_eq!(list.iter().map(|s| s.name()).collect::<Vec<_>>(), ["skills"]);
+    let catalog = locked.load_sources(list).await.unwrap();
+    assert_eq!(names(&catalog), ["pdf", "xls"], "{:?}", catalog.diagnostics());
+    assert!(catalog.diagnostics().is_empty(), "{:?}", catalog.diagnostics());
+
+    // A path the configuration does not name is named as `--source PATH`
+    // names it; a name taken already becomes the whole path.
+    let list = locked.sources_at(&["/skills", "/team/skills/"]).unwrap();
+    assert_eq!(
+        list.iter().map(|s| s.name()).collect::<Vec<_>>(),
+        ["skills", "team/skills"]
+    );
+    let catalog = locked.load_sources(list).await.unwrap();
+    let withheld: Vec<_> = catalog
+        .withheld()
+        .map(|d| (d.source.clone(), d.kind.as_str()))
+        .collect();
+    assert_eq!(withheld, [(Some("team/skills".to_owned()), "not_locked")]);
+    assert!(matches!(locked.sources_at(&["skills"]), Err(Error::Usage(_))));
+
+    // The signature policy of the configured source applies too.
+    std::fs::write(dir.path().join("allowed_signers"), "").unwrap();
+    let signed = config(
+        "sources:\n  - path: /skills/\n    signatures: {allowed_signers: allowed_signers, required: true}\n",
+        dir.path(),
+    )
+    .open()
+    .unwrap();
+    let catalog = signed
+        .load_sources(signed.sources_at(&["/skills/"]).unwrap())
+        .await
+        .unwrap();
+    assert!(names(&catalog).is_empty());
+    let kinds: Vec<_> = catalog.withheld().map(|d| d.kind.as_str()).collect();
+    assert_eq!(kinds, ["signature_missing", "signature_missing"]);
+    // Under another name the policy would not apply: refused.
+    let renamed = SourceList::from_sources([Source::parse("other=/skills/").unwrap()]).unwrap();
+    assert!(matches!(signed.load_sources(renamed).await, Err(Error::Usage(_))));
+}
+
+fn names(catalog: &skillstore::Catalog) -> Vec<&str> {
+    catalog.enabled().map(|s| s.name()).collect()
 }

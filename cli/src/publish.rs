@@ -1,7 +1,7 @@
 //! `publish`: upload a local skills tree, with the read guards, skipping
 //! what the destination already holds.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::IsTerminal;
 use std::path::Path;
 use std::sync::Arc;
@@ -16,9 +16,9 @@ use skillstore::backends::{
 };
 use skillstore::index::{HeadEntry, INDEX_FILE};
 use skillstore::integrity::SignatureStatus;
-use skillstore::integrity::policy::{SignaturePolicy, check_dir, signature_message};
+use skillstore::integrity::policy::{CheckedFiles, Expected, SignaturePolicy, check_dir_files, signature_message};
 use skillstore::integrity::signature::{AllowedSigners, SIGNATURE_FILE};
-use skillstore::skill::SKILL_FILE;
+use skillstore::skill::{SKILL_FILE, is_skill_file_name};
 
 use super::terminal::shown;
 use super::{Failure, emit};
@@ -108,9 +108,12 @@ pub async fn run(
             )));
         }
     }
-    if let Some(file) = allowed_signers {
-        check_signatures(&local, &files, file).await?;
-    }
+    // The hash of every file of every checked skill as the check read it:
+    // a file is uploaded only when the bytes read for the upload have it.
+    let checked = match allowed_signers {
+        Some(file) => Some(Arc::new(check_signatures(&local, &files, file).await?)),
+        None => None,
+    };
     let total: u64 = files.iter().map(|f| f.size).sum();
     let bar = if std::io::stderr().is_terminal() {
         let bar = ProgressBar::new(total);
@@ -129,8 +132,15 @@ pub async fn run(
             let local = Arc::clone(&local);
             let destination = Arc::clone(&destination);
             let bar = bar.clone();
+            let checked = checked.clone();
             async move {
-                let (sent, published) = send(&*local, &*destination, &file, compare_md5).await;
+                let (sent, published) = match checked.as_deref().and_then(|c| c.expected(&file.path)) {
+                    Some(Expected::NotChecked) => (
+                        Sent::Skipped("added to a checked skill after its signature check: not part of it".into()),
+                        None,
+                    ),
+                    _ => send(&*local, &*destination, &file, compare_md5, checked.as_deref()).await,
+                };
                 bar.inc(file.size);
                 (file.path, sent, published)
             }
@@ -262,32 +272,40 @@ fn is_signature(path: &VPath) -> bool {
         .is_some_and(|dir| dir.split('/').filter(|s| !s.is_empty()).count() == 2 && !dir.contains("/."))
 }
 
-/// Every skill of the tree (each directory holding a SKILL.md) checked against the
+/// Every skill of the tree (each directory holding a file that makes it a
+/// skill for a catalog, `SKILL.md` or `skill.md`) checked against the
 /// `allowed_signers` file `file`, signatures required, as a source with
-/// that policy checks an install: any refused, nothing is published.
-async fn check_signatures(local: &FsBackend, files: &[LocalFile], file: &Path) -> Result<(), Failure> {
+/// that policy checks an install: any refused, nothing is published. The
+/// files of the skills that pass, with the hashes the check read.
+async fn check_signatures(local: &FsBackend, files: &[LocalFile], file: &Path) -> Result<CheckedFiles, Failure> {
     let text = read_local_text(file, DEFAULT_READ_LIMIT, "allowed_signers file")?;
     let policy = SignaturePolicy {
         allowed: AllowedSigners::parse(&text)?,
         required: true,
     };
+    // Every directory holding a SKILL.md, at any depth: whatever would be
+    // published as a skill is checked.
+    let dirs: BTreeSet<VPath> = files
+        .iter()
+        .filter(|f| f.path.file_name().is_some_and(is_skill_file_name))
+        .filter_map(|f| f.path.parent().filter(|d| !d.is_root()))
+        .collect();
     let mut refused = Vec::new();
-    for skill in files.iter().filter(|f| f.path.file_name() == Some(SKILL_FILE)) {
-        // Every directory holding a SKILL.md, at any depth: whatever would
-        // be published as a skill is checked.
-        let Some(dir) = skill.path.parent().filter(|d| !d.is_root()) else {
-            continue;
-        };
-        if let SignatureStatus::Refused(why) = check_dir(local, &dir, &policy).await {
+    let mut checked = CheckedFiles::new();
+    for dir in dirs {
+        let found = check_dir_files(local, &dir, &policy).await;
+        if let SignatureStatus::Refused(why) = found.status {
             refused.push(format!(
                 "  {dir}: [{}] {}",
                 why.as_str(),
                 signature_message(why).replace("it is not served", "it is not published")
             ));
+            continue;
         }
+        checked.add(dir, found);
     }
     if refused.is_empty() {
-        return Ok(());
+        return Ok(checked);
     }
     Err(Failure::failed(format!(
         "nothing published: {} skill(s) refused by the signature check\n{}",
@@ -312,14 +330,27 @@ async fn send(
     destination: &dyn SkillBackend,
     file: &LocalFile,
     compare_md5: bool,
+    checked: Option<&CheckedFiles>,
 ) -> (Sent, Published) {
+    let in_checked_skill = checked.is_some_and(|c| c.expected(&file.path).is_some());
     let data = match local.read(&file.path, ReadOptions::default()).await {
         Ok(blob) => blob.data,
+        Err(e) if in_checked_skill => {
+            return (Sent::Failed(format!("checked, then cannot be read: {e}")), None);
+        }
         Err(e) if matches!(e.kind(), ErrorKind::TooLarge | ErrorKind::NotRegularFile) => {
             return (Sent::Skipped(e.to_string()), None);
         }
         Err(e) => return (Sent::Failed(e.to_string()), None),
     };
+    // The bytes uploaded are the ones read here: they must be the ones the
+    // signature check read.
+    if checked.is_some_and(|c| !c.admits(&file.path, &data)) {
+        return (
+            Sent::Failed("changed since its skill's signature was checked; not uploaded".into()),
+            None,
+        );
+    }
     let is_skill_md = file.path.as_str().ends_with(&format!("/{SKILL_FILE}"));
     match destination.stat(&file.path).await {
         Ok(meta) if unchanged(destination, &file.path, &meta, &data, compare_md5).await => {
@@ -366,5 +397,47 @@ fn create_target(target: &Path) -> Result<(), Failure> {
             target.display()
         ))),
         Err(e) => Err(Failure::failed(format!("cannot make `{}`: {e}", target.display()))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use skillstore::integrity::policy::CheckedDir;
+    use skillstore::integrity::sha256_hex;
+
+    use super::*;
+
+    /// Finding: the signature check read a skill's files once and the
+    /// upload read them again, so a file changed in between was published
+    /// with exit 0. The upload writes only bytes with the checked hash.
+    #[tokio::test]
+    async fn a_file_changed_since_the_check_is_not_uploaded() {
+        let path = VPath::new("/l/a/scripts/run.sh").unwrap();
+        let local = MemoryBackend::new();
+        local
+            .put(&path, Bytes::from_static(b"echo EVIL\n"), PutMode::Overwrite)
+            .await
+            .unwrap();
+        let destination = MemoryBackend::new();
+        let file = LocalFile {
+            path: path.clone(),
+            size: 10,
+        };
+        let checked_as = |bytes: &[u8]| {
+            let mut checked = CheckedFiles::new();
+            let files = vec![(path.clone(), sha256_hex(bytes))];
+            let status = SignatureStatus::Unsigned;
+            checked.add(VPath::new("/l/a").unwrap(), CheckedDir { status, files });
+            checked
+        };
+        let checked = checked_as(b"echo run\n");
+        let (sent, _) = send(&local, &destination, &file, false, Some(&checked)).await;
+        assert!(matches!(sent, Sent::Failed(ref why) if why.contains("changed since")));
+        assert!(destination.stat(&path).await.is_err(), "nothing was written");
+
+        // The bytes checked are uploaded.
+        let checked = checked_as(b"echo EVIL\n");
+        let (sent, _) = send(&local, &destination, &file, false, Some(&checked)).await;
+        assert!(matches!(sent, Sent::Uploaded(10)));
     }
 }

@@ -62,9 +62,13 @@ pub async fn run(global: &Global, flags: SyncFlags) -> Result<(), Failure> {
             message: e.to_string(),
         })?;
         print(&report, dir, flags.json)?;
-        // Skills a lock or a signature policy withheld are not in the
-        // tree: the rest was synced, and the command exits 3.
-        return degraded(&catalog).map_or(Ok(()), Err);
+        // Skills a lock or a signature policy withheld (at the load, or
+        // because a checked file could not be read as checked when synced)
+        // are not in the tree: the rest was synced, and the command exits 3.
+        if let Some(failure) = degraded(&catalog) {
+            return Err(failure);
+        }
+        return withheld_from_sync(&report).map_or(Ok(()), Err);
     };
     let shared = SharedCatalog::new(catalog).following(namespace.clone());
     let mut failure = None;
@@ -91,6 +95,23 @@ pub async fn run(global: &Global, flags: SyncFlags) -> Result<(), Failure> {
     )
     .await;
     failure.map_or(Ok(()), Err)
+}
+
+/// Exit 3 when the sync withheld a checked skill it could not write as
+/// checked.
+fn withheld_from_sync(report: &SyncReport) -> Option<Failure> {
+    if report.withheld.is_empty() {
+        return None;
+    }
+    let names: Vec<String> = report.withheld.iter().map(|n| format!("`{}`", shown(n))).collect();
+    Some(Failure {
+        code: 3,
+        message: format!(
+            "withheld: {} changed since its lock or signature was checked, so this sync left it out \
+             (a copy synced before is kept); sync again to check it again",
+            names.join(", ")
+        ),
+    })
 }
 
 fn print(report: &SyncReport, dir: &Path, json: bool) -> Result<(), Failure> {

@@ -473,3 +473,45 @@ fn publish_checks_signatures_like_install_and_the_signatures_travel() {
     );
     assert_eq!(code, Some(0));
 }
+
+/// A directory whose SKILL.md is spelt `skill.md` is a skill to a catalog
+/// (served with a warning), so `publish --allowed-signers` checks it too:
+/// unsigned, nothing is published.
+#[test]
+fn publish_checks_a_skill_whose_skill_md_is_lowercase() {
+    if ssh_keygen().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let alice = keygen(root, "alice");
+    let tree = root.join("tree");
+    let pdf = write_skill(&tree, "pdf", "Steps.");
+    let lower = write_skill(&tree, "lower", "Unsigned.");
+    std::fs::rename(lower.join("SKILL.md"), lower.join("skill.md")).unwrap();
+    std::fs::write(
+        root.join("allowed_signers"),
+        format!("alice@example.org {}\n", public(&alice)),
+    )
+    .unwrap();
+    skillstore(root)
+        .arg("sign")
+        .arg(&pdf)
+        .arg("--key")
+        .arg(&alice)
+        .assert()
+        .success();
+    let out = skillstore(root)
+        .arg("publish")
+        .arg(&tree)
+        .arg(root.join("out"))
+        .arg("--allowed-signers")
+        .arg(root.join("allowed_signers"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("/skills/lower: [signature_missing]"), "{stderr}");
+    assert!(!root.join("out/skills/lower").exists());
+    assert!(!root.join("out/skills/pdf").exists());
+}

@@ -90,9 +90,14 @@ impl ApiError {
 
 impl From<skillstore::Error> for ApiError {
     fn from(err: skillstore::Error) -> Self {
-        let kind = err.kind();
-        let status = status_of(kind);
-        let kind = kind.as_str();
+        // A read of a skill changed since its lock or signature check: the
+        // state changed (409), which a refresh settles; 412 is kept for a
+        // precondition the caller stated (If-Match, If-None-Match).
+        let (status, kind) = if skillstore::integrity::pin::is_changed(&err) {
+            (StatusCode::CONFLICT, skillstore::integrity::pin::CHANGED_KIND)
+        } else {
+            (status_of(err.kind()), err.kind().as_str())
+        };
         let message = public_message(&err);
         if status.is_server_error() {
             // The full error (an endpoint, a request URL) is for the log only.

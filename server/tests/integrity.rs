@@ -122,10 +122,14 @@ async fn a_locked_skill_changed_behind_the_server_is_refused_until_a_refresh() {
         "/v1/skills/alpha/files/added.sh",
     ] {
         let answer = get(&http, server.url(path), "reader").await;
-        assert_eq!(answer.status(), 412, "{path}");
+        // 409: the state changed since the check (412 is kept for a failed
+        // If-Match or If-None-Match).
+        assert_eq!(answer.status(), 409, "{path}");
         let body = answer.text().await.unwrap();
         assert!(!body.contains("EVIL"), "{path}: {body}");
         assert!(body.contains("changed since"), "{path}: {body}");
+        let error: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(error["error"]["kind"], "changed_since_checked", "{path}: {body}");
     }
     let show = get(&http, server.url("/v1/skills/alpha"), "reader").await;
     let body = show.text().await.unwrap();
@@ -167,5 +171,59 @@ async fn a_locked_skill_changed_behind_the_server_is_refused_until_a_refresh() {
     let beta = get(&http, server.url("/v1/skills/beta/files/scripts/run.py"), "reader").await;
     assert_eq!(beta.status(), 200);
     let _ = client.cancel().await;
+    server.stop().await;
+}
+
+/// A locked tenant's skill loses a file it was checked with (deleted,
+/// before its discovery archive is first built): the archive is not
+/// served partial with the index still naming the skill, and the skill
+/// object says it changed rather than listing what is left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_locked_skill_missing_a_checked_file_is_served_whole_or_not_at_all() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("tree");
+    layered_tree(&root);
+    write(&root, "base/beta/scripts/guard.sh", "exit 1\n");
+    let (lock, _, _) = digests(&root).await;
+    let lock_file = dir.path().join("skills.lock");
+    std::fs::write(&lock_file, lock.to_json()).unwrap();
+    let mut config = layered_config(&root);
+    config.set_lock(&lock_file);
+    let mut settings = settings(vec![("acme", config, vec![("reader", Scope::Read)])]);
+    settings.tenants[0].discovery = skillstore_server::Discovery::Public;
+    let server = Served::start(settings).await;
+    let http = reqwest::Client::new();
+
+    std::fs::remove_file(root.join("base/beta/scripts/guard.sh")).unwrap();
+    let index: serde_json::Value = http
+        .get(server.url("/t/acme/.well-known/agent-skills/index.json"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let names: Vec<&str> = index["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["alpha"], "{index}");
+    let archive = http
+        .get(server.url("/t/acme/.well-known/agent-skills/beta.zip"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(archive.status(), 404);
+
+    let show = get(&http, server.url("/v1/skills/beta"), "reader").await;
+    assert_eq!(show.status(), 409);
+    let body: serde_json::Value = show.json().await.unwrap();
+    assert_eq!(body["error"]["kind"], "changed_since_checked", "{body}");
+    assert!(
+        body["error"]["message"].as_str().unwrap().contains("scripts/guard.sh"),
+        "{body}"
+    );
     server.stop().await;
 }

@@ -18,7 +18,7 @@
 //! Every front end reads through [`crate::Catalog::backend`], so all of
 //! them inherit both rules.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -32,10 +32,25 @@ use skillstore_backends::{
 pub const CHANGED: &str =
     "the skill changed since its lock or signature was checked; refresh to check it again before it is served";
 
+/// The stable kind of a refusal because a skill changed since its check,
+/// for front ends that name it apart from a failed precondition
+/// (`version_conflict`, a stale `If-Match`).
+pub const CHANGED_KIND: &str = "changed_since_checked";
+
+/// True when `err` refused a read (or a whole skill) because the skill
+/// changed since its lock or signature was checked: the state changed
+/// under the caller, who did not state a precondition; a refresh checks it
+/// again.
+pub fn is_changed(err: &crate::Error) -> bool {
+    matches!(err, crate::Error::Backend(e)
+        if e.kind() == ErrorKind::VersionConflict && e.public_detail() == Some(CHANGED))
+}
+
 /// The file versions each checked skill was digested at.
 #[derive(Debug, Default)]
 pub struct Pins {
-    dirs: HashSet<VPath>,
+    /// Each pinned skill's directory and its checked files.
+    dirs: HashMap<VPath, Vec<VPath>>,
     files: HashMap<VPath, Version>,
 }
 
@@ -49,8 +64,11 @@ impl Pins {
     /// path below `dir` and the version its digested bytes were read at.
     /// Only those files are served from `dir` afterwards.
     pub fn pin(&mut self, dir: VPath, files: impl IntoIterator<Item = (VPath, Version)>) {
-        self.files.extend(files);
-        self.dirs.insert(dir);
+        let checked = self.dirs.entry(dir).or_default();
+        for (path, version) in files {
+            checked.push(path.clone());
+            self.files.insert(path, version);
+        }
     }
 
     /// True when no skill is pinned.
@@ -60,7 +78,14 @@ impl Pins {
 
     /// True when the skill whose directory is `dir` is pinned.
     pub fn holds(&self, dir: &VPath) -> bool {
-        self.dirs.contains(dir)
+        self.dirs.contains_key(dir)
+    }
+
+    /// The files checked of the skill whose directory is `dir`, when it is
+    /// pinned: the skill is served whole only when each of them reads at
+    /// its pinned version.
+    pub fn files_of(&self, dir: &VPath) -> Option<&[VPath]> {
+        self.dirs.get(dir).map(Vec::as_slice)
     }
 
     /// The pinned skill directory holding `path`, when there is one.
@@ -75,7 +100,7 @@ impl Pins {
             if slash == 0 {
                 return None;
             }
-            if let Some(found) = self.dirs.get(&text[..slash]) {
+            if let Some((found, _)) = self.dirs.get_key_value(&text[..slash]) {
                 return Some(found);
             }
             end = slash;

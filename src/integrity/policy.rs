@@ -324,6 +324,80 @@ pub fn signature_message(refused: Refused) -> String {
     }
 }
 
+/// What [`check_dir_files`] found: the verdict, and the SHA-256 (hex) of
+/// every file of the skill as the check read it (its signature included),
+/// by path. A front end that copies the skill elsewhere after the check
+/// writes a file only when the bytes it writes have that hash, so what
+/// lands is exactly what was checked.
+#[derive(Debug, Clone)]
+pub struct CheckedDir {
+    /// The signature check's verdict.
+    pub status: SignatureStatus,
+    /// Each file read by the check and the SHA-256 of the bytes it read
+    /// (empty when the skill could not be digested).
+    pub files: Vec<(VPath, String)>,
+}
+
+/// The files of the skills of a tree a signature check passed, each with
+/// the hash of the bytes the check read: what a front end copying the
+/// tree after the check (`publish`) holds each write to.
+#[derive(Debug, Clone, Default)]
+pub struct CheckedFiles {
+    dirs: std::collections::HashSet<VPath>,
+    files: HashMap<VPath, String>,
+}
+
+/// What the copy of one file must hold to ([`CheckedFiles::expected`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expected<'a> {
+    /// The SHA-256 (hex) of the bytes the check read: write only bytes
+    /// with this hash.
+    Hash(&'a str),
+    /// The file lies in a checked skill but the check did not read it
+    /// (added since): it is not part of the skill, so it is not copied.
+    NotChecked,
+}
+
+impl CheckedFiles {
+    /// No skill checked.
+    pub fn new() -> Self {
+        CheckedFiles::default()
+    }
+
+    /// Records the skill whose directory is `dir` and the files its check
+    /// read.
+    pub fn add(&mut self, dir: VPath, checked: CheckedDir) {
+        self.files.extend(checked.files);
+        self.dirs.insert(dir);
+    }
+
+    /// What a copy of `path` must hold to, when it lies in a checked
+    /// skill; `None` for a path of no checked skill.
+    pub fn expected(&self, path: &VPath) -> Option<Expected<'_>> {
+        if let Some(hash) = self.files.get(path) {
+            return Some(Expected::Hash(hash));
+        }
+        let mut dir = path.parent();
+        while let Some(d) = dir.filter(|d| !d.is_root()) {
+            if self.dirs.contains(&d) {
+                return Some(Expected::NotChecked);
+            }
+            dir = d.parent();
+        }
+        None
+    }
+
+    /// True when `data`, read to be copied to `path`, may be: `path` lies
+    /// in no checked skill, or `data` is what the check read.
+    pub fn admits(&self, path: &VPath, data: &[u8]) -> bool {
+        match self.expected(path) {
+            None => true,
+            Some(Expected::Hash(hash)) => crate::integrity::sha256_hex(data) == hash,
+            Some(Expected::NotChecked) => false,
+        }
+    }
+}
+
 /// What the signature check of the skill whose directory is `dir` on
 /// `backend` finds against `policy`: its digest over the files a confined
 /// read serves ([`crate::skill_files`]) and its [`SIGNATURE_FILE`] read
@@ -335,6 +409,19 @@ pub async fn check_dir(
     dir: &VPath,
     policy: &SignaturePolicy,
 ) -> SignatureStatus {
+    check_dir_files(backend, dir, policy).await.status
+}
+
+/// [`check_dir`], with the hash of every file as the check read it.
+pub async fn check_dir_files(
+    backend: &dyn skillstore_backends::SkillBackend,
+    dir: &VPath,
+    policy: &SignaturePolicy,
+) -> CheckedDir {
+    let refused = |why| CheckedDir {
+        status: SignatureStatus::Refused(why),
+        files: Vec::new(),
+    };
     let listed = match crate::skill_files::list(
         backend,
         dir,
@@ -344,24 +431,35 @@ pub async fn check_dir(
     .await
     {
         Ok(listed) => listed,
-        Err(_) => return SignatureStatus::Refused(Refused::Invalid),
+        Err(_) => return refused(Refused::Invalid),
     };
     let digests = crate::integrity::FileDigests::new();
     let Ok(digest) = digests.skill_digest(backend, &listed).await else {
-        return SignatureStatus::Refused(Refused::Invalid);
+        return refused(Refused::Invalid);
     };
     let Ok(path) = dir.join(SIGNATURE_FILE) else {
-        return SignatureStatus::Refused(Refused::Invalid);
+        return refused(Refused::Invalid);
     };
-    match backend.read(&path, listed.read_options()).await {
-        Ok(blob) => match policy.allowed.verify(&blob.data, &digest.digest, now()) {
-            Ok(signer) => SignatureStatus::Signed(signer),
-            Err(refused) => SignatureStatus::Refused(refused),
-        },
+    let mut files: Vec<(VPath, String)> = digest
+        .files
+        .iter()
+        .filter(|f| f.relative != SIGNATURE_FILE)
+        .filter_map(|f| Some((dir.join(&f.relative).ok()?, f.sha256.clone())))
+        .collect();
+    let status = match backend.read(&path, listed.read_options()).await {
+        Ok(blob) => {
+            // The signature as verified, not as the digest's read saw it.
+            files.push((path, crate::integrity::sha256_hex(&blob.data)));
+            match policy.allowed.verify(&blob.data, &digest.digest, now()) {
+                Ok(signer) => SignatureStatus::Signed(signer),
+                Err(refused) => SignatureStatus::Refused(refused),
+            }
+        }
         Err(e) if e.kind() == StorageKind::NotFound && policy.required => SignatureStatus::Refused(Refused::Missing),
         Err(e) if e.kind() == StorageKind::NotFound => SignatureStatus::Unsigned,
         Err(_) => SignatureStatus::Refused(Refused::Invalid),
-    }
+    };
+    CheckedDir { status, files }
 }
 
 /// What the signature check of `archive` finds against `policy`, before
@@ -375,5 +473,35 @@ pub fn check_archive(archive: &crate::SkillArchive, policy: &SignaturePolicy) ->
         },
         None if policy.required => SignatureStatus::Refused(Refused::Missing),
         None => SignatureStatus::Unsigned,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(path: &str) -> VPath {
+        VPath::new(path).expect("a valid path")
+    }
+
+    #[test]
+    fn a_copy_is_held_to_the_bytes_the_check_read() {
+        let mut checked = CheckedFiles::new();
+        let status = SignatureStatus::Unsigned;
+        let hash = crate::integrity::sha256_hex(b"echo run\n");
+        checked.add(
+            v("/l/a"),
+            CheckedDir {
+                status,
+                files: vec![(v("/l/a/scripts/run.sh"), hash.clone())],
+            },
+        );
+        assert_eq!(checked.expected(&v("/l/a/scripts/run.sh")), Some(Expected::Hash(&hash)));
+        assert!(checked.admits(&v("/l/a/scripts/run.sh"), b"echo run\n"));
+        assert!(!checked.admits(&v("/l/a/scripts/run.sh"), b"echo EVIL\n"));
+        assert_eq!(checked.expected(&v("/l/a/x/added.sh")), Some(Expected::NotChecked));
+        assert!(!checked.admits(&v("/l/a/x/added.sh"), b""));
+        assert_eq!(checked.expected(&v("/l/b/SKILL.md")), None);
+        assert!(checked.admits(&v("/l/b/SKILL.md"), b"anything"));
     }
 }

@@ -92,7 +92,7 @@ use crate::shared_catalog::SharedCatalog;
 use build::Build;
 use manifest::{FileRecord, Manifest, SkillRecord, digest};
 pub use name::{MAX_DIR_NAME_BYTES, dir_name};
-use plan::{Plan, PlannedFile, is_refusal, over_bounds, refusal};
+use plan::{CHANGED, Plan, PlannedFile, is_refusal, over_bounds, refusal};
 use state::{Live, State};
 
 /// The default bound on one skill's bytes: 64 MiB.
@@ -182,6 +182,12 @@ pub struct SyncReport {
     pub bytes_copied: u64,
     /// What the guards left out, each with why.
     pub refused: Vec<SyncRefusal>,
+    /// Skills a lock or signature check passed that could not be written
+    /// as it digested them (one of its files gone, no longer a file, or
+    /// changed since): left out of this sync with a `changed` refusal, a
+    /// copy an earlier sync wrote kept as it was. A command exits 3 when
+    /// there is one.
+    pub withheld: Vec<String>,
     /// Trees in the state directory (`.NAME.skillstore/kept-ID`) kept
     /// because they hold files sync did not write or that were changed:
     /// look through them and remove them.
@@ -242,6 +248,7 @@ pub async fn sync(catalog: &Catalog, dir: &Path, options: &SyncOptions) -> Resul
         refused.sort_by(|a, b| (&a.skill, &a.path).cmp(&(&b.skill, &b.path)));
         return Ok(SyncReport {
             skills: manifest.skills.len(),
+            withheld: withheld(&refused),
             refused,
             kept: state.kept()?,
             ..SyncReport::default()
@@ -263,6 +270,7 @@ pub async fn sync(catalog: &Catalog, dir: &Path, options: &SyncOptions) -> Resul
     compare::diff(previous, &next, &mut report);
     refused.sort_by(|a, b| (&a.skill, &a.path).cmp(&(&b.skill, &b.path)));
     report.skills = next.skills.len();
+    report.withheld = withheld(&refused);
     report.refused = refused;
     report.switched = true;
 
@@ -364,6 +372,19 @@ async fn fill(
                 };
                 insert(next, &plan.name, &file.relative, record);
             }
+            Err(e) if plan.checked && (is_refusal(e.kind()) || e.kind() == ErrorKind::VersionConflict) => {
+                // Not at the version its check digested: the skill is
+                // withheld whole rather than written partly.
+                let message = format!(
+                    "{} cannot be read as checked ({}); the skill is withheld from this sync until a refresh checks it again",
+                    file.relative.escape_debug(),
+                    e.kind().as_str()
+                );
+                dropped.insert(
+                    plan.name.clone(),
+                    refusal(&plan.name, &plan.dir, CHANGED, message, true),
+                );
+            }
             Err(e) if is_refusal(e.kind()) => {
                 let kind = e.kind().as_str();
                 if file.relative == SKILL_FILE {
@@ -401,6 +422,22 @@ async fn fill(
         build.remove_skill(&name);
         refused.push(refusal);
     }
+    if let Some((root, manifest, survey)) = reusable {
+        for name in withheld(refused) {
+            let Some(old) = manifest.skills.get(&name) else {
+                continue;
+            };
+            if next.skills.contains_key(&name) {
+                continue;
+            }
+            match carry_over(build, rustix::fd::AsFd::as_fd(root), &name, old, survey, &mut linked)? {
+                Some(kept) => {
+                    next.skills.insert(name, kept);
+                }
+                None => build.remove_skill(&name),
+            }
+        }
+    }
     for (local, record) in next.files() {
         if linked.contains(&local) {
             report.files_linked += 1;
@@ -410,6 +447,55 @@ async fn fill(
         }
     }
     Ok(report)
+}
+
+/// The names of the skills withheld from this sync because they cannot be
+/// written as their check digested them.
+fn withheld(refused: &[SyncRefusal]) -> Vec<String> {
+    let mut names: Vec<String> = refused
+        .iter()
+        .filter(|r| r.whole_skill && r.kind == CHANGED)
+        .map(|r| r.skill.clone())
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// The copy of the skill `name` the live generation holds (`old`), linked
+/// whole into the new generation, so a skill withheld from this sync keeps
+/// what an earlier sync wrote; `None` (and nothing kept) unless every one
+/// of its files is still as sync wrote it.
+fn carry_over(
+    build: &mut Build<'_>,
+    live: rustix::fd::BorrowedFd<'_>,
+    name: &str,
+    old: &SkillRecord,
+    survey: &survey::Survey,
+    linked: &mut std::collections::HashSet<String>,
+) -> Result<Option<SkillRecord>> {
+    if !old.files.keys().all(|r| survey.intact.contains(&format!("{name}/{r}"))) {
+        return Ok(None);
+    }
+    build.dir(name)?;
+    let mut kept = SkillRecord {
+        files: BTreeMap::new(),
+        ..old.clone()
+    };
+    for (relative, record) in &old.files {
+        let local = format!("{name}/{relative}");
+        let Some(written) = build.link_from(live, &local, record) else {
+            return Ok(None);
+        };
+        linked.insert(local);
+        let record = FileRecord {
+            ino: written.ino,
+            ctime: written.ctime,
+            ..record.clone()
+        };
+        kept.files.insert(relative.clone(), record);
+    }
+    Ok(Some(kept))
 }
 
 /// The mode a file is written with.

@@ -15,7 +15,15 @@ pub(crate) struct Plan {
     pub(crate) source: String,
     pub(crate) dir: VPath,
     pub(crate) files: Vec<PlannedFile>,
+    /// True when a lock or signature check digested the skill: it is
+    /// written whole, at the versions checked, or not at all.
+    pub(crate) checked: bool,
 }
+
+/// The kind of a refusal of a checked skill that cannot be written as it
+/// was checked: a file the check digested is gone, is no longer a file, or
+/// reads at another version.
+pub(crate) const CHANGED: &str = "changed";
 
 /// One file of a skill, as its listing gave it.
 #[derive(Debug)]
@@ -50,7 +58,13 @@ pub(crate) async fn plan(
         .collect();
     let backend = catalog.backend();
     let walked: Vec<Result<(Option<Plan>, Vec<SyncRefusal>)>> = futures::stream::iter(skills)
-        .map(|skill| walk_skill(&**backend, skill, options))
+        .map(|skill| async move {
+            let (plan, mut found) = walk_skill(&**backend, skill, options).await?;
+            match (plan, catalog.checked_files(skill.name())) {
+                (Some(plan), Some(checked)) => Ok((hold_to_check(plan, checked, &mut found), found)),
+                (plan, _) => Ok((plan, found)),
+            }
+        })
         .buffered(options.concurrency.max(1))
         .collect()
         .await;
@@ -191,9 +205,52 @@ async fn walk_skill(
             source: skill.source.clone(),
             dir,
             files,
+            checked: false,
         }),
         refused,
     ))
+}
+
+/// `plan` held to the files its skill's check digested (`checked`): a
+/// file added since is left out (it is not part of the skill), and when a
+/// checked file is not listed as a file now, the whole skill is withheld
+/// (`None`, with a [`CHANGED`] refusal), since what would be written is
+/// not what was checked.
+fn hold_to_check(mut plan: Plan, checked: &[VPath], refused: &mut Vec<SyncRefusal>) -> Option<Plan> {
+    let checked: std::collections::HashSet<&VPath> = checked.iter().collect();
+    let listed: std::collections::HashSet<VPath> = plan.files.iter().map(|f| f.path.clone()).collect();
+    let mut missing: Vec<&VPath> = checked.iter().copied().filter(|p| !listed.contains(*p)).collect();
+    missing.sort();
+    if let Some(first) = missing.first() {
+        let message = format!(
+            "{} of its {} checked files cannot be read as checked (first: {first}); \
+             the skill is withheld from this sync until a refresh checks it again",
+            missing.len(),
+            checked.len()
+        );
+        refused.push(refusal(&plan.name, &plan.dir, CHANGED, message, true));
+        return None;
+    }
+    plan.files.retain(|f| {
+        let keep = checked.contains(&f.path);
+        if !keep && crate::skill_files::is_foreign(&f.relative) {
+            // Never part of a skill, checked or not.
+            let message = "below `.skillstore/` only `.skillstore/signature` belongs to a skill".to_owned();
+            refused.push(refusal(
+                &plan.name,
+                &f.path,
+                ErrorKind::NotFound.as_str(),
+                message,
+                false,
+            ));
+        } else if !keep {
+            let message = "added since the skill was checked: not part of it".to_owned();
+            refused.push(refusal(&plan.name, &f.path, CHANGED, message, false));
+        }
+        keep
+    });
+    plan.checked = true;
+    Some(plan)
 }
 
 /// Kinds of a read or listing that a guard refused, or that are settled

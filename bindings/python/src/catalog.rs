@@ -82,6 +82,9 @@ pub struct PyDiagnostic {
     pub path: Option<String>,
     /// What happened, for a person.
     pub message: String,
+    /// True when an integrity check (a lock, a required signature)
+    /// withheld the skill: it exists but is not served.
+    pub withheld: bool,
 }
 
 impl From<&Diagnostic> for PyDiagnostic {
@@ -92,6 +95,7 @@ impl From<&Diagnostic> for PyDiagnostic {
             source: d.source.clone(),
             path: d.path.as_ref().map(|p| p.as_str().to_owned()),
             message: d.message.clone(),
+            withheld: d.kind.is_withheld(),
         }
     }
 }

@@ -7,7 +7,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString};
 use skillstore::config::SourceConfig;
 use skillstore::source::parse_dir;
-use skillstore::{Catalog, Config, Source, SourceList};
+use skillstore::{Config, Source, SourceList};
 
 use crate::catalog::PyCatalog;
 use crate::editor::PyEditor;
@@ -97,8 +97,11 @@ fn mount_value(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<MountValue>
 }
 
 fn sources_of(ns: &skillstore::Namespace) -> Vec<PySource> {
-    ns.sources()
-        .iter()
+    py_sources(ns.sources())
+}
+
+fn py_sources(list: &SourceList) -> Vec<PySource> {
+    list.iter()
         .map(|s| PySource {
             name: s.name().to_owned(),
             label: s.label().to_owned(),
@@ -235,15 +238,38 @@ impl PyNamespace {
 
     /// Loads a catalog of other sources (`[LABEL=]VPATH` specs, lowest
     /// priority first) over this namespace's mounts and guards, with its
-    /// load options (GIL released).
+    /// load options (GIL released). Where the namespace checks a lock or
+    /// signatures, a spec at a configured source's directory must carry
+    /// that source's name (`load_at` names them so), or it is refused.
     fn load_sources(&self, py: Python<'_>, specs: Vec<String>) -> PyResult<PyCatalog> {
         let mut list = SourceList::new();
         for spec in &specs {
             list.push(Source::parse(spec).py(py)?).py(py)?;
         }
         let options = self.inner.prompt_options().py(py)?;
-        let load = self.inner.load_options().clone();
-        let catalog = block_on(py, Catalog::load(self.inner.backend(), list, load));
+        let namespace = &self.inner;
+        let catalog = block_on(py, namespace.load_sources(list)).py(py)?;
+        Ok(PyCatalog::new(catalog, options))
+    }
+
+    /// The sources at the directories `paths`, lowest priority first, as
+    /// `load_at` names them: a directory this namespace's configuration
+    /// names a source at is that source (so its lock entries and signature
+    /// policy apply); any other is named as `--source PATH` names it (a
+    /// name taken already becomes the whole path, `team/skills`).
+    fn sources_at(&self, py: Python<'_>, paths: Vec<String>) -> PyResult<Vec<PySource>> {
+        Ok(py_sources(&self.inner.sources_at(&paths).py(py)?))
+    }
+
+    /// Loads a catalog of the sources at the directories `paths` (lowest
+    /// priority first, named as `sources_at` names them) over this
+    /// namespace's mounts and guards, with its load options: a lock or a
+    /// signature policy of the configuration applies (GIL released).
+    fn load_at(&self, py: Python<'_>, paths: Vec<String>) -> PyResult<PyCatalog> {
+        let list = self.inner.sources_at(&paths).py(py)?;
+        let options = self.inner.prompt_options().py(py)?;
+        let namespace = &self.inner;
+        let catalog = block_on(py, namespace.load_sources(list)).py(py)?;
         Ok(PyCatalog::new(catalog, options))
     }
 
@@ -442,6 +468,7 @@ pub fn load_config(py: Python<'_>, path: PathBuf, writable: Vec<String>) -> PyRe
 crate::async_variants!(PyNamespace {
     aload => "load",
     aload_sources => "load_sources",
+    aload_at => "load_at",
     als => "ls",
     astat => "stat",
     aread => "read",

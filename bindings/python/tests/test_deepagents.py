@@ -101,6 +101,71 @@ def test_async_loading_gives_the_same_update(tree25):
         assert got == expected
 
 
+# -- integrity --------------------------------------------------------------
+
+LOCKED = {
+    "/skills/pdf/SKILL.md": "---\nname: pdf\ndescription: Read PDFs.\n---\nSteps.\n",
+    "/skills/pdf/scripts/run.sh": "echo pdf\n",
+    "/skills/xls/SKILL.md": "---\nname: xls\ndescription: Read spreadsheets.\n---\nCells.\n",
+    "/skills/xls/scripts/run.sh": "echo xls\n",
+}
+
+
+def locked_namespace(root, extra=""):
+    import skillstore
+
+    fixture_tree.write_tree(root, LOCKED)
+    plain = skillstore.Namespace.from_yaml("sources:\n  - path: /skills/\n", base_dir=root)
+    (root / "skillstore.lock").write_text(plain.lock())
+    return skillstore.Namespace.from_yaml("sources:\n  - path: /skills/\n" + extra, base_dir=root)
+
+
+def test_the_middleware_serves_a_locked_namespace_as_deepagents_would(tmp_path):
+    """Finding: the middleware named its sources `source0`, ..., so the lock
+    (written for the source `skills`) withheld every skill, silently."""
+    import asyncio
+
+    ns = locked_namespace(tmp_path, "lock: skillstore.lock\n")
+    reference = SkillsMiddleware(backend=FilesystemBackend(root_dir=tmp_path, virtual_mode=True), sources=["/skills/"])
+    expected = load(reference)
+    fast = FastSkillsMiddleware(backend=ns, sources=["/skills/"])
+    got = load(fast)
+    assert [m["name"] for m in got["skills_metadata"]] == ["pdf", "xls"]
+    assert got == expected
+    assert render(fast, got) == render(reference, expected)
+    assert asyncio.run(fast.abefore_agent({}, None, None)) == expected
+
+
+def test_the_middleware_says_which_skills_a_lock_withholds(tmp_path, caplog):
+    ns = locked_namespace(tmp_path, "lock: skillstore.lock\n")
+    (tmp_path / "skills" / "xls" / "scripts" / "run.sh").write_text("echo changed\n")
+    fast = FastSkillsMiddleware(backend=ns, sources=["/skills/"])
+    with caplog.at_level("WARNING", logger="skillstore.deepagents"):
+        got = load(fast)
+    assert [m["name"] for m in got["skills_metadata"]] == ["pdf"]
+    [error] = got["skills_load_errors"]
+    assert "'/skills/xls/SKILL.md'" in error and "lock_mismatch" in error and "'/skills/'" in error
+    assert any("lock_mismatch" in r.getMessage() for r in caplog.records if r.levelname == "WARNING")
+    # deepagents shows it to the agent among its load warnings.
+    assert "lock_mismatch" in render(fast, got)
+
+
+def test_the_middleware_applies_the_sources_signature_policy(tmp_path):
+    """Under the `source0` names no signature policy matched, so unsigned
+    skills of a source requiring signatures were shown."""
+    (tmp_path / "allowed_signers").write_text("")
+    ns = locked_namespace(tmp_path, "    signatures: {allowed_signers: allowed_signers, required: true}\n")
+    got = load(FastSkillsMiddleware(backend=ns, sources=["/skills/"]))
+    assert got["skills_metadata"] == []
+    assert len(got["skills_load_errors"]) == 2
+    assert all("signature_missing" in e for e in got["skills_load_errors"])
+    # Under another name the policy would not apply: refused.
+    import skillstore
+
+    with pytest.raises(skillstore.UsageError):
+        ns.load_sources(["other=/skills/"])
+
+
 # -- file tools -------------------------------------------------------------
 
 TREE = {

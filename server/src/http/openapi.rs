@@ -52,6 +52,10 @@ pub fn document() -> Value {
         ("400", "a bad name or path"),
         ("401", "no or unknown token"),
         ("404", "no such skill or file"),
+        (
+            "409",
+            "the skill changed since its lock or signature was checked (changed_since_checked); a refresh checks it again",
+        ),
         ("413", "the file is over the read limit"),
         ("503", "a source cannot be reached"),
     ];

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import os
 import threading
 from collections.abc import Mapping, Sequence
@@ -58,6 +59,8 @@ from ._native import (
 __all__ = ["SEARCH_TOOL_MAX_LIMIT", "SEARCH_TOOL_NAME", "FastSkillsMiddleware", "SkillstoreBackend"]
 
 _MISSING = ("not_found", "skill_not_found", "source_not_found")
+
+logger = logging.getLogger(__name__)
 
 
 def _vpath(path: str | None) -> str:
@@ -354,6 +357,12 @@ class FastSkillsMiddleware(SkillsMiddleware):
     takes a `SkillstoreBackend` (or a namespace) and the same sources, and
     loads them as one skillstore catalog.
 
+    The sources are checked as `skillstore` checks them: a source at a
+    directory the namespace's configuration names is that source, so its
+    lock entries and signature policy apply. A skill those checks withhold
+    is not shown; it is logged as a warning and listed in
+    `skills_load_errors`, which deepagents shows the agent.
+
     With `search=True` the middleware also offers the agent a tool,
     `search_skills(query, limit=5)`, answering with the enabled skills of
     these sources that best match the query (full-text search over their
@@ -375,22 +384,36 @@ class FastSkillsMiddleware(SkillsMiddleware):
             backend = SkillstoreBackend(namespace=backend)
         super().__init__(backend=backend, sources=sources, **kwargs)
         self._namespace = backend.namespace
-        self._specs = [f"source{i}={path}" for i, path in enumerate(self.sources)]
+        # The sources keep the names the namespace's configuration gives
+        # them (or `--source PATH` would), so its lock and signature
+        # policies apply to them as they do to `skillstore` itself.
+        self._paths = list(self.sources)
+        self._source_index = {s.name: i for i, s in enumerate(self._namespace.sources_at(self._paths))}
         self._search_catalog: Catalog | None = None
         self._search_lock = threading.Lock()
         if search:
             self.tools = [self._search_tool()]
 
     def _load(self, catalog: Any) -> dict[str, Any]:
+        """The state update of `catalog`: its skills, and as load errors
+        (which deepagents logs and shows the agent) every source it could
+        not read and every skill an integrity check withheld."""
         errors = []
+        withheld = []
         for d in catalog.diagnostics:
-            if d.kind == "source_not_found" and d.source is not None:
-                source = self.sources[int(d.source.removeprefix("source"))]
+            index = self._source_index.get(d.source) if d.source is not None else None
+            if index is None:
+                continue
+            source = self.sources[index]
+            if d.kind == "source_not_found":
                 errors.append(f"Cannot load skills from '{source}': Path '{source}': path_not_found")
-            elif d.kind in ("source_unavailable", "source_stale") and d.source is not None:
-                source = self.sources[int(d.source.removeprefix("source"))]
+            elif d.kind in ("source_unavailable", "source_stale"):
                 errors.append(f"Cannot load skills from '{source}': {d.message}")
-        return {"skills_metadata": catalog.deepagents_metadata(), "skills_load_errors": errors}
+            elif d.withheld:
+                withheld.append(f"Skill at '{d.path}' from '{source}' is withheld ({d.kind}): {d.message}")
+        if withheld:
+            logger.warning("Skills withheld by the integrity checks: %s", withheld)
+        return {"skills_metadata": catalog.deepagents_metadata(), "skills_load_errors": errors + withheld}
 
     # `config` is typed `RunnableConfig`: langgraph passes it to a hook only
     # when the annotation says so.
@@ -398,13 +421,13 @@ class FastSkillsMiddleware(SkillsMiddleware):
         """Loads the catalog unless the state already holds one."""
         if state.get("skills_metadata") is not None:
             return None
-        return self._load(self._namespace.load_sources(self._specs))
+        return self._load(self._namespace.load_at(self._paths))
 
     async def abefore_agent(self, state: Any, runtime: Any, config: RunnableConfig) -> Any:  # noqa: ARG002
         """Loads the catalog on the event loop's executor."""
         if state.get("skills_metadata") is not None:
             return None
-        return self._load(await self._namespace.aload_sources(self._specs))
+        return self._load(await self._namespace.aload_at(self._paths))
 
     # -- search ------------------------------------------------------------
 
@@ -413,7 +436,7 @@ class FastSkillsMiddleware(SkillsMiddleware):
         at each later one (the refreshed catalog keeps the search index)."""
         with self._search_lock:
             if self._search_catalog is None:
-                self._search_catalog = self._namespace.load_sources(self._specs)
+                self._search_catalog = self._namespace.load_at(self._paths)
             else:
                 self._search_catalog = self._search_catalog.refresh()
             return self._search_catalog

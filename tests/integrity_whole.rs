@@ -1,0 +1,157 @@
+//! A skill under a lock is handed on whole or not at all: when a file its
+//! check digested is gone, is no longer a file, or reads at another
+//! version by the time a sync writes it, the skill is withheld from that
+//! sync (a `changed` refusal, named in the report's `withheld`), and a
+//! copy an earlier sync wrote stays as it was.
+
+#![cfg(unix)]
+
+use std::path::Path;
+use std::sync::Arc;
+
+use skillstore::backends::{FsBackend, SkillBackend};
+use skillstore::integrity::{Integrity, Lock};
+use skillstore::sync::{SyncOptions, SyncReport, sync};
+use skillstore::{Catalog, LoadOptions, Source, SourceList};
+
+const GUARD: &str = "#!/bin/sh\n# guard: refuse to run on prod\nexit 1\n";
+
+fn write_skill(root: &Path, name: &str) {
+    let dir = root.join("skills").join(name);
+    std::fs::create_dir_all(dir.join("scripts")).unwrap();
+    let skill_md = format!("---\nname: {name}\ndescription: Skill {name}.\n---\nSteps.\n");
+    std::fs::write(dir.join("SKILL.md"), skill_md).unwrap();
+    std::fs::write(dir.join("scripts/guard.sh"), GUARD).unwrap();
+    std::fs::write(dir.join("scripts/run.sh"), "echo run\n").unwrap();
+}
+
+fn sources() -> SourceList {
+    SourceList::from_sources([Source::parse("/skills/").unwrap()]).unwrap()
+}
+
+/// The tree's lock, and a catalog checked against it.
+async fn locked(fs: &Arc<dyn SkillBackend>) -> Catalog {
+    let plain = Catalog::load(Arc::clone(fs), sources(), LoadOptions::default()).await;
+    let lock = Lock::for_catalog(&plain).await.unwrap();
+    let options = LoadOptions {
+        integrity: Some(Arc::new(Integrity {
+            lock: Some(Arc::new(lock)),
+            ..Integrity::default()
+        })),
+        ..LoadOptions::default()
+    };
+    let catalog = Catalog::load(Arc::clone(fs), sources(), options).await;
+    assert_eq!(catalog.withheld().count(), 0, "{:?}", catalog.diagnostics());
+    assert!(catalog.checked_files("pdf").is_some());
+    catalog
+}
+
+fn withheld_refusals(report: &SyncReport) -> Vec<(&str, &str, bool)> {
+    report
+        .refused
+        .iter()
+        .filter(|r| r.kind == "changed")
+        .map(|r| (r.skill.as_str(), r.path.as_str(), r.whole_skill))
+        .collect()
+}
+
+/// What the check saw of `scripts/guard.sh` is replaced, after the check,
+/// by each of: nothing, a directory, a link to another file of the skill.
+fn tamper(skill: &Path, how: &str) {
+    let guard = skill.join("scripts/guard.sh");
+    std::fs::remove_file(&guard).unwrap();
+    match how {
+        "deleted" => {}
+        "directory" => std::fs::create_dir(&guard).unwrap(),
+        "link" => std::os::unix::fs::symlink("run.sh", &guard).unwrap(),
+        "changed" => std::fs::write(&guard, "echo EVIL\n").unwrap(),
+        other => unreachable!("{other}"),
+    }
+}
+
+#[tokio::test]
+async fn a_checked_file_lost_after_the_check_withholds_the_skill_from_sync() {
+    for how in ["deleted", "directory", "link", "changed"] {
+        let dir = tempfile::tempdir().unwrap();
+        write_skill(dir.path(), "pdf");
+        write_skill(dir.path(), "xls");
+        let fs: Arc<dyn SkillBackend> = Arc::new(FsBackend::new(dir.path()).unwrap());
+        let catalog = locked(&fs).await;
+        tamper(&dir.path().join("skills/pdf"), how);
+
+        let out = dir.path().join("out");
+        let report = sync(&catalog, &out, &SyncOptions::default()).await.unwrap();
+        assert_eq!(report.withheld, ["pdf"], "{how}: {report:?}");
+        assert_eq!(
+            withheld_refusals(&report),
+            [("pdf", "/skills/pdf", true)],
+            "{how}: {:?}",
+            report.refused
+        );
+        assert!(!out.join("pdf").exists(), "{how}: no part of the skill is written");
+        assert_eq!(
+            std::fs::read_to_string(out.join("xls/scripts/guard.sh")).unwrap(),
+            GUARD,
+            "{how}: the others are synced"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_skill_withheld_from_a_sync_keeps_the_copy_synced_before() {
+    let dir = tempfile::tempdir().unwrap();
+    write_skill(dir.path(), "pdf");
+    write_skill(dir.path(), "xls");
+    let fs: Arc<dyn SkillBackend> = Arc::new(FsBackend::new(dir.path()).unwrap());
+    let out = dir.path().join("out");
+    let first = sync(&locked(&fs).await, &out, &SyncOptions::default()).await.unwrap();
+    assert!(first.withheld.is_empty() && first.added == ["pdf", "xls"], "{first:?}");
+
+    // The next load checks the skill as it is; then a file goes.
+    let catalog = locked(&fs).await;
+    std::fs::write(dir.path().join("skills/xls/scripts/run.sh"), "echo two\n").unwrap();
+    let catalog_with_update = locked(&fs).await;
+    drop(catalog);
+    tamper(&dir.path().join("skills/pdf"), "deleted");
+    let report = sync(&catalog_with_update, &out, &SyncOptions::default()).await.unwrap();
+    assert_eq!(report.withheld, ["pdf"], "{report:?}");
+    assert!(report.removed.is_empty(), "{report:?}");
+    assert_eq!(report.updated, ["xls"], "{report:?}");
+    assert_eq!(
+        std::fs::read_to_string(out.join("pdf/scripts/guard.sh")).unwrap(),
+        GUARD,
+        "the copy synced before is kept whole"
+    );
+    assert_eq!(
+        std::fs::read_to_string(out.join("xls/scripts/run.sh")).unwrap(),
+        "echo two\n"
+    );
+}
+
+#[tokio::test]
+async fn a_file_added_after_the_check_is_not_synced() {
+    let dir = tempfile::tempdir().unwrap();
+    write_skill(dir.path(), "pdf");
+    // Below `.skillstore/` only the signature belongs to a skill.
+    std::fs::create_dir_all(dir.path().join("skills/pdf/.skillstore")).unwrap();
+    std::fs::write(dir.path().join("skills/pdf/.skillstore/notes"), "x").unwrap();
+    let fs: Arc<dyn SkillBackend> = Arc::new(FsBackend::new(dir.path()).unwrap());
+    let catalog = locked(&fs).await;
+    std::fs::write(dir.path().join("skills/pdf/added.sh"), "echo EVIL\n").unwrap();
+    let out = dir.path().join("out");
+    let report = sync(&catalog, &out, &SyncOptions::default()).await.unwrap();
+    assert!(report.withheld.is_empty(), "{report:?}");
+    assert_eq!(withheld_refusals(&report), [("pdf", "/skills/pdf/added.sh", false)]);
+    let foreign = report
+        .refused
+        .iter()
+        .find(|r| r.path == "/skills/pdf/.skillstore/notes")
+        .expect("the reserved file is reported");
+    assert_eq!((foreign.kind.as_str(), foreign.whole_skill), ("not_found", false));
+    assert!(!out.join("pdf/added.sh").exists());
+    assert!(!out.join("pdf/.skillstore/notes").exists());
+    assert_eq!(
+        std::fs::read_to_string(out.join("pdf/scripts/guard.sh")).unwrap(),
+        GUARD
+    );
+}
