@@ -666,3 +666,58 @@ fn lock_files_a_killed_fetch_left_do_not_block_the_next_fetch() {
     assert!(!repo.join("shallow.lock").exists());
     assert!(!stale_ref_lock.exists());
 }
+
+#[test]
+fn the_cache_keeps_one_repository_per_identity_and_names_none() {
+    use skillstore_backends::{GitCache, GitRemote};
+    let dir = tempfile::tempdir().unwrap();
+    let cache = GitCache::new(dir.path().join("cache")).unwrap();
+    let dirs: Vec<String> = [
+        "https://host.example/skills.git",
+        "https://alice:s3cret@host.example/skills.git",
+        "https://bob:s3cret@host.example/skills.git",
+        "ssh://alice@host.example/skills.git",
+        "ssh://bob@host.example/skills.git",
+    ]
+    .iter()
+    .map(|url| {
+        let dir = cache.repository_dir(&GitRemote::new(url).unwrap());
+        dir.file_name().unwrap().to_string_lossy().into_owned()
+    })
+    .collect();
+    let distinct: std::collections::BTreeSet<_> = dirs.iter().collect();
+    assert_eq!(distinct.len(), dirs.len(), "{dirs:?}");
+    for name in &dirs {
+        for secret in ["alice", "bob", "s3cret", "host"] {
+            assert!(!name.contains(secret), "{name}");
+        }
+    }
+}
+
+#[test]
+fn a_cached_repository_that_is_a_link_is_refused_and_left_alone() {
+    use skillstore_backends::{GitCache, GitRemote};
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    layered_repo(&work);
+    let remote = GitRemote::new(&format!("file://{}", work.display())).unwrap();
+    let cache = GitCache::new(dir.path().join("cache")).unwrap();
+    // Someone else's repository, and a link to it where the cache keeps
+    // this remote's.
+    let victim = dir.path().join("victim.git");
+    git(dir.path(), &["init", "-q", "--bare", victim.to_str().unwrap()]);
+    std::fs::write(victim.join("HEAD.lock"), "in use").unwrap();
+    std::os::unix::fs::symlink(&victim, cache.repository_dir(&remote)).unwrap();
+    let refused = cache
+        .open(&remote, Some("main"), SymlinkPolicy::WithinRoot)
+        .unwrap_err();
+    assert_eq!(refused.kind(), ErrorKind::PermissionDenied, "{refused}");
+    assert!(
+        victim.join("HEAD.lock").exists(),
+        "a lock file behind the link was removed"
+    );
+    assert!(
+        !victim.join("refs/skillstore").exists(),
+        "a fetch went into the repository behind the link"
+    );
+}

@@ -18,14 +18,18 @@ fn running(pid: u32) -> bool {
         .unwrap_or(false)
 }
 
-fn write_ssh_standin(dir: &Path) -> std::path::PathBuf {
-    // Stands in for `ssh` that reached a server which never answers: it
-    // writes its pid, then waits, as the real one would.
+/// A stand-in for `ssh` that reached a server which never answers, with
+/// a process of its own holding the pipes too (a ProxyCommand). Each time
+/// it is run (`ssh -G` first, then the connection), it appends its pid and
+/// its child's to `log`, then waits.
+fn write_ssh_standin(dir: &Path, log: &Path) -> std::path::PathBuf {
     let script = dir.join("silent-ssh");
-    let pidfile = dir.join("ssh.pid");
     std::fs::write(
         &script,
-        format!("#!/bin/sh\necho $$ > '{}'\nexec sleep 600\n", pidfile.display()),
+        format!(
+            "#!/bin/sh\necho $$ >> '{log}'\nsleep 600 &\necho $! >> '{log}'\nwait\n",
+            log = log.display()
+        ),
     )
     .unwrap();
     use std::os::unix::fs::PermissionsExt;
@@ -33,10 +37,19 @@ fn write_ssh_standin(dir: &Path) -> std::path::PathBuf {
     script
 }
 
+fn logged(log: &Path) -> Vec<u32> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
+
 #[test]
-fn a_timed_out_ssh_fetch_ends_the_ssh_it_started() {
+fn a_timed_out_ssh_fetch_ends_the_ssh_it_started_and_what_that_started() {
     let dir = tempfile::tempdir().unwrap();
-    let script = write_ssh_standin(dir.path());
+    let log = dir.path().join("pids");
+    let script = write_ssh_standin(dir.path(), &log);
     // SAFETY: this test binary runs this one test, so no other thread reads
     // the environment while it is changed.
     unsafe { std::env::set_var("GIT_SSH_COMMAND", &script) };
@@ -48,15 +61,15 @@ fn a_timed_out_ssh_fetch_ends_the_ssh_it_started() {
         .open(&remote, Some("main"), SymlinkPolicy::WithinRoot)
         .unwrap_err();
     assert_eq!(refused.kind(), ErrorKind::Unavailable, "{refused}");
-    let pid: u32 = std::fs::read_to_string(dir.path().join("ssh.pid"))
-        .expect("the stand-in ssh was started")
-        .trim()
-        .parse()
-        .unwrap();
-    // The stand-in would wait 600 s; it must be gone well before.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while running(pid) && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(50));
+    assert!(!logged(&log).is_empty(), "the stand-in ssh was started");
+    // Every process the fetch started, and any it starts after its
+    // timeout, must be gone well before the stand-ins' 600 s: watched for
+    // 12 s after the open returned (the reaper gives up after 10 s).
+    let returned = Instant::now();
+    let mut left = logged(&log);
+    while returned.elapsed() < Duration::from_secs(12) {
+        std::thread::sleep(Duration::from_millis(100));
+        left = logged(&log).into_iter().filter(|p| running(*p)).collect();
     }
-    assert!(!running(pid), "the ssh process {pid} outlived its timed-out fetch");
+    assert!(left.is_empty(), "processes {left:?} outlived their timed-out fetch");
 }

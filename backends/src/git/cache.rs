@@ -215,7 +215,7 @@ impl GitCache {
 
     /// The bare repository kept for `remote`.
     pub fn repository_dir(&self, remote: &GitRemote) -> PathBuf {
-        self.dir.join(format!("{}.git", key(&remote.shown)))
+        self.dir.join(format!("{}.git", key(remote.url())))
     }
 
     /// `remote` at `reference` (a branch, a tag, a full commit id; the
@@ -228,7 +228,10 @@ impl GitCache {
         reference: Option<&str>,
         policy: SymlinkPolicy,
     ) -> Result<(GitBackend, Resolution)> {
-        let name = key(&remote.shown);
+        // Keyed by the whole URL, its user and credentials included (only
+        // their hash is written): a fetch another identity made is never
+        // served to one the remote would refuse.
+        let name = key(remote.url());
         let repo_dir = self.dir.join(format!("{name}.git"));
         // A commit's objects never change once here: no lock, no network.
         if let Some(commit) = reference.filter(|r| is_full_commit_id(r))
@@ -276,6 +279,7 @@ impl GitCache {
     ) -> Result<(GitBackend, Resolution)> {
         let pinned = reference.filter(|r| is_full_commit_id(r));
         let local = &local_ref(reference);
+        own_directory(repo_dir)?;
         remove_stale_locks(repo_dir);
         let repo = if repo_dir.exists() {
             gix::open(repo_dir).map_err(|e| cache_error("cannot open the cached repository", e))?
@@ -375,8 +379,21 @@ impl GitCache {
                 // A transport process (`ssh`) waiting on a silent server
                 // would outlive the command: it is ended, and the fetch
                 // thread, reading its output, returns.
+                // The thread may start another (`ssh -G` first, then the
+                // connection), so its children are ended until it returns,
+                // for a bounded time.
                 if let Ok(fetcher) = fetcher.try_recv() {
-                    fetcher.end_children();
+                    let _ = std::thread::Builder::new()
+                        .name("skillstore-git-reaper".into())
+                        .spawn(move || {
+                            for _ in 0..REAP_ROUNDS {
+                                fetcher.end_children();
+                                match outcome.recv_timeout(PACK_WATCH) {
+                                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => continue,
+                                    _ => break,
+                                }
+                            }
+                        });
                 }
                 Err(Error::new(ErrorKind::Unavailable).with_detail(format!(
                     "the remote {remote} did not answer for `{}` within {} s",
@@ -418,6 +435,21 @@ impl GitCache {
     }
 }
 
+/// Refuses a cached repository that is not a directory of this user's
+/// own (a link planted in the cache would have fetches, and the removal of
+/// stale locks, act on whatever it points to). Missing is fine: it is
+/// made.
+fn own_directory(repo_dir: &Path) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    match std::fs::symlink_metadata(repo_dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(cache_error("cannot inspect the cached repository", e)),
+        Ok(meta) if meta.is_dir() && meta.uid() == rustix::process::geteuid().as_raw() => Ok(()),
+        Ok(_) => Err(Error::new(ErrorKind::PermissionDenied)
+            .with_detail("the cached repository is a link or not a directory of this user's own; remove it")),
+    }
+}
+
 /// Removes the lock files Git leaves in `repo_dir` (`shallow.lock`,
 /// `refs/.../NAME.lock`) when a process is killed mid-fetch; left there,
 /// they would make every later fetch fail. Called only with the
@@ -441,8 +473,13 @@ fn remove_stale_locks(repo_dir: &Path) {
     }
 }
 
-/// How often a running fetch's pack is measured.
+/// How often a running fetch's pack is measured, and how often the
+/// processes of a given-up fetch are ended.
 const PACK_WATCH: Duration = Duration::from_millis(100);
+
+/// How many times the processes of a given-up fetch are ended while its
+/// thread has not returned (10 s in all).
+const REAP_ROUNDS: usize = 100;
 
 /// The files of a pack directory and their sizes.
 fn pack_files(dir: &Path) -> std::collections::HashMap<std::ffi::OsString, u64> {
@@ -459,6 +496,10 @@ fn pack_files(dir: &Path) -> std::collections::HashMap<std::ffi::OsString, u64> 
 /// The processes a fetch thread started (the `ssh` of an `ssh://`
 /// remote), found through the thread's own list of children in `/proc`.
 mod children {
+    /// The most processes one fetch's transport is looked through for.
+    #[cfg(target_os = "linux")]
+    const MAX_DESCENDANTS: usize = 64;
+
     /// The thread running a fetch.
     pub(super) struct Fetcher {
         #[cfg(target_os = "linux")]
@@ -474,20 +515,36 @@ mod children {
             }
         }
 
-        /// Asks every process the thread started and that still runs to
-        /// end (`SIGTERM`). Only Linux lists a thread's children; elsewhere
-        /// they run until their server closes.
+        /// Ends every process the thread started and every process those
+        /// started in turn (`SIGKILL`), so nothing holds the transport's
+        /// pipes open. Only Linux lists a thread's children; elsewhere they
+        /// run until their server closes.
         pub(super) fn end_children(&self) {
             #[cfg(target_os = "linux")]
             {
-                let list = format!("/proc/self/task/{}/children", self.tid);
-                let Ok(text) = std::fs::read_to_string(list) else {
-                    return;
-                };
-                for pid in text.split_whitespace().filter_map(|p| p.parse::<i32>().ok()) {
-                    if let Some(pid) = rustix::process::Pid::from_raw(pid) {
-                        let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+                let mut found = Vec::new();
+                let mut lists = vec![format!("/proc/self/task/{}/children", self.tid)];
+                while let Some(list) = lists.pop() {
+                    let Ok(text) = std::fs::read_to_string(list) else {
+                        continue;
+                    };
+                    for pid in text.split_whitespace().filter_map(|p| p.parse::<i32>().ok()) {
+                        if found.len() >= MAX_DESCENDANTS || found.contains(&pid) {
+                            continue;
+                        }
+                        found.push(pid);
+                        if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+                            for task in tasks.filter_map(|t| t.ok()) {
+                                lists.push(format!(
+                                    "/proc/{pid}/task/{}/children",
+                                    task.file_name().to_string_lossy()
+                                ));
+                            }
+                        }
                     }
+                }
+                for pid in found.into_iter().filter_map(rustix::process::Pid::from_raw) {
+                    let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
                 }
             }
         }
