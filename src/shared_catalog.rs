@@ -33,11 +33,11 @@ impl SharedCatalog {
     /// This shared catalog, loaded from `namespace`, following the
     /// references of its Git mounts: when `namespace` follows a branch, a
     /// tag or a remote's `HEAD`, each [`SharedCatalog::refresh`] opens it
-    /// again ([`Namespace::reopen`], one request per such mount) and, when
-    /// a mount resolved to another commit, loads the catalog from the
-    /// namespace opened again (its lock and signatures checked as in any
-    /// load). A long-running server, `sync --watch` or mount thus serves
-    /// a moved branch at its next refresh.
+    /// again ([`Namespace::reopen`], one request per such mount) and loads
+    /// the catalog from the namespace opened again (its lock and
+    /// signatures read again and checked as in any load). A long-running
+    /// server, `sync --watch` or mount thus serves a moved branch at its
+    /// next refresh.
     pub fn following(mut self, namespace: Namespace) -> Self {
         if namespace.follows_git_references() {
             self.following = Some(Arc::new(tokio::sync::Mutex::new(namespace)));
@@ -52,18 +52,24 @@ impl SharedCatalog {
 
     /// Refreshes the catalog from storage (see [`Catalog::refresh`]).
     ///
-    /// A catalog that follows its namespace's Git references loads from
-    /// the namespace opened again when one moved; when opening it again
-    /// fails (a lock the moved branch no longer matches, say), the catalog
-    /// is refreshed at the commits it has, and the failure is logged.
+    /// A catalog that follows its namespace's Git references is loaded
+    /// whole from the namespace opened again, so a moved reference, an
+    /// edited lock or `allowed_signers` file, and a remote gone or back
+    /// are all seen. Asking the remotes happens before this refresh takes
+    /// its turn with writers, so a slow remote never holds a write. When
+    /// opening again fails (a lock the moved branch no longer matches, a
+    /// reference the remote no longer has), the failure is logged and the
+    /// catalog is refreshed at the commits it has.
     pub async fn refresh(&self) {
-        let _turn = self.updates.lock().await;
         if let Some(following) = &self.following
-            && let Some(moved) = moved(following).await
+            && let Some(next) = reopened(following).await
         {
-            self.replace(moved);
+            let _turn = self.updates.lock().await;
+            self.replace(next.load().await);
+            *following.lock().await = next;
             return;
         }
+        let _turn = self.updates.lock().await;
         let next = self.snapshot().refresh().await;
         self.replace(next);
     }
@@ -82,12 +88,12 @@ impl SharedCatalog {
     }
 }
 
-/// The catalog of `following` opened again, when a Git reference moved.
-async fn moved(following: &tokio::sync::Mutex<Namespace>) -> Option<Catalog> {
-    let mut namespace = following.lock().await;
-    let current = namespace.clone();
-    let reopened = tokio::task::spawn_blocking(move || current.reopen()).await;
-    let next = match reopened {
+/// The namespace of `following` opened again, or `None` (logged) when it
+/// cannot be.
+async fn reopened(following: &tokio::sync::Mutex<Namespace>) -> Option<Namespace> {
+    let current = following.lock().await.clone();
+    let before = current.git_mounts().to_vec();
+    let next = match tokio::task::spawn_blocking(move || current.reopen()).await {
         Ok(Ok(Some(next))) => next,
         Ok(Ok(None)) => return None,
         Ok(Err(e)) => {
@@ -99,15 +105,10 @@ async fn moved(following: &tokio::sync::Mutex<Namespace>) -> Option<Catalog> {
             return None;
         }
     };
-    if next.git_mounts() == namespace.git_mounts() {
-        return None;
-    }
-    for ((location, before), (_, after)) in namespace.git_mounts().iter().zip(next.git_mounts()) {
-        if before != after {
-            tracing::info!(%location, before = ?before, after = ?after, "a Git reference moved");
+    for ((location, was), (_, now)) in before.iter().zip(next.git_mounts()) {
+        if was != now {
+            tracing::info!(%location, before = ?was, after = ?now, "a Git reference moved");
         }
     }
-    let catalog = next.load().await;
-    *namespace = next;
-    Some(catalog)
+    Some(next)
 }

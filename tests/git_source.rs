@@ -510,3 +510,38 @@ async fn a_moved_branch_that_no_longer_matches_the_lock_is_not_served() {
     assert_eq!(catalog.skills().len(), 2);
     assert!(catalog.read_skill("xlsx").await.is_err());
 }
+
+#[tokio::test]
+async fn a_lock_edited_while_following_a_branch_applies_at_the_next_refresh() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    layered_work(&work);
+    let branch = format!("git+file://{}@main", work.display());
+    let namespace = config(dir.path(), &branch).open().unwrap();
+    let lock = skillstore::integrity::Lock::of(&namespace, &namespace.load().await)
+        .await
+        .unwrap();
+    let lock_path = dir.path().join("skillstore.lock");
+    std::fs::write(&lock_path, lock.to_json()).unwrap();
+    let yaml = std::fs::read_to_string(dir.path().join("skillstore.yaml")).unwrap() + "lock: skillstore.lock\n";
+    std::fs::write(dir.path().join("skillstore.yaml"), yaml).unwrap();
+    let locked = Config::load(&dir.path().join("skillstore.yaml"))
+        .unwrap()
+        .open()
+        .unwrap();
+    let shared = skillstore::SharedCatalog::new(locked.load().await).following(locked);
+    assert_eq!(shared.snapshot().skills().len(), 2);
+    // The lock is edited to drop `docx`; the branch does not move.
+    let mut value: serde_json::Value = serde_json::from_str(&lock.to_json()).unwrap();
+    value["skills"].as_array_mut().unwrap().retain(|s| s["name"] != "docx");
+    std::fs::write(&lock_path, value.to_string()).unwrap();
+    shared.refresh().await;
+    let catalog = shared.snapshot();
+    let names: Vec<&str> = catalog.skills().iter().map(|s| s.name()).collect();
+    assert_eq!(names, ["pdf"]);
+    assert!(
+        catalog.diagnostics().iter().any(|d| d.kind.as_str() == "not_locked"),
+        "{:?}",
+        catalog.diagnostics()
+    );
+}
