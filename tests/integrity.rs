@@ -432,6 +432,11 @@ fn a_checked_skill_changed_after_its_check_is_not_served_until_a_refresh() {
             served(&catalog, "assets/empty").await.unwrap_err().kind().as_str(),
             "not_found"
         );
+        // A name that was never there is not found, not a change to refresh for.
+        assert_eq!(
+            served(&catalog, "no/such.md").await.unwrap_err().kind().as_str(),
+            "not_found"
+        );
 
         // A sync of the catalog copies none of the changed bytes.
         let target = dir.path().join("synced");

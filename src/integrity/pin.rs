@@ -155,6 +155,22 @@ impl PinnedBackend {
     pub fn pins(&self) -> &Arc<Pins> {
         &self.pins
     }
+
+    /// Why a read of `path` is refused before it is made: not found below
+    /// a skill's `.skillstore/` or when nothing is there, changed when it
+    /// lies in a pinned skill and was not among the files checked.
+    async fn refused(&self, path: &VPath, options: ReadOptions) -> Option<Error> {
+        if let Some(foreign) = foreign(path, options) {
+            return Some(foreign);
+        }
+        let changed = self.pins.refuse_before(path)?;
+        // A path that was never there is not found, not a change: a client
+        // must not be told to refresh for a name it made up.
+        match self.inner.stat(path).await {
+            Err(e) if e.kind() == ErrorKind::NotFound => Some(Error::at(ErrorKind::NotFound, path)),
+            _ => Some(changed),
+        }
+    }
 }
 
 #[async_trait]
@@ -181,7 +197,7 @@ impl SkillBackend for PinnedBackend {
         self.inner.stat(path).await
     }
     async fn read(&self, path: &VPath, options: ReadOptions) -> Result<Blob> {
-        if let Some(refused) = foreign(path, options).or_else(|| self.pins.refuse_before(path)) {
+        if let Some(refused) = self.refused(path, options).await {
             return Err(refused);
         }
         let read = self.inner.read(path, options).await;
@@ -200,10 +216,10 @@ impl SkillBackend for PinnedBackend {
         self.inner.preferred_batch()
     }
     async fn read_many(&self, paths: &[VPath], options: ReadOptions) -> Vec<Result<Blob>> {
-        let refused: Vec<Option<Error>> = paths
-            .iter()
-            .map(|p| foreign(p, options).or_else(|| self.pins.refuse_before(p)))
-            .collect();
+        let mut refused: Vec<Option<Error>> = Vec::with_capacity(paths.len());
+        for path in paths {
+            refused.push(self.refused(path, options).await);
+        }
         let admitted: Vec<VPath> = paths
             .iter()
             .zip(&refused)
