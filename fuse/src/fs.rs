@@ -200,6 +200,14 @@ impl Inner {
             return Ok(children.as_ref().clone());
         }
         let catalog = self.catalog.snapshot();
+        let name = local.split_once('/').map_or(local, |(name, _)| name);
+        if catalog.checked_files(name).is_some() {
+            let children = self.checked_children(&catalog, name, &resolved)?;
+            self.state()
+                .listings
+                .insert(resolved.path.clone(), Arc::new(children.clone()));
+            return Ok(children);
+        }
         let backend = Arc::clone(catalog.backend());
         let confined = ReadOptions {
             prefix: Some(0),
@@ -254,6 +262,76 @@ impl Inner {
         self.state()
             .listings
             .insert(resolved.path.clone(), Arc::new(children.clone()));
+        Ok(children)
+    }
+
+    /// The children of `resolved` in the skill `name`, which a lock or
+    /// signature check digested: exactly the checked files still there at
+    /// their checked versions, and no skill at all (EIO) once one of them
+    /// is missing or changed, as a sync or an archive hands it on.
+    fn checked_children(
+        &self,
+        catalog: &skillstore::Catalog,
+        name: &str,
+        resolved: &Resolved,
+    ) -> Result<Vec<Child>, Errno> {
+        let listed_at = Instant::now();
+        let files = self.call("list", async {
+            catalog
+                .skill_files(name, skillstore::skill_files::FileLimits::default())
+                .await
+                .map_err(|e| {
+                    tracing::debug!(error = %e, skill = name, "a checked skill cannot be listed whole");
+                    Errno::EIO
+                })
+        })?;
+        let below = resolved
+            .path
+            .strip_prefix(&resolved.skill_dir)
+            .map(|r| r.relative_str().to_owned())
+            .unwrap_or_default();
+        let mut children: Vec<Child> = Vec::new();
+        for file in &files.files {
+            let rest = if below.is_empty() {
+                file.relative.as_str()
+            } else {
+                match file
+                    .relative
+                    .strip_prefix(below.as_str())
+                    .and_then(|r| r.strip_prefix('/'))
+                {
+                    Some(rest) => rest,
+                    None => continue,
+                }
+            };
+            if skillstore::skill_files::is_foreign(&file.relative) || !shown(rest.split('/').next().unwrap_or("")) {
+                continue;
+            }
+            let child = match rest.split_once('/') {
+                None => Child {
+                    name: rest.to_owned(),
+                    dir: false,
+                    size: Some(file.size),
+                    version: file.version.clone(),
+                    listed_at,
+                },
+                Some((dir, _)) if resolved.depth < self.options.max_depth => Child {
+                    name: dir.to_owned(),
+                    dir: true,
+                    size: None,
+                    version: None,
+                    listed_at,
+                },
+                Some(_) => continue,
+            };
+            if !children.iter().any(|c| c.name == child.name) {
+                if children.len() == self.options.max_entries {
+                    break;
+                }
+                children.push(child);
+            }
+        }
+        children.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(children)
     }
 

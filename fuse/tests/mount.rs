@@ -250,3 +250,53 @@ async fn serve_unmounts_when_shut_down() {
     served.stop().await.unwrap();
     assert!(!is_mounted(&mounted_at));
 }
+
+/// A locked skill shows in the mount as its check saw it: a file added
+/// after the check is not listed, and once a checked file is gone the
+/// skill cannot be listed at all (as a sync or an archive withholds it),
+/// rather than showing the rest of it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_locked_skill_shows_whole_or_not_at_all() {
+    use skillstore::integrity::{Integrity, Lock};
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("skills");
+    write(&root, "pdf/SKILL.md", skill_md("pdf", "PDFs.").as_bytes());
+    write(&root, "pdf/scripts/guard.sh", b"#!/bin/sh\nexit 1\n");
+    write(&root, "pdf/references/forms.md", b"# Forms\n");
+    let fs: Arc<dyn SkillBackend> = Arc::new(FsBackend::new(&root).unwrap());
+    let list = || SourceList::from_sources([Source::parse("/").unwrap()]).unwrap();
+    let plain = Catalog::load(Arc::clone(&fs), list(), LoadOptions::default()).await;
+    let lock = Arc::new(Lock::for_catalog(&plain).await.unwrap());
+    let options = LoadOptions {
+        integrity: Some(Arc::new(Integrity {
+            lock: Some(lock),
+            ..Integrity::default()
+        })),
+        ..LoadOptions::default()
+    };
+    let catalog = SharedCatalog::new(Catalog::load(fs, list(), options).await);
+    assert_eq!(catalog.snapshot().skills().len(), 1);
+    let at = dir.path().join("mnt");
+    let mounted = mount(&catalog, &at);
+
+    write(&root, "pdf/a/b/added.sh", b"echo added\n");
+    let found = sorted_lines(run(&at, "find", &["pdf", "-type", "f"]));
+    assert_eq!(
+        found,
+        ["pdf/SKILL.md", "pdf/references/forms.md", "pdf/scripts/guard.sh"],
+        "only the checked files are listed"
+    );
+    std::fs::remove_file(root.join("pdf/scripts/guard.sh")).unwrap();
+    // A second mount of the same catalog lists afresh (the first keeps its
+    // listings until a refresh).
+    let again = dir.path().join("mnt2");
+    let second = mount(&catalog, &again);
+    let listing = Command::new("ls").arg(again.join("pdf")).output().unwrap();
+    assert!(
+        !listing.status.success(),
+        "a skill that lost a checked file is listed: {}",
+        String::from_utf8_lossy(&listing.stdout)
+    );
+    drop(second);
+    drop(mounted);
+}
