@@ -155,3 +155,29 @@ async fn a_file_added_after_the_check_is_not_synced() {
         GUARD
     );
 }
+
+#[tokio::test]
+async fn a_copy_synced_before_is_kept_only_while_the_lock_still_pins_it() {
+    let dir = tempfile::tempdir().unwrap();
+    write_skill(dir.path(), "pdf");
+    let fs: Arc<dyn SkillBackend> = Arc::new(FsBackend::new(dir.path()).unwrap());
+    let out = dir.path().join("out");
+    sync(&locked(&fs).await, &out, &SyncOptions::default()).await.unwrap();
+    assert_eq!(
+        std::fs::read_to_string(out.join("pdf/scripts/run.sh")).unwrap(),
+        "echo run\n"
+    );
+
+    // A new version is published and locked (a fix, say); a checked file
+    // of it goes before the sync reads it.
+    std::fs::write(dir.path().join("skills/pdf/scripts/run.sh"), "echo fixed\n").unwrap();
+    let relocked = locked(&fs).await;
+    tamper(&dir.path().join("skills/pdf"), "deleted");
+    let report = sync(&relocked, &out, &SyncOptions::default()).await.unwrap();
+    assert_eq!(report.withheld, ["pdf"], "{report:?}");
+    assert!(
+        !out.join("pdf").exists(),
+        "the copy the lock no longer pins is kept: {:?}",
+        std::fs::read_to_string(out.join("pdf/scripts/run.sh"))
+    );
+}

@@ -48,6 +48,25 @@ pub(crate) struct SkillRecord {
     pub(crate) refused: BTreeMap<String, String>,
 }
 
+impl SkillRecord {
+    /// The skill digest ([`crate::integrity::digest`]) of the files this
+    /// generation holds for the skill, from their recorded hashes; `None`
+    /// when a hash does not decode.
+    pub(crate) fn digest(&self) -> Option<String> {
+        let mut lines = Vec::with_capacity(self.files.len());
+        for (relative, file) in &self.files {
+            let raw = base64::engine::general_purpose::STANDARD_NO_PAD
+                .decode(&file.sha256)
+                .ok()?;
+            let hex: String = raw.iter().map(|b| format!("{b:02x}")).collect();
+            lines.push((relative.as_str(), hex));
+        }
+        Some(crate::integrity::digest::digest_lines(
+            lines.iter().map(|(relative, hex)| (*relative, hex.as_str())),
+        ))
+    }
+}
+
 /// One file of a generation: the source's version of the bytes, their
 /// digest, and the local file they were written to.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -430,6 +430,13 @@ async fn fill(
             if next.skills.contains_key(&name) {
                 continue;
             }
+            // The copy is kept only while it is what the current check
+            // accepts: a lock updated since pins other content.
+            let accepted = catalog.get(&name).and_then(|s| s.digest.as_deref());
+            if accepted.is_none_or(|digest| old.digest().as_deref() != Some(digest)) {
+                build.remove_skill(&name);
+                continue;
+            }
             match carry_over(build, rustix::fd::AsFd::as_fd(root), &name, old, survey, &mut linked)? {
                 Some(kept) => {
                     next.skills.insert(name, kept);
