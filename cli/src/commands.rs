@@ -83,17 +83,27 @@ pub fn degraded(catalog: &Catalog) -> Option<Failure> {
 /// the rest is not served.
 fn withheld(catalog: &Catalog) -> Option<Failure> {
     let mut names: Vec<String> = Vec::new();
+    let mut by_lock = false;
     for d in catalog.withheld() {
         let name = d.path.as_ref().map_or("-", |p| p.as_str());
-        names.push(format!("{} ({})", shown(name), d.kind.as_str()));
+        let kind = d.kind.as_str();
+        by_lock |= kind == "lock_mismatch" || kind == "not_locked";
+        names.push(format!("{} ({kind})", shown(name)));
     }
     if names.is_empty() {
         return None;
     }
+    // `lock` accepts what a lock refused; a refused signature is the
+    // publisher's or the allowed signers' to mend.
+    let advice = if by_lock {
+        "; those refused by the lock are accepted by `skillstore lock`, once reviewed"
+    } else {
+        ""
+    };
     Some(Failure {
         code: 3,
         message: format!(
-            "{} skill(s) not served: they do not match the lock: {}; run `skillstore lock` to accept them",
+            "{} skill(s) not served, refused by the lock or their signatures: {}{advice}",
             names.len(),
             names.join(", ")
         ),

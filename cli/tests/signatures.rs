@@ -228,6 +228,11 @@ fn ssh_keygen_signatures_verify_both_ways_and_every_refusal_withholds() {
     let (_, kinds, code) = listed(root);
     assert_eq!(kinds, ["signer_not_allowed"]);
     assert_eq!(code, Some(3));
+    // No lock refused it, so nothing suggests `lock` as the remedy.
+    let out = skillstore(root).args(["list"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("signer_not_allowed"), "{stderr}");
+    assert!(!stderr.contains("skillstore lock"), "{stderr}");
 
     // A key revoked: its validity ended yesterday. Allowed for another
     // namespace only, it is not allowed either.
