@@ -63,6 +63,32 @@ async fn listing(config: &Config) -> (Vec<serde_json::Value>, Vec<Option<String>
     (skills, commits)
 }
 
+/// Commits a new team skill `name` on the work tree's branch; returns the
+/// new commit.
+fn commit_skill(work: &Path, name: &str) -> String {
+    write_skill(work, "team", name);
+    git(work, &["add", "-A"]);
+    git(work, &["commit", "-q", "-m", name]);
+    git(work, &["rev-parse", "HEAD"]).trim().to_owned()
+}
+
+/// A namespace following `branch`, locked to what it serves now (written
+/// to `dir/skillstore.lock` and named by the configuration), shared; and
+/// the lock.
+async fn following_locked(dir: &Path, branch: &str) -> (skillstore::SharedCatalog, skillstore::integrity::Lock) {
+    let namespace = config(dir, branch).open().unwrap();
+    let lock = skillstore::integrity::Lock::of(&namespace, &namespace.load().await)
+        .await
+        .unwrap();
+    std::fs::write(dir.join("skillstore.lock"), lock.to_json()).unwrap();
+    let yaml = std::fs::read_to_string(dir.join("skillstore.yaml")).unwrap() + "lock: skillstore.lock\n";
+    std::fs::write(dir.join("skillstore.yaml"), yaml).unwrap();
+    let locked = Config::load(&dir.join("skillstore.yaml")).unwrap().open().unwrap();
+    let shared = skillstore::SharedCatalog::new(locked.load().await).following(locked);
+    assert_eq!(shared.snapshot().skills().len(), 2);
+    (shared, lock)
+}
+
 fn checkout_config(dir: &Path, work: &Path) -> Config {
     config(dir, &work.to_string_lossy())
 }
@@ -454,10 +480,7 @@ async fn a_shared_catalog_following_a_branch_serves_it_moved_at_its_next_refresh
     let shared = skillstore::SharedCatalog::new(namespace.load().await).following(namespace);
     shared.refresh().await;
     assert_eq!(shared.snapshot().skills().len(), 2, "nothing moved, nothing changed");
-    write_skill(&work, "team", "xlsx");
-    git(&work, &["add", "-A"]);
-    git(&work, &["commit", "-q", "-m", "xlsx"]);
-    let second = git(&work, &["rev-parse", "HEAD"]).trim().to_owned();
+    let second = commit_skill(&work, "xlsx");
     assert_ne!(first, second);
     shared.refresh().await;
     let catalog = shared.snapshot();
@@ -487,24 +510,10 @@ async fn a_moved_branch_that_no_longer_matches_the_lock_is_not_served() {
     let work = dir.path().join("work");
     layered_work(&work);
     let branch = format!("git+file://{}@main", work.display());
-    let namespace = config(dir.path(), &branch).open().unwrap();
-    let lock = skillstore::integrity::Lock::of(&namespace, &namespace.load().await)
-        .await
-        .unwrap();
-    std::fs::write(dir.path().join("skillstore.lock"), lock.to_json()).unwrap();
-    let yaml = std::fs::read_to_string(dir.path().join("skillstore.yaml")).unwrap() + "lock: skillstore.lock\n";
-    std::fs::write(dir.path().join("skillstore.yaml"), yaml).unwrap();
-    let locked = Config::load(&dir.path().join("skillstore.yaml"))
-        .unwrap()
-        .open()
-        .unwrap();
-    let shared = skillstore::SharedCatalog::new(locked.load().await).following(locked);
-    assert_eq!(shared.snapshot().skills().len(), 2);
+    let (shared, _) = following_locked(dir.path(), &branch).await;
     // The branch moves: opening again is refused (the lock pins the
     // commit), so the catalog keeps serving the locked commit.
-    write_skill(&work, "team", "xlsx");
-    git(&work, &["add", "-A"]);
-    git(&work, &["commit", "-q", "-m", "xlsx"]);
+    commit_skill(&work, "xlsx");
     shared.refresh().await;
     let catalog = shared.snapshot();
     assert_eq!(catalog.skills().len(), 2);
@@ -517,20 +526,8 @@ async fn a_lock_edited_while_following_a_branch_applies_at_the_next_refresh() {
     let work = dir.path().join("work");
     layered_work(&work);
     let branch = format!("git+file://{}@main", work.display());
-    let namespace = config(dir.path(), &branch).open().unwrap();
-    let lock = skillstore::integrity::Lock::of(&namespace, &namespace.load().await)
-        .await
-        .unwrap();
+    let (shared, lock) = following_locked(dir.path(), &branch).await;
     let lock_path = dir.path().join("skillstore.lock");
-    std::fs::write(&lock_path, lock.to_json()).unwrap();
-    let yaml = std::fs::read_to_string(dir.path().join("skillstore.yaml")).unwrap() + "lock: skillstore.lock\n";
-    std::fs::write(dir.path().join("skillstore.yaml"), yaml).unwrap();
-    let locked = Config::load(&dir.path().join("skillstore.yaml"))
-        .unwrap()
-        .open()
-        .unwrap();
-    let shared = skillstore::SharedCatalog::new(locked.load().await).following(locked);
-    assert_eq!(shared.snapshot().skills().len(), 2);
     // The lock is edited to drop `docx`; the branch does not move.
     let mut value: serde_json::Value = serde_json::from_str(&lock.to_json()).unwrap();
     value["skills"].as_array_mut().unwrap().retain(|s| s["name"] != "docx");

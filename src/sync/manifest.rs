@@ -58,8 +58,7 @@ impl SkillRecord {
             let raw = base64::engine::general_purpose::STANDARD_NO_PAD
                 .decode(&file.sha256)
                 .ok()?;
-            let hex: String = raw.iter().map(|b| format!("{b:02x}")).collect();
-            lines.push((relative.as_str(), hex));
+            lines.push((relative.as_str(), crate::integrity::digest::hex(&raw)));
         }
         Some(crate::integrity::digest::digest_lines(
             lines.iter().map(|(relative, hex)| (*relative, hex.as_str())),
