@@ -791,9 +791,13 @@ impl Catalog {
         &self.skills
     }
 
-    /// The enabled skills, in order.
+    /// The enabled skills, in order, without those withdrawn since their
+    /// check ([`Catalog::is_withdrawn`]): the skills served.
     pub fn enabled(&self) -> impl Iterator<Item = &Skill> {
-        self.skills.iter().filter(|s| s.enabled)
+        let any_withdrawn = self.pins.withdrawn_count() > 0;
+        self.skills
+            .iter()
+            .filter(move |s| s.enabled && !(any_withdrawn && self.pins.is_withdrawn(&s.dir())))
     }
 
     /// The skill named `name`.
@@ -889,6 +893,29 @@ impl Catalog {
         Ok(self.backend.read(&skill.path, options).await?.data)
     }
 
+    /// A read of the file at `path` as a front end that names files by
+    /// virtual path serves a checked namespace: `path` must lie in the
+    /// directory of a served skill ([`Catalog::enabled`]), and is read
+    /// confined to that directory through [`Catalog::backend`], under
+    /// `limit` and the read limit. Any other path is not found, so no byte of a withheld,
+    /// shadowed, disabled or withdrawn skill, and nothing outside the
+    /// skills, is read this way.
+    pub async fn read_served_path(&self, path: &VPath, limit: u64) -> Result<skillstore_backends::Blob> {
+        let text = path.as_str();
+        let owner = self.enabled().find(|skill| {
+            let dir = skill.path.as_str().rsplit_once('/').map_or("", |(dir, _)| dir);
+            text.len() > dir.len() + 1 && text.starts_with(dir) && text.as_bytes()[dir.len()] == b'/'
+        });
+        let Some(skill) = owner else {
+            return Err(skillstore_backends::Error::at(ErrorKind::NotFound, path)
+                .with_public_detail("not a file of a skill this catalog serves")
+                .into());
+        };
+        let options =
+            ReadOptions::with_limit(limit.min(self.options.read_limit)).confined(skill.dir().segments().count());
+        Ok(self.backend.read(path, options).await?)
+    }
+
     /// Level 3: a file inside the skill's directory, by a relative path
     /// such as `references/forms.md`. `..`, `.`, empty segments, absolute
     /// paths and anything else that could leave the directory are refused
@@ -918,16 +945,75 @@ impl Catalog {
     /// checked, when it is pinned: those are not files of it. A file
     /// checked that is gone, or no longer a file a confined read serves,
     /// refuses the listing: the skill cannot be handed on whole.
+    ///
+    /// A checked file listed at another version than its check's, or not
+    /// listed at all, withdraws the skill ([`crate::integrity::pin`]): no
+    /// file of it is read any more until a refresh checks it again.
     fn unpinned_left_out(&self, dir: &VPath, mut listed: SkillFiles, limits: &FileLimits) -> Result<SkillFiles> {
-        if let Some(checked) = self.pins.files_of(dir) {
-            listed.leave_out_where(|f| !self.pins.admits(&f.path), LeftOutKind::Changed, limits);
-            if let Some(lost) = lost_file(&listed, dir, checked, limits) {
-                return Err(skillstore_backends::Error::at(ErrorKind::VersionConflict, lost)
-                    .with_public_detail(crate::integrity::pin::CHANGED)
-                    .into());
+        let Some(checked) = self.pins.files_of(dir) else {
+            return Ok(listed);
+        };
+        let changed = |path: &VPath| {
+            skillstore_backends::Error::at(ErrorKind::VersionConflict, path)
+                .with_public_detail(crate::integrity::pin::CHANGED)
+                .into()
+        };
+        if let Some(refused) = self.pins.withdrawn_refusal(dir) {
+            return Err(refused.into());
+        }
+        listed.leave_out_where(|f| !self.pins.admits(&f.path), LeftOutKind::Changed, limits);
+        for file in &listed.files {
+            if let Some(version) = &file.version
+                && self.pins.withdraw_if_changed(&file.path, version)
+            {
+                return Err(changed(&file.path));
             }
         }
+        if let Some(lost) = lost_file(&listed, dir, checked, limits) {
+            self.pins.withdraw(dir, lost);
+            return Err(changed(lost));
+        }
         Ok(listed)
+    }
+
+    /// True when the winner `name` passed a lock or signature check and
+    /// has since been withdrawn: some read or listing found one of its
+    /// checked files changed or gone, so none of its files is served until
+    /// a refresh checks it again. A front end that lists skills from an
+    /// earlier rendering leaves such a skill out.
+    pub fn is_withdrawn(&self, name: &str) -> bool {
+        self.withdrawn_refusal(name).is_some()
+    }
+
+    /// Why the winner `name` is not served when it is withdrawn
+    /// ([`Catalog::is_withdrawn`]): changed since its check, naming the
+    /// file found changed or gone. `None` otherwise.
+    pub fn withdrawn_refusal(&self, name: &str) -> Option<Error> {
+        if self.pins.withdrawn_count() == 0 {
+            return None;
+        }
+        let skill = self.get(name)?;
+        self.pins.withdrawn_refusal(&skill.dir()).map(Error::from)
+    }
+
+    /// Makes sure the checked winner `name` is still whole before a front
+    /// end answers for it from what it rendered earlier: its files are
+    /// listed again (no file is read) and the skill is withdrawn, and this
+    /// fails as changed, when one checked file is gone or listed at
+    /// another version. Does nothing for a skill no check digested.
+    pub async fn confirm_whole(&self, name: &str) -> Result<()> {
+        let skill = self.skill(name)?;
+        if self.pins.files_of(&skill.dir()).is_none() {
+            return Ok(());
+        }
+        self.skill_files(name, FileLimits::default()).await.map(|_| ())
+    }
+
+    /// The number of skills this catalog has withdrawn so far (see
+    /// [`Catalog::is_withdrawn`]). It only grows: a front end that renders
+    /// listings from a catalog once renders them again when it moves.
+    pub fn withdrawn_count(&self) -> usize {
+        self.pins.withdrawn_count()
     }
 
     /// The files of the winner `name` that a lock or signature check read

@@ -396,24 +396,10 @@ fn a_checked_skill_changed_after_its_check_is_not_served_until_a_refresh() {
             b"#!/bin/sh\necho run\n"
         );
 
-        // Changed behind the catalog's back: refused, never the new bytes.
+        // A file added after the check is neither listed nor read, and a
+        // name that was never there is not found, not a change to refresh
+        // for: neither withdraws the skill.
         let skill = dir.path().join("skills/pdf");
-        std::fs::write(skill.join("scripts/run.sh"), "echo EVIL\n").unwrap();
-        std::fs::write(
-            skill.join("SKILL.md"),
-            "---\nname: pdf\ndescription: Read PDFs.\n---\nEVIL.\n",
-        )
-        .unwrap();
-        for relative in ["scripts/run.sh", "SKILL.md"] {
-            let refused = served(&catalog, relative).await.unwrap_err();
-            assert_eq!(refused.kind().as_str(), "version_conflict", "{relative}: {refused}");
-            assert!(refused.to_string().contains("changed since"), "{refused}");
-        }
-        // Files not changed are still served.
-        assert_eq!(&served(&catalog, "Zed.md").await.unwrap()[..], b"capital first");
-
-        // A file added after the check is neither listed nor read; one
-        // removed is not found.
         std::fs::write(skill.join("added.sh"), "echo added\n").unwrap();
         assert_eq!(
             served(&catalog, "added.sh").await.unwrap_err().kind().as_str(),
@@ -427,16 +413,35 @@ fn a_checked_skill_changed_after_its_check_is_not_served_until_a_refresh() {
                 .iter()
                 .any(|l| l.relative == "added.sh" && l.kind.as_str() == "changed_since_checked")
         );
-        std::fs::remove_file(skill.join("assets/empty")).unwrap();
-        assert_eq!(
-            served(&catalog, "assets/empty").await.unwrap_err().kind().as_str(),
-            "not_found"
-        );
-        // A name that was never there is not found, not a change to refresh for.
         assert_eq!(
             served(&catalog, "no/such.md").await.unwrap_err().kind().as_str(),
             "not_found"
         );
+        assert!(!catalog.is_withdrawn("pdf"));
+        assert_eq!(&served(&catalog, "Zed.md").await.unwrap()[..], b"capital first");
+
+        // Changed behind the catalog's back: refused, never the new bytes.
+        std::fs::write(skill.join("scripts/run.sh"), "echo EVIL\n").unwrap();
+        std::fs::write(
+            skill.join("SKILL.md"),
+            "---\nname: pdf\ndescription: Read PDFs.\n---\nEVIL.\n",
+        )
+        .unwrap();
+        for relative in ["scripts/run.sh", "SKILL.md"] {
+            let refused = served(&catalog, relative).await.unwrap_err();
+            assert_eq!(refused.kind().as_str(), "version_conflict", "{relative}: {refused}");
+            assert!(refused.to_string().contains("changed since"), "{refused}");
+        }
+        // From then on the skill is withdrawn whole: the files not changed
+        // are refused too, naming the file found changed, and a file
+        // removed since is refused the same way.
+        assert!(catalog.is_withdrawn("pdf"));
+        std::fs::remove_file(skill.join("assets/empty")).unwrap();
+        for relative in ["Zed.md", "assets/empty", "no/such.md"] {
+            let refused = served(&catalog, relative).await.unwrap_err();
+            assert_eq!(refused.kind().as_str(), "version_conflict", "{relative}: {refused}");
+            assert!(refused.to_string().contains("/skills/pdf/scripts/run.sh"), "{refused}");
+        }
 
         // A sync of the catalog copies none of the changed bytes.
         let target = dir.path().join("synced");

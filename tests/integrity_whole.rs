@@ -181,3 +181,90 @@ async fn a_copy_synced_before_is_kept_only_while_the_lock_still_pins_it() {
         std::fs::read_to_string(out.join("pdf/scripts/run.sh"))
     );
 }
+
+/// Once a read or a listing finds a checked file changed or gone, the
+/// skill is withdrawn: none of its files is read any more, those still as
+/// checked included, the served skills leave it out, and every refusal
+/// names the file found changed or gone. The other skills are untouched.
+#[tokio::test]
+async fn a_skill_found_changed_is_withdrawn_whole() {
+    let is_changed = |e: &skillstore::Error| skillstore::integrity::pin::is_changed(e);
+    for how in ["deleted", "directory", "link", "changed"] {
+        for notice in ["read", "listing"] {
+            let dir = tempfile::tempdir().unwrap();
+            write_skill(dir.path(), "pdf");
+            write_skill(dir.path(), "xls");
+            let fs: Arc<dyn SkillBackend> = Arc::new(FsBackend::new(dir.path()).unwrap());
+            let catalog = locked(&fs).await;
+            assert_eq!(catalog.read_file("pdf", "scripts/run.sh").await.unwrap(), "echo run\n");
+            assert_eq!(catalog.withdrawn_count(), 0);
+            tamper(&dir.path().join("skills/pdf"), how);
+            // Unnoticed yet: a read of a file still as checked is served.
+            assert!(!catalog.is_withdrawn("pdf"), "{how}/{notice}");
+
+            match notice {
+                "read" => {
+                    let refused = catalog.read_file("pdf", "scripts/guard.sh").await.unwrap_err();
+                    assert!(!refused.to_string().contains("EVIL"), "{how}: {refused}");
+                }
+                _ => {
+                    let refused = catalog
+                        .skill_files("pdf", skillstore::FileLimits::default())
+                        .await
+                        .unwrap_err();
+                    assert!(is_changed(&refused), "{how}/{notice}: {refused}");
+                }
+            }
+            assert!(catalog.is_withdrawn("pdf"), "{how}/{notice}");
+            assert_eq!(catalog.withdrawn_count(), 1, "{how}/{notice}");
+            for refused in [
+                catalog.read_file("pdf", "scripts/run.sh").await.unwrap_err(),
+                catalog.read_skill("pdf").await.unwrap_err(),
+                catalog
+                    .skill_files("pdf", skillstore::FileLimits::default())
+                    .await
+                    .map(|_| ())
+                    .unwrap_err(),
+                catalog.confirm_whole("pdf").await.unwrap_err(),
+            ] {
+                assert!(is_changed(&refused), "{how}/{notice}: {refused}");
+                assert!(
+                    refused.to_string().contains("/skills/pdf/scripts/guard.sh"),
+                    "{how}/{notice}: {refused}"
+                );
+            }
+            let served: Vec<&str> = catalog.enabled().map(|s| s.name()).collect();
+            assert_eq!(served, ["xls"], "{how}/{notice}");
+            assert_eq!(catalog.read_file("xls", "scripts/guard.sh").await.unwrap(), GUARD);
+            catalog.confirm_whole("xls").await.unwrap();
+
+            let out = dir.path().join("out");
+            let report = sync(&catalog, &out, &SyncOptions::default()).await.unwrap();
+            assert!(!out.join("pdf").exists(), "{how}/{notice}: {report:?}");
+            assert!(out.join("xls/scripts/guard.sh").exists(), "{how}/{notice}");
+
+            // A refresh checks it again and withholds it for good.
+            let refreshed = catalog.refresh().await;
+            assert_eq!(refreshed.withheld().count(), 1, "{how}/{notice}");
+            let served: Vec<&str> = refreshed.enabled().map(|s| s.name()).collect();
+            assert_eq!(served, ["xls"], "{how}/{notice}");
+            assert_eq!(refreshed.withdrawn_count(), 0);
+        }
+    }
+}
+
+/// A skill with no check behind it is never withdrawn, whatever happens
+/// to its files, and confirming it lists nothing.
+#[tokio::test]
+async fn a_skill_no_check_digested_is_never_withdrawn() {
+    let dir = tempfile::tempdir().unwrap();
+    write_skill(dir.path(), "pdf");
+    let fs: Arc<dyn SkillBackend> = Arc::new(FsBackend::new(dir.path()).unwrap());
+    let catalog = Catalog::load(Arc::clone(&fs), sources(), LoadOptions::default()).await;
+    tamper(&dir.path().join("skills/pdf"), "deleted");
+    let missing = catalog.read_file("pdf", "scripts/guard.sh").await.unwrap_err();
+    assert!(!skillstore::integrity::pin::is_changed(&missing), "{missing}");
+    assert!(!catalog.is_withdrawn("pdf"));
+    catalog.confirm_whole("pdf").await.unwrap();
+    assert_eq!(catalog.read_file("pdf", "scripts/run.sh").await.unwrap(), "echo run\n");
+}

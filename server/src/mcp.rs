@@ -31,7 +31,6 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData as McpError, service::SubscriptionContext};
 use skillstore::PromptStyle;
-use skillstore::backends::EntryKind;
 
 use crate::error::{ApiError, ServerError};
 use crate::service::{Caller, Service};
@@ -243,9 +242,11 @@ async fn write_lines(mut lines: tokio::sync::mpsc::Receiver<String>) -> std::io:
 
 impl SkillsServer {
     /// The entry of the Skills extension for the skill `name`.
-    async fn skill_entry(&self, tenant: &Tenant, name: &str) -> Result<McpSkill, ApiError> {
+    /// With `confirm`, a checked skill is listed again first (see
+    /// [`crate::tenant::View::manifest`]).
+    async fn skill_entry(&self, tenant: &Tenant, name: &str, confirm: bool) -> Result<McpSkill, ApiError> {
         let view = tenant.view()?;
-        let manifest = view.manifest(tenant, name).await?;
+        let manifest = view.manifest(tenant, name, confirm).await?;
         let mut frontmatter = SkillFrontmatter::new(name, "");
         for (key, value) in &manifest.frontmatter {
             match (key.as_str(), value) {
@@ -315,49 +316,50 @@ impl SkillsServer {
         Ok(ReadResourceResult::new(vec![contents.with_mime_type(mime)]))
     }
 
+    /// The entries of a directory of a skill, taken from the skill's files
+    /// ([`skillstore::Catalog::skill_files`]): only what a confined read
+    /// serves is listed, and a checked skill that lost or changed a
+    /// checked file is refused as a whole.
     async fn directory(&self, caller: &Caller, uri_text: &str) -> Result<Vec<Resource>, McpError> {
         let not_a_directory = || McpError::invalid_params(format!("not a directory: {uri_text}"), None);
         let (name, relative) = uri::parse_dir(uri_text).ok_or_else(not_a_directory)?;
         let catalog = caller.tenant.snapshot().map_err(protocol_error)?;
         let skill = catalog.get(&name).ok_or_else(not_a_directory)?;
-        let dir = if relative.is_empty() {
-            skill.dir()
-        } else {
-            skill.dir().join(&relative).map_err(|_| not_a_directory())?
-        };
-        let mut entries = catalog.backend().list(&dir).await.map_err(|e| {
-            if e.kind() == skillstore::backends::ErrorKind::NotFound
-                || e.kind() == skillstore::backends::ErrorKind::NotADirectory
-            {
-                not_a_directory()
-            } else {
-                protocol_error(skillstore::Error::Backend(e).into())
-            }
-        })?;
-        entries.sort_by(|a, b| a.name.cmp(&b.name));
+        if !relative.is_empty() {
+            skill.dir().join(&relative).map_err(|_| not_a_directory())?;
+        }
+        let listed = catalog
+            .skill_files(&name, skillstore::FileLimits::default())
+            .await
+            .map_err(|e| protocol_error(e.into()))?;
         let prefix = if relative.is_empty() {
             String::new()
         } else {
             format!("{relative}/")
         };
+        let mut entries: std::collections::BTreeMap<&str, Option<u64>> = std::collections::BTreeMap::new();
+        for file in &listed.files {
+            let Some(rest) = file.relative.strip_prefix(&prefix) else {
+                continue;
+            };
+            match rest.split_once('/') {
+                Some((dir, _)) => entries.entry(dir).or_insert(None),
+                None => entries.entry(rest).or_insert(Some(file.size)),
+            };
+        }
+        if entries.is_empty() && !relative.is_empty() {
+            return Err(not_a_directory());
+        }
         Ok(entries
             .into_iter()
-            .filter_map(|entry| {
-                let child = format!("{prefix}{}", entry.name);
-                match entry.kind {
-                    EntryKind::File => {
-                        let mut resource = Resource::new(uri::file(&name, &child), entry.name.clone())
-                            .with_mime_type(crate::http::content_type_of(&child));
-                        if let Some(size) = entry.size {
-                            resource = resource.with_size(size);
-                        }
-                        Some(resource)
-                    }
-                    EntryKind::Dir => Some(
-                        Resource::new(uri::dir(&name, &child), entry.name.clone())
-                            .with_mime_type(rmcp::model::DIRECTORY_MIME_TYPE),
-                    ),
-                    EntryKind::Other => None,
+            .map(|(entry, size)| {
+                let child = format!("{prefix}{entry}");
+                match size {
+                    Some(size) => Resource::new(uri::file(&name, &child), entry.to_owned())
+                        .with_mime_type(crate::http::content_type_of(&child))
+                        .with_size(size),
+                    None => Resource::new(uri::dir(&name, &child), entry.to_owned())
+                        .with_mime_type(rmcp::model::DIRECTORY_MIME_TYPE),
                 }
             })
             .collect())
@@ -589,7 +591,7 @@ impl ServerHandler for SkillsServer {
             taken += 1;
             // A skill whose directory cannot be listed now is left off this
             // page; the others are still listed.
-            match self.skill_entry(&caller.tenant, name).await {
+            match self.skill_entry(&caller.tenant, name, false).await {
                 Ok(entry) => page.push(entry),
                 Err(err) => tracing::debug!(skill = %name, kind = %err.kind, "a skill left off skills/list"),
             }
@@ -622,7 +624,10 @@ impl ServerHandler for SkillsServer {
         if !catalog.get(&name).is_some_and(|s| s.enabled) {
             return Err(unknown());
         }
-        let entry = self.skill_entry(&caller.tenant, &name).await.map_err(protocol_error)?;
+        let entry = self
+            .skill_entry(&caller.tenant, &name, true)
+            .await
+            .map_err(protocol_error)?;
         Ok(GetSkillResult::new(entry))
     }
 }

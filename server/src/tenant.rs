@@ -56,6 +56,8 @@ const SHOW_LIMITS: FileLimits = FileLimits {
 pub struct View {
     /// The snapshot.
     pub catalog: Arc<Catalog>,
+    /// The snapshot's count of withdrawn skills when this was rendered.
+    withdrawn: usize,
     /// `GET /v1/skills`: the `list --json` object.
     pub list: Rendered,
     shows: Mutex<HashMap<String, Rendered>>,
@@ -68,17 +70,23 @@ impl View {
     fn new(catalog: Arc<Catalog>) -> Self {
         #[derive(Serialize)]
         struct ListOutput<'a> {
-            skills: &'a [Skill],
+            skills: Vec<&'a Skill>,
             diagnostics: Vec<Diagnostic>,
         }
+        let withdrawn = catalog.withdrawn_count();
         let output = ListOutput {
-            skills: catalog.skills(),
+            skills: catalog
+                .skills()
+                .iter()
+                .filter(|s| withdrawn == 0 || !catalog.is_withdrawn(s.name()))
+                .collect(),
             diagnostics: public_diagnostics(catalog.diagnostics()),
         };
         let mut body = serde_json::to_vec(&output).expect("a catalog serializes");
         body.push(b'\n');
         View {
             catalog,
+            withdrawn,
             list: Rendered::new(body),
             shows: Mutex::new(HashMap::new()),
             prompts: Mutex::new(HashMap::new()),
@@ -100,9 +108,14 @@ impl View {
 
     /// `GET /v1/skills/{name}`: the `show --json` object, built once per
     /// snapshot.
+    /// A checked skill is listed again first (no file read), so one that
+    /// lost or changed a checked file since it was rendered is refused
+    /// ([`Catalog::confirm_whole`]).
     pub async fn show(&self, name: &str) -> Result<Rendered, ApiError> {
-        if let Some(hit) = lock(&self.shows).get(name) {
-            return Ok(hit.clone());
+        let hit = lock(&self.shows).get(name).cloned();
+        if let Some(hit) = hit {
+            self.catalog.confirm_whole(name).await?;
+            return Ok(hit);
         }
         #[derive(Serialize)]
         struct ShowOutput<'a> {
@@ -150,10 +163,25 @@ impl View {
     }
 
     /// The manifest of the skill `name` (see [`crate::manifest`]), built
-    /// once per snapshot.
-    pub async fn manifest(&self, tenant: &Tenant, name: &str) -> Result<Arc<Manifest>, skillstore::Error> {
-        if let Some(hit) = lock(&self.manifests).get(name) {
-            return Ok(Arc::clone(hit));
+    /// once per snapshot. A checked skill withdrawn since is refused
+    /// ([`Catalog::is_withdrawn`]); with `confirm`, a checked skill is
+    /// listed again first (no file read), so one that lost or changed a
+    /// checked file since its manifest was built is refused too
+    /// ([`Catalog::confirm_whole`]).
+    pub async fn manifest(
+        &self,
+        tenant: &Tenant,
+        name: &str,
+        confirm: bool,
+    ) -> Result<Arc<Manifest>, skillstore::Error> {
+        let hit = lock(&self.manifests).get(name).cloned();
+        if let Some(hit) = hit {
+            if confirm {
+                self.catalog.confirm_whole(name).await?;
+            } else if let Some(refused) = self.catalog.withdrawn_refusal(name) {
+                return Err(refused);
+            }
+            return Ok(hit);
         }
         let skill = self
             .catalog
@@ -370,7 +398,12 @@ impl Tenant {
     pub fn view(&self) -> Result<Arc<View>, ApiError> {
         let catalog = self.snapshot()?;
         let mut slot = lock(&self.view);
-        if let Some(view) = slot.as_ref().filter(|v| Arc::ptr_eq(&v.catalog, &catalog)) {
+        // A skill withdrawn since the view was rendered is left out of a
+        // view rendered again.
+        if let Some(view) = slot
+            .as_ref()
+            .filter(|v| Arc::ptr_eq(&v.catalog, &catalog) && v.withdrawn == catalog.withdrawn_count())
+        {
             return Ok(Arc::clone(view));
         }
         let view = Arc::new(View::new(catalog));

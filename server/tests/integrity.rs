@@ -11,6 +11,21 @@ use common::*;
 use skillstore::integrity::Lock;
 use skillstore_server::Scope;
 
+/// The names `GET /v1/skills` lists.
+async fn listed_names(http: &reqwest::Client, server: &Served) -> Vec<String> {
+    let list: serde_json::Value = get(http, server.url("/v1/skills"), "reader")
+        .await
+        .json()
+        .await
+        .unwrap();
+    list["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
 async fn digests(root: &Path) -> (Lock, String, String) {
     let namespace = layered_config(root).open().unwrap();
     let catalog = namespace.load().await;
@@ -131,16 +146,15 @@ async fn a_locked_skill_changed_behind_the_server_is_refused_until_a_refresh() {
         let error: serde_json::Value = serde_json::from_str(&body).unwrap();
         assert_eq!(error["error"]["kind"], "changed_since_checked", "{path}: {body}");
     }
+    // The first changed read withdrew alpha: it is refused whole, and
+    // every listing leaves it out.
     let show = get(&http, server.url("/v1/skills/alpha"), "reader").await;
+    assert_eq!(show.status(), 409);
     let body = show.text().await.unwrap();
     assert!(!body.contains("EVIL"), "{body}");
     let shown: serde_json::Value = serde_json::from_str(&body).unwrap();
-    assert_eq!(
-        shown["files"],
-        serde_json::json!(["SKILL.md", "references/guide.md"]),
-        "{body}"
-    );
-    assert_eq!(shown["diagnostics"][0]["kind"], "changed_since_checked", "{body}");
+    assert_eq!(shown["error"]["kind"], "changed_since_checked", "{body}");
+    assert_eq!(listed_names(&http, &server).await, ["beta"]);
 
     let read = client
         .read_resource(rmcp::model::ReadResourceRequestParams::new(
@@ -226,4 +240,131 @@ async fn a_locked_skill_missing_a_checked_file_is_served_whole_or_not_at_all() {
         "{body}"
     );
     server.stop().await;
+}
+
+/// A locked tenant's skill loses one checked file while its other files
+/// stay as checked. Once any channel notices (here: the lost file read,
+/// or the skill's manifest or a directory asked for), no channel serves
+/// any byte of the skill or lists it, until a refresh withholds it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_checked_skill_that_lost_a_file_is_withdrawn_from_every_channel() {
+    for notice in ["http_read", "mcp_get_skill", "mcp_directory", "http_show"] {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("tree");
+        layered_tree(&root);
+        write(&root, "base/beta/scripts/guard.sh", "exit 1\n");
+        let (lock, _, _) = digests(&root).await;
+        let lock_file = dir.path().join("skills.lock");
+        std::fs::write(&lock_file, lock.to_json()).unwrap();
+        let mut config = layered_config(&root);
+        config.set_lock(&lock_file);
+        let mut settings = settings(vec![("acme", config, vec![("reader", Scope::Read)])]);
+        settings.tenants[0].discovery = skillstore_server::Discovery::Public;
+        let server = Served::start(settings).await;
+        let http = reqwest::Client::new();
+        let client = http_client(&server.base, "reader").await;
+        // Every listing is rendered (and cached) before the loss.
+        assert_eq!(listed_names(&http, &server).await, ["alpha", "beta"]);
+        assert_eq!(client.list_all_skills().await.unwrap().len(), 2);
+        let show = get(&http, server.url("/v1/skills/beta"), "reader").await;
+        assert_eq!(show.status(), 200);
+
+        std::fs::remove_file(root.join("base/beta/scripts/guard.sh")).unwrap();
+        match notice {
+            "http_read" => {
+                let lost = get(&http, server.url("/v1/skills/beta/files/scripts/guard.sh"), "reader").await;
+                assert_eq!(lost.status(), 404, "{notice}");
+            }
+            "mcp_get_skill" => {
+                let got = client
+                    .get_skill(rmcp::model::GetSkillRequestParams::new("skill://beta/SKILL.md"))
+                    .await;
+                assert!(format!("{got:?}").contains("changed since"), "{notice}: {got:?}");
+            }
+            "mcp_directory" => {
+                let listed = client
+                    .read_resource_directory(rmcp::model::ReadResourceDirectoryRequestParams::new(
+                        "skill://beta/scripts",
+                    ))
+                    .await;
+                assert!(format!("{listed:?}").contains("changed since"), "{notice}: {listed:?}");
+            }
+            _ => {
+                let show = get(&http, server.url("/v1/skills/beta"), "reader").await;
+                assert_eq!(show.status(), 409, "{notice}");
+            }
+        }
+
+        // The files still as checked are refused with the rest.
+        for path in ["/v1/skills/beta/files/scripts/run.py", "/v1/skills/beta/files/SKILL.md"] {
+            let answer = get(&http, server.url(path), "reader").await;
+            assert_eq!(answer.status(), 409, "{notice}: {path}");
+            let body: serde_json::Value = answer.json().await.unwrap();
+            assert_eq!(body["error"]["kind"], "changed_since_checked", "{notice}: {path}");
+        }
+        let read = client
+            .read_resource(rmcp::model::ReadResourceRequestParams::new(
+                "skill://beta/scripts/run.py",
+            ))
+            .await;
+        assert!(format!("{read:?}").contains("changed since"), "{notice}: {read:?}");
+        let loaded = client
+            .call_tool(
+                rmcp::model::CallToolRequestParams::new("load_skill")
+                    .with_arguments(common::mcp_client::args(serde_json::json!({"name": "beta"}))),
+            )
+            .await;
+        assert!(
+            !format!("{loaded:?}").contains("Beta, the base way"),
+            "{notice}: {loaded:?}"
+        );
+
+        // Every listing leaves it out: HTTP, MCP, search, discovery.
+        assert_eq!(listed_names(&http, &server).await, ["alpha"], "{notice}");
+        let skills = client.list_all_skills().await.unwrap();
+        let uris: Vec<&str> = skills.iter().map(|s| s.uri.as_str()).collect();
+        assert_eq!(uris, ["skill://alpha/SKILL.md"], "{notice}");
+        let got = client
+            .get_skill(rmcp::model::GetSkillRequestParams::new("skill://beta/SKILL.md"))
+            .await;
+        assert!(got.is_err(), "{notice}: {got:?}");
+        let directory = client
+            .read_resource_directory(rmcp::model::ReadResourceDirectoryRequestParams::new("skill://beta"))
+            .await;
+        assert!(directory.is_err(), "{notice}: {directory:?}");
+        let show = get(&http, server.url("/v1/skills/beta"), "reader").await;
+        assert_eq!(show.status(), 409, "{notice}");
+        let found: serde_json::Value = get(&http, server.url("/v1/search?q=beta"), "reader")
+            .await
+            .json()
+            .await
+            .unwrap();
+        assert!(!found.to_string().contains("\"beta\""), "{notice}: {found}");
+        let index: serde_json::Value = http
+            .get(server.url("/t/acme/.well-known/agent-skills/index.json"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert!(!index.to_string().contains("\"beta\""), "{notice}: {index}");
+        let archive = http
+            .get(server.url("/t/acme/.well-known/agent-skills/beta.zip"))
+            .send()
+            .await
+            .unwrap();
+        assert_ne!(archive.status(), 200, "{notice}");
+
+        // Alpha, untouched, is served as before.
+        let alpha = get(
+            &http,
+            server.url("/v1/skills/alpha/files/references/guide.md"),
+            "reader",
+        )
+        .await;
+        assert_eq!(alpha.status(), 200, "{notice}");
+        let _ = client.cancel().await;
+        server.stop().await;
+    }
 }

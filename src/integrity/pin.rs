@@ -11,6 +11,16 @@
 //! ([`ErrorKind::VersionConflict`], or [`ErrorKind::NotFound`] for one
 //! removed) until a refresh checks the skill again.
 //!
+//! A checked skill is served whole or not at all. Once any read or listing
+//! finds one of its checked files changed, gone or no longer a regular
+//! file, the skill is *withdrawn*: from then on every read of any of its
+//! files, those still as checked included, is refused as changed, and
+//! [`Pins::withdrawn_count`] moves so that a front end renders its
+//! listings again without it. A client holding an earlier listing thus
+//! cannot assemble part of a skill once the loss is known; a loss nobody
+//! has read or listed yet is found at the next listing of the skill or
+//! the next refresh (which checks the skill again and withholds it).
+//!
 //! A confined read (one that names the skill's directory) of a path below
 //! the skill's `.skillstore/` other than its signature is not found
 //! ([`crate::skill_files::is_foreign`]), whatever the checks.
@@ -19,7 +29,8 @@
 //! them inherit both rules.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -46,12 +57,29 @@ pub fn is_changed(err: &crate::Error) -> bool {
         if e.kind() == ErrorKind::VersionConflict && e.public_detail() == Some(CHANGED))
 }
 
-/// The file versions each checked skill was digested at.
-#[derive(Debug, Default)]
+/// The file versions each checked skill was digested at, and the checked
+/// skills withdrawn since because one of those files changed or went.
+#[derive(Debug)]
 pub struct Pins {
     /// Each pinned skill's directory and its checked files.
     dirs: HashMap<VPath, Vec<VPath>>,
-    files: HashMap<VPath, Version>,
+    files: HashMap<VPath, Pin>,
+    /// The directories of the skills withdrawn, each with the checked
+    /// file found changed or gone; `withdrawn_count` (their number) spares
+    /// every read the lock while there is none.
+    withdrawn: Mutex<HashMap<VPath, VPath>>,
+    withdrawn_count: AtomicUsize,
+}
+
+impl Default for Pins {
+    fn default() -> Self {
+        Pins {
+            dirs: HashMap::new(),
+            files: HashMap::new(),
+            withdrawn: Mutex::new(HashMap::new()),
+            withdrawn_count: AtomicUsize::new(0),
+        }
+    }
 }
 
 impl Pins {
@@ -60,14 +88,69 @@ impl Pins {
         Pins::default()
     }
 
-    /// Pins the skill whose directory is `dir` to `files`: pairs of a
-    /// path below `dir` and the version its digested bytes were read at.
-    /// Only those files are served from `dir` afterwards.
-    pub fn pin(&mut self, dir: VPath, files: impl IntoIterator<Item = (VPath, Version)>) {
+    /// Withdraws the pinned skill whose directory is `dir`: one of its
+    /// checked files was found changed or gone, so none of its files is
+    /// served any more; `cause` is the file found changed or gone (or the
+    /// directory itself). Does nothing for a directory not pinned; moves
+    /// [`Pins::withdrawn_count`] the first time a skill is withdrawn.
+    pub fn withdraw(&self, dir: &VPath, cause: &VPath) {
+        if !self.dirs.contains_key(dir) {
+            return;
+        }
+        let newly = {
+            let mut withdrawn = self.withdrawn.lock().unwrap_or_else(|e| e.into_inner());
+            match withdrawn.entry(dir.clone()) {
+                std::collections::hash_map::Entry::Occupied(_) => false,
+                std::collections::hash_map::Entry::Vacant(slot) => {
+                    slot.insert(cause.clone());
+                    true
+                }
+            }
+        };
+        if newly {
+            self.withdrawn_count.fetch_add(1, Ordering::AcqRel);
+            tracing::warn!(skill = %dir, file = %cause, "a checked skill lost or changed a checked file; none of its files is served until a refresh checks it again");
+        }
+    }
+
+    /// True when the skill whose directory is `dir` has been withdrawn.
+    pub fn is_withdrawn(&self, dir: &VPath) -> bool {
+        self.withdrawn_count.load(Ordering::Acquire) > 0
+            && self
+                .withdrawn
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .contains_key(dir)
+    }
+
+    /// The refusal of every read and listing of the withdrawn skill whose
+    /// directory is `dir`, naming the file found changed or gone; `None`
+    /// while the skill is not withdrawn.
+    pub fn withdrawn_refusal(&self, dir: &VPath) -> Option<Error> {
+        if self.withdrawn_count.load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        let withdrawn = self.withdrawn.lock().unwrap_or_else(|e| e.into_inner());
+        let cause = withdrawn.get(dir)?;
+        Some(Error::at(ErrorKind::VersionConflict, cause).with_public_detail(CHANGED))
+    }
+
+    /// The number of skills withdrawn so far: it only grows, so a front
+    /// end that renders listings once renders them again when it moves.
+    pub fn withdrawn_count(&self) -> usize {
+        self.withdrawn_count.load(Ordering::Acquire)
+    }
+
+    /// Pins the skill whose directory is `dir` to `files`: each a path
+    /// below `dir`, the version its digested bytes were read at, and the
+    /// SHA-256 (lowercase hex) of those bytes. Only those files are served
+    /// from `dir` afterwards, and a whole read of one is served only when
+    /// its bytes still have that hash, whatever the version says.
+    pub fn pin(&mut self, dir: VPath, files: impl IntoIterator<Item = (VPath, Version, String)>) {
         let checked = self.dirs.entry(dir).or_default();
-        for (path, version) in files {
+        for (path, version, sha256) in files {
             checked.push(path.clone());
-            self.files.insert(path, version);
+            self.files.insert(path, Pin { version, sha256 });
         }
     }
 
@@ -113,18 +196,61 @@ impl Pins {
         self.skill_of(path).is_none() || self.files.contains_key(path)
     }
 
+    /// The refusal of a read of `path` when it lies in a withdrawn skill.
+    fn in_withdrawn(&self, path: &VPath) -> Option<Error> {
+        if self.withdrawn_count.load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        self.withdrawn_refusal(self.skill_of(path)?)
+    }
+
     /// Why a read of `path` may not be served before it is made: it lies
     /// in a pinned skill and was not among the files checked.
     fn refuse_before(&self, path: &VPath) -> Option<Error> {
         (!self.admits(path)).then(|| Error::at(ErrorKind::VersionConflict, path).with_public_detail(CHANGED))
     }
 
-    /// `read` of `path` as it may be served: refused when `path` lies in
-    /// a pinned skill and the read's version is not the pinned one.
-    fn after(&self, path: &VPath, read: Result<Blob>) -> Result<Blob> {
-        let blob = read?;
+    /// Withdraws the skill of the checked file `path` when `listed` (the
+    /// version a listing or stat shows for it) is not its pinned version.
+    /// Returns true when it did.
+    pub fn withdraw_if_changed(&self, path: &VPath, listed: &Version) -> bool {
         match self.files.get(path) {
-            Some(pinned) if !pinned.same_as(&blob.version) => {
+            Some(pinned) if !pinned.version.same_as(listed) => {
+                if let Some(dir) = self.skill_of(path) {
+                    self.withdraw(dir, path);
+                }
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// `read` of `path` as it may be served: refused when `path` lies in
+    /// a pinned skill and the read's version is not the pinned one, or
+    /// (for a whole read) its bytes do not have the checked hash. A checked
+    /// file read at another version or with other bytes, or found gone or
+    /// no longer a regular file, withdraws its skill.
+    fn after(&self, path: &VPath, read: Result<Blob>) -> Result<Blob> {
+        let blob = match read {
+            Ok(blob) => blob,
+            Err(e) => {
+                if self.files.contains_key(path)
+                    && lost(e.kind())
+                    && let Some(dir) = self.skill_of(path)
+                {
+                    self.withdraw(dir, path);
+                }
+                return Err(e);
+            }
+        };
+        if let Some(refused) = self.in_withdrawn(path) {
+            return Err(refused);
+        }
+        match self.files.get(path) {
+            Some(pinned) if !pinned.admits(&blob) => {
+                if let Some(dir) = self.skill_of(path) {
+                    self.withdraw(dir, path);
+                }
                 Err(Error::at(ErrorKind::VersionConflict, path).with_public_detail(CHANGED))
             }
             Some(_) => Ok(blob),
@@ -134,6 +260,43 @@ impl Pins {
             None => Ok(blob),
         }
     }
+}
+
+/// What a checked file is held to.
+#[derive(Debug)]
+struct Pin {
+    version: Version,
+    sha256: String,
+}
+
+impl Pin {
+    /// True when `blob` may be served as this file: read at the checked
+    /// version and, when it is the whole file, holding the checked bytes
+    /// (a version kept across a rewrite, as a coarse timestamp allows, does
+    /// not let other bytes through). A prefix read is held to the version
+    /// alone.
+    fn admits(&self, blob: &Blob) -> bool {
+        self.version.same_as(&blob.version)
+            && (blob.data.len() as u64 != blob.size || crate::integrity::digest::sha256_hex(&blob.data) == self.sha256)
+    }
+}
+
+/// True when a read failing with `kind` means the file is no longer the
+/// regular file that was checked (and not that the storage failed).
+fn lost(kind: ErrorKind) -> bool {
+    matches!(
+        kind,
+        ErrorKind::NotFound
+            | ErrorKind::NotADirectory
+            | ErrorKind::IsADirectory
+            | ErrorKind::TooLarge
+            | ErrorKind::NotRegularFile
+            | ErrorKind::SymlinkRefused
+            | ErrorKind::SymlinkEscape
+            | ErrorKind::SymlinkLoop
+            | ErrorKind::DanglingSymlink
+            | ErrorKind::VersionConflict
+    )
 }
 
 /// A backend whose reads of a pinned skill's files are held to [`Pins`],
@@ -162,6 +325,9 @@ impl PinnedBackend {
     async fn refused(&self, path: &VPath, options: ReadOptions) -> Option<Error> {
         if let Some(foreign) = foreign(path, options) {
             return Some(foreign);
+        }
+        if let Some(refused) = self.pins.in_withdrawn(path) {
+            return Some(refused);
         }
         let changed = self.pins.refuse_before(path)?;
         // A path that was never there is not found, not a change: a client
@@ -299,7 +465,14 @@ mod tests {
     #[test]
     fn only_the_checked_files_of_a_pinned_skill_are_admitted() {
         let mut pins = Pins::new();
-        pins.pin(v("/s/pdf"), [(v("/s/pdf/SKILL.md"), Version::new("1"))]);
+        pins.pin(
+            v("/s/pdf"),
+            [(
+                v("/s/pdf/SKILL.md"),
+                Version::new("1"),
+                crate::integrity::digest::sha256_hex(b"x"),
+            )],
+        );
         assert!(pins.admits(&v("/s/pdf/SKILL.md")));
         assert!(!pins.admits(&v("/s/pdf/added.sh")));
         assert!(!pins.admits(&v("/s/pdf/a/b/added.sh")));
@@ -316,5 +489,34 @@ mod tests {
         let changed = pins.after(&v("/s/pdf/SKILL.md"), blob("2")).unwrap_err();
         assert_eq!(changed.kind(), ErrorKind::VersionConflict);
         assert_eq!(changed.public_detail(), Some(CHANGED));
+    }
+
+    #[test]
+    fn other_bytes_under_the_checked_version_are_refused_and_withdraw_the_skill() {
+        let mut pins = Pins::new();
+        let hash = crate::integrity::digest::sha256_hex(b"checked");
+        pins.pin(
+            v("/s/pdf"),
+            [
+                (v("/s/pdf/SKILL.md"), Version::new("1"), hash.clone()),
+                (v("/s/pdf/run.sh"), Version::new("1"), hash),
+            ],
+        );
+        let blob = |data: &'static [u8], size: u64| {
+            Ok(Blob {
+                data: Bytes::from_static(data),
+                size,
+                version: Version::new("1"),
+            })
+        };
+        assert!(pins.after(&v("/s/pdf/run.sh"), blob(b"checked", 7)).is_ok());
+        // A prefix of the checked version: held to the version alone.
+        assert!(pins.after(&v("/s/pdf/run.sh"), blob(b"che", 7)).is_ok());
+        assert_eq!(pins.withdrawn_count(), 0);
+        let refused = pins.after(&v("/s/pdf/run.sh"), blob(b"EVIL!!!", 7)).unwrap_err();
+        assert_eq!(refused.public_detail(), Some(CHANGED));
+        assert!(pins.is_withdrawn(&v("/s/pdf")));
+        let whole = pins.after(&v("/s/pdf/SKILL.md"), blob(b"checked", 7)).unwrap_err();
+        assert_eq!(whole.path(), Some(&v("/s/pdf/run.sh")));
     }
 }

@@ -45,9 +45,10 @@ pub(crate) struct Checked {
     pub digest: Option<String>,
     /// Who signed it, when its signature verified.
     pub signer: Option<String>,
-    /// Each file the digest was computed from and the version it was read
-    /// at, when a check computed the digest: reads are held to these.
-    pub files: Option<Vec<(VPath, Version)>>,
+    /// Each file the digest was computed from, the version it was read
+    /// at and the SHA-256 of the bytes read, when a check computed the
+    /// digest: reads are held to these.
+    pub files: Option<Vec<(VPath, Version, String)>>,
 }
 
 /// What the signature check of one skill found.
@@ -209,7 +210,7 @@ impl Integrity {
                 let files = found
                     .files
                     .into_iter()
-                    .filter_map(|f| Some((dir.join(&f.relative).ok()?, f.version?)))
+                    .filter_map(|f| Some((dir.join(&f.relative).ok()?, f.version?, f.sha256)))
                     .collect::<Vec<_>>();
                 (found.digest, files)
             }
@@ -226,7 +227,7 @@ impl Integrity {
         // two reads would show text no check saw.
         if files
             .iter()
-            .any(|(file, version)| *file == winner.path && *version != winner.parsed)
+            .any(|(file, version, _)| *file == winner.path && *version != winner.parsed)
         {
             return winner.refuse(
                 refused_kind,

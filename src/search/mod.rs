@@ -301,11 +301,14 @@ impl SearchIndex {
         }
         // Disabled skills are filtered after ranking: asking for as many
         // more hits as there are disabled skills keeps `limit` exact.
-        let disabled = if options.include_disabled {
-            0
-        } else {
-            catalog.skills().iter().filter(|s| !s.enabled).count()
-        };
+        // So are skills withdrawn since their check (never served).
+        let withdrawn = catalog.withdrawn_count();
+        let disabled = withdrawn
+            + if options.include_disabled {
+                0
+            } else {
+                catalog.skills().iter().filter(|s| !s.enabled).count()
+            };
         let searcher = self.reader.searcher();
         let top = searcher
             .search(&query, &TopDocs::with_limit(limit + disabled).order_by_score())
@@ -322,6 +325,9 @@ impl SearchIndex {
                 continue;
             }
             if !skill.enabled && !options.include_disabled {
+                continue;
+            }
+            if withdrawn > 0 && catalog.is_withdrawn(skill.name()) {
                 continue;
             }
             hits.push(SearchHit {

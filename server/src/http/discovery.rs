@@ -128,6 +128,11 @@ async fn serve(
         .artifact(name)
         .filter(|a| a.kind == kind)
         .ok_or_else(|| ApiError::from(skillstore::Error::SkillNotFound(name.to_owned())))?;
+    // Built from the checked bytes, but the skill has lost or changed one
+    // of them since: it is handed on nowhere until a refresh.
+    if let Some(refused) = view.catalog.withdrawn_refusal(name) {
+        return Err(refused.into());
+    }
     Ok(answer_bytes(
         headers,
         artifact.bytes.clone(),
