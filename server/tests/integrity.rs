@@ -26,6 +26,23 @@ async fn listed_names(http: &reqwest::Client, server: &Served) -> Vec<String> {
         .collect()
 }
 
+/// The layered tree (with `extra` files, by path and text) under `dir`,
+/// locked as it is now: its root and a configuration checked against the
+/// lock.
+async fn locked_tree(dir: &Path, extra: &[(&str, &str)]) -> (std::path::PathBuf, skillstore::Config) {
+    let root = dir.join("tree");
+    layered_tree(&root);
+    for (path, text) in extra {
+        write(&root, path, text);
+    }
+    let (lock, _, _) = digests(&root).await;
+    let lock_file = dir.join("skills.lock");
+    std::fs::write(&lock_file, lock.to_json()).unwrap();
+    let mut config = layered_config(&root);
+    config.set_lock(&lock_file);
+    (root, config)
+}
+
 async fn digests(root: &Path) -> (Lock, String, String) {
     let namespace = layered_config(root).open().unwrap();
     let catalog = namespace.load().await;
@@ -108,13 +125,7 @@ async fn http_and_mcp_show_the_digest_and_a_locked_tenant_withholds_a_changed_sk
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_locked_skill_changed_behind_the_server_is_refused_until_a_refresh() {
     let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("tree");
-    layered_tree(&root);
-    let (lock, _, _) = digests(&root).await;
-    let lock_file = dir.path().join("skills.lock");
-    std::fs::write(&lock_file, lock.to_json()).unwrap();
-    let mut config = layered_config(&root);
-    config.set_lock(&lock_file);
+    let (root, config) = locked_tree(dir.path(), &[]).await;
     let server = Served::start(settings(vec![("acme", config, vec![("reader", Scope::Read)])])).await;
     let http = reqwest::Client::new();
     let client = http_client(&server.base, "reader").await;
@@ -195,14 +206,7 @@ async fn a_locked_skill_changed_behind_the_server_is_refused_until_a_refresh() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_locked_skill_missing_a_checked_file_is_served_whole_or_not_at_all() {
     let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("tree");
-    layered_tree(&root);
-    write(&root, "base/beta/scripts/guard.sh", "exit 1\n");
-    let (lock, _, _) = digests(&root).await;
-    let lock_file = dir.path().join("skills.lock");
-    std::fs::write(&lock_file, lock.to_json()).unwrap();
-    let mut config = layered_config(&root);
-    config.set_lock(&lock_file);
+    let (root, config) = locked_tree(dir.path(), &[("base/beta/scripts/guard.sh", "exit 1\n")]).await;
     let mut settings = settings(vec![("acme", config, vec![("reader", Scope::Read)])]);
     settings.tenants[0].discovery = skillstore_server::Discovery::Public;
     let server = Served::start(settings).await;
@@ -250,14 +254,7 @@ async fn a_locked_skill_missing_a_checked_file_is_served_whole_or_not_at_all() {
 async fn a_checked_skill_that_lost_a_file_is_withdrawn_from_every_channel() {
     for notice in ["http_read", "mcp_get_skill", "mcp_directory", "http_show"] {
         let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().join("tree");
-        layered_tree(&root);
-        write(&root, "base/beta/scripts/guard.sh", "exit 1\n");
-        let (lock, _, _) = digests(&root).await;
-        let lock_file = dir.path().join("skills.lock");
-        std::fs::write(&lock_file, lock.to_json()).unwrap();
-        let mut config = layered_config(&root);
-        config.set_lock(&lock_file);
+        let (root, config) = locked_tree(dir.path(), &[("base/beta/scripts/guard.sh", "exit 1\n")]).await;
         let mut settings = settings(vec![("acme", config, vec![("reader", Scope::Read)])]);
         settings.tenants[0].discovery = skillstore_server::Discovery::Public;
         let server = Served::start(settings).await;
