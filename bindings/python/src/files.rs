@@ -111,12 +111,27 @@ pub fn stat(py: Python<'_>, backend: &Arc<dyn SkillBackend>, path: &str) -> PyRe
     })
 }
 
-fn blob(py: Python<'_>, path: &VPath, b: skillstore_backends::Blob) -> PyBlob {
+/// The Python blob of `b`, read at `path`.
+pub fn blob(py: Python<'_>, path: &VPath, b: skillstore_backends::Blob) -> PyBlob {
     PyBlob {
         path: path.as_str().to_owned(),
         data: PyBytes::new(py, &b.data).unbind(),
         size: b.size,
         version: b.version.as_str().to_owned(),
+    }
+}
+
+/// `blob` cut to its first `prefix` bytes, when given (its size stays the
+/// file's).
+pub fn prefix_of(py: Python<'_>, blob: PyBlob, prefix: Option<u64>) -> PyBlob {
+    let Some(prefix) = prefix else {
+        return blob;
+    };
+    let data = blob.data.bind(py).as_bytes();
+    let end = data.len().min(usize::try_from(prefix).unwrap_or(usize::MAX));
+    PyBlob {
+        data: PyBytes::new(py, &data[..end]).unbind(),
+        ..blob
     }
 }
 

@@ -2,6 +2,7 @@
 //! door to catalogs, editors and the namespace's files.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString};
@@ -27,6 +28,10 @@ pub struct PyNamespace {
     /// The configuration it was opened from (for `lock()`, which opens it
     /// again without its lock).
     config: Config,
+    /// Where the namespace checks a lock or signatures: the checked
+    /// catalog path reads go through, loaded at the first one and again
+    /// when a read finds a skill changed since its check.
+    served: std::sync::Mutex<Option<Arc<skillstore::Catalog>>>,
 }
 
 /// One source of a namespace.
@@ -180,7 +185,7 @@ impl PyNamespace {
         config.prompt.style = prompt_style;
         config.prompt.max_chars = max_chars;
         let inner = open(py, &config)?;
-        Ok(PyNamespace { inner, config })
+        Ok(PyNamespace::opened(inner, config))
     }
 
     /// A namespace from `skillstore.yaml` text; relative locations resolve
@@ -193,10 +198,8 @@ impl PyNamespace {
             Some(dir) => PathBuf::from(fspath(&dir)?),
             None => cwd(py)?,
         });
-        Ok(PyNamespace {
-            inner: open(py, &config)?,
-            config,
-        })
+        let inner = open(py, &config)?;
+        Ok(PyNamespace::opened(inner, config))
     }
 
     /// A new namespace opened again from the same configuration: each Git
@@ -208,7 +211,7 @@ impl PyNamespace {
     fn reopen(&self, py: Python<'_>) -> PyResult<PyNamespace> {
         let config = self.config.clone();
         let inner = open(py, &config)?;
-        Ok(PyNamespace { inner, config })
+        Ok(PyNamespace::opened(inner, config))
     }
 
     /// Every Git mount's location and the commit it was read at (None when
@@ -372,8 +375,17 @@ impl PyNamespace {
     /// withhold a skill and hold its reads to the checked versions.
     #[pyo3(signature = (path, *, limit=None, prefix=None))]
     fn read(&self, py: Python<'_>, path: &str, limit: Option<u64>, prefix: Option<u64>) -> PyResult<files::PyBlob> {
-        self.unchecked_reads(py, Some(path))?;
         let limit = limit.unwrap_or(self.inner.load_options().read_limit);
+        if self.checks_integrity() {
+            let read = self
+                .served_reads(py, &[path.to_owned()], limit)?
+                .pop()
+                .expect("one result per path");
+            return match read {
+                Ok(blob) => Ok(files::prefix_of(py, blob, prefix)),
+                Err(e) => Err(e),
+            };
+        }
         files::read(py, &self.inner.backend(), path, limit, prefix)
     }
 
@@ -382,8 +394,17 @@ impl PyNamespace {
     /// lock or signatures.
     #[pyo3(signature = (paths, *, limit=None))]
     fn read_many(&self, py: Python<'_>, paths: Vec<String>, limit: Option<u64>) -> PyResult<Vec<Py<PyAny>>> {
-        self.unchecked_reads(py, None)?;
         let limit = limit.unwrap_or(self.inner.load_options().read_limit);
+        if self.checks_integrity() {
+            return self
+                .served_reads(py, &paths, limit)?
+                .into_iter()
+                .map(|read| match read {
+                    Ok(blob) => Ok(Py::new(py, blob)?.into_any()),
+                    Err(e) => Ok(e.into_value(py).into_any()),
+                })
+                .collect();
+        }
         files::read_many(py, &self.inner.backend(), paths, limit)
     }
 
@@ -459,10 +480,8 @@ fn mark_writable(py: Python<'_>, config: &mut Config, writable: &[String]) -> Py
 pub fn load_config(py: Python<'_>, path: PathBuf, writable: Vec<String>) -> PyResult<PyNamespace> {
     let mut config = Config::load(Path::new(&path)).py(py)?;
     mark_writable(py, &mut config, &writable)?;
-    Ok(PyNamespace {
-        inner: open(py, &config)?,
-        config,
-    })
+    let inner = open(py, &config)?;
+    Ok(PyNamespace::opened(inner, config))
 }
 
 crate::async_variants!(PyNamespace {
@@ -483,20 +502,68 @@ crate::async_variants!(PyNamespace {
 });
 
 impl PyNamespace {
-    /// Path reads go around the catalog: refused where a lock or
-    /// signatures are checked, so no byte of a withheld or changed skill is
-    /// read that way.
-    fn unchecked_reads(&self, py: Python<'_>, path: Option<&str>) -> PyResult<()> {
-        if self.inner.load_options().integrity.is_none() {
-            return Ok(());
+    fn opened(inner: skillstore::Namespace, config: Config) -> Self {
+        PyNamespace {
+            inner,
+            config,
+            served: std::sync::Mutex::new(None),
         }
-        Err(raise(
-            py,
-            "usage",
-            "this namespace checks a lock or signatures, which a path read would go around: \
-             read a skill's files through its catalog (Catalog.read_file)"
-                .into(),
-            path,
-        ))
+    }
+
+    fn checks_integrity(&self) -> bool {
+        self.inner.load_options().integrity.is_some()
+    }
+
+    /// The checked catalog path reads go through, loaded now when there
+    /// is none yet or when `again`. The slot is locked only to take or put
+    /// a catalog, never across the load (which releases the GIL): a thread
+    /// waiting for it holds the GIL, and the loading one needs it back.
+    fn served_catalog(&self, py: Python<'_>, again: bool) -> Arc<skillstore::Catalog> {
+        let slot = || self.served.lock().unwrap_or_else(|e| e.into_inner());
+        if !again && let Some(catalog) = slot().as_ref() {
+            return Arc::clone(catalog);
+        }
+        let catalog = Arc::new(block_on(py, self.inner.load()));
+        *slot() = Some(Arc::clone(&catalog));
+        catalog
+    }
+
+    /// Path reads where the namespace checks a lock or signatures: each
+    /// path is read through the checked catalog
+    /// ([`skillstore::Catalog::read_served_path`]), so only files of the
+    /// skills it serves are read, at the versions their check digested.
+    /// When a read finds a skill changed since its check, or nothing it
+    /// serves at a path (a skill added or put back since), the catalog is
+    /// loaded and checked again, at most once a call, and every path read
+    /// again.
+    fn served_reads(&self, py: Python<'_>, paths: &[String], limit: u64) -> PyResult<Vec<PyResult<files::PyBlob>>> {
+        let parsed: Vec<skillstore_backends::Result<skillstore_backends::VPath>> =
+            paths.iter().map(skillstore_backends::VPath::new).collect();
+        let read_all = |catalog: Arc<skillstore::Catalog>| {
+            let valid: Vec<skillstore_backends::VPath> =
+                parsed.iter().filter_map(|p| p.as_ref().ok().cloned()).collect();
+            block_on(py, async move {
+                futures::future::join_all(valid.iter().map(|p| catalog.read_served_path(p, limit))).await
+            })
+        };
+        let mut read = read_all(self.served_catalog(py, false));
+        let stale = |e: &skillstore::Error| {
+            skillstore::integrity::pin::is_changed(e)
+                || matches!(e, skillstore::Error::Backend(b) if b.kind() == skillstore_backends::ErrorKind::NotFound)
+        };
+        if read.iter().any(|r| matches!(r, Err(e) if stale(e))) {
+            read = read_all(self.served_catalog(py, true));
+        }
+        let mut read = read.into_iter();
+        Ok(parsed
+            .into_iter()
+            .map(|p| match p {
+                Err(e) => Err(crate::errors::backend(py, e)),
+                Ok(p) => match read.next().expect("one result per valid path") {
+                    Ok(b) => Ok(files::blob(py, &p, b)),
+                    Err(e) => Err(crate::errors::core(py, e)),
+                },
+            })
+            .collect())
     }
 }

@@ -166,6 +166,38 @@ def test_the_middleware_applies_the_sources_signature_policy(tmp_path):
         ns.load_sources(["other=/skills/"])
 
 
+def test_a_deep_agent_over_a_locked_namespace_reads_what_it_is_shown_and_nothing_withheld(tmp_path):
+    """The file tools of `SkillstoreBackend` read a locked namespace through
+    its check: the skills the middleware shows are read, a withheld one is
+    an error per path, never its changed bytes."""
+    from deepagents import create_deep_agent
+    from langchain_core.messages import AIMessage, ToolMessage
+
+    ns = locked_namespace(tmp_path, "lock: skillstore.lock\n")
+    (tmp_path / "skills" / "xls" / "scripts" / "run.sh").write_text("echo EVIL\n")
+    backend = SkillstoreBackend(namespace=ns)
+    middleware = FastSkillsMiddleware(backend=backend, sources=["/skills/"])
+    calls = [
+        {"name": "read_file", "args": {"file_path": "/skills/pdf/SKILL.md"}, "id": "call-pdf"},
+        {"name": "read_file", "args": {"file_path": "/skills/pdf/scripts/run.sh"}, "id": "call-run"},
+        {"name": "read_file", "args": {"file_path": "/skills/xls/scripts/run.sh"}, "id": "call-xls"},
+        {"name": "read_file", "args": {"file_path": "/skillstore.lock"}, "id": "call-lock"},
+    ]
+    model = ScriptedModel(messages=iter([AIMessage(content="", tool_calls=calls), AIMessage(content="Done.")]))
+    model.offered = []
+    agent = create_deep_agent(model=model, backend=backend, middleware=[middleware])
+    result = agent.invoke({"messages": [("user", "Read the PDF skill.")]})
+    answers = {m.tool_call_id: m.content for m in result["messages"] if isinstance(m, ToolMessage)}
+    assert "Steps." in answers["call-pdf"]
+    assert "echo pdf" in answers["call-run"]
+    assert "EVIL" not in answers["call-xls"] and "echo xls" not in answers["call-xls"]
+    assert "not found" in answers["call-xls"].lower(), answers["call-xls"]
+    assert '"digest"' not in answers["call-lock"], answers["call-lock"]
+    downloaded = backend.download_files(["/skills/pdf/scripts/run.sh", "/skills/xls/scripts/run.sh"])
+    assert downloaded[0].content == b"echo pdf\n" and downloaded[0].error is None
+    assert downloaded[1].content is None and downloaded[1].error == "file_not_found"
+
+
 # -- file tools -------------------------------------------------------------
 
 TREE = {

@@ -129,11 +129,15 @@ def test_a_tampered_locked_skill_is_not_served(root):
         catalog.read_skill("pdf")
     with pytest.raises(skillstore.NotFoundError):
         catalog.read_file("pdf", "scripts/run.sh")
-    # Path reads would go around the check: refused on a checked namespace.
-    with pytest.raises(skillstore.UsageError, match="Catalog.read_file"):
+    # Path reads on a checked namespace go through the check: only files of
+    # the skills it serves are read, each failure on its own.
+    with pytest.raises(skillstore.NotFoundError):
         ns.read("/skills/pdf/scripts/run.sh")
-    with pytest.raises(skillstore.UsageError):
-        ns.read_many(["/skills/csv/SKILL.md"])
+    csv_md, pdf_run, outside = ns.read_many(["/skills/csv/SKILL.md", "/skills/pdf/scripts/run.sh", "/skills"])
+    assert csv_md.data.startswith(b"---\nname: csv")
+    assert isinstance(pdf_run, skillstore.NotFoundError)
+    assert isinstance(outside, skillstore.NotFoundError)
+    assert ns.read("/skills/csv/SKILL.md", prefix=3).data == b"---"
     assert open_dir(root).read("/skills/pdf/scripts/run.sh").data.endswith(b"| sh\n")
     assert "pdf" not in catalog.render_prompt()
     assert [s["name"] for s in catalog.deepagents_metadata()] == ["csv"]
@@ -153,6 +157,45 @@ def test_a_tampered_locked_skill_is_not_served(root):
     assert report["pdf"]["problem"]
     assert report["new"]["lock"] == "not_locked"
     assert report["csv"]["lock"] == "matches" and "problem" not in report["csv"]
+
+
+def test_path_reads_of_a_checked_namespace_serve_only_checked_bytes(root):
+    (root / "skillstore.lock").write_text(open_dir(root).lock())
+    ns = open_dir(root, "lock: skillstore.lock\n")
+    assert ns.read("/skills/pdf/scripts/run.sh").data == b"echo pdf\n"
+    # Changed after the check: the namespace checks again and withholds it.
+    (root / "skills" / "pdf" / "scripts" / "run.sh").write_text("echo EVIL\n")
+    run, forms, csv_md = ns.read_many(
+        ["/skills/pdf/scripts/run.sh", "/skills/pdf/references/forms.md", "/skills/csv/SKILL.md"]
+    )
+    assert isinstance(run, skillstore.NotFoundError)
+    assert isinstance(forms, skillstore.NotFoundError)
+    assert csv_md.data.startswith(b"---\nname: csv")
+    # Put back as locked, it is served again.
+    (root / "skills" / "pdf" / "scripts" / "run.sh").write_text("echo pdf\n")
+    assert ns.read("/skills/pdf/references/forms.md").data == b"# Forms\n"
+
+
+def test_concurrent_first_path_reads_of_a_checked_namespace_all_finish(root):
+    """The checked catalog is loaded by the first path reads; a thread
+    waiting for it must not hold the GIL the loading thread needs back.
+    Run in a child process, so a deadlock fails the test instead of
+    hanging the run."""
+    import sys
+
+    (root / "skillstore.lock").write_text(open_dir(root).lock())
+    script = f"""
+import skillstore
+from concurrent.futures import ThreadPoolExecutor
+ns = skillstore.Namespace.from_yaml("sources:\\n  - path: /skills/\\nlock: skillstore.lock\\n", base_dir={str(root)!r})
+with ThreadPoolExecutor(8) as pool:
+    got = list(pool.map(lambda _: ns.read("/skills/pdf/scripts/run.sh").data, range(64)))
+assert got == [b"echo pdf\\n"] * 64, got
+print("ok")
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"
 
 
 def test_a_refresh_withholds_a_skill_changed_since_the_load(root):
