@@ -764,7 +764,7 @@ impl Catalog {
             }
         }
         if !pins.is_empty() {
-            let pins = Arc::new(pins);
+            let pins = Arc::new(pins.forgetting_in(Arc::clone(&self.options.digests)));
             self.backend = served(&self.storage, Arc::clone(&pins));
             self.pins = pins;
         }

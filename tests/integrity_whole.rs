@@ -268,3 +268,114 @@ async fn a_skill_no_check_digested_is_never_withdrawn() {
     catalog.confirm_whole("pdf").await.unwrap();
     assert_eq!(catalog.read_file("pdf", "scripts/run.sh").await.unwrap(), "echo run\n");
 }
+
+/// A backend whose versions never move: every file is always version
+/// `v`, as an ETag that collides (an MD5 twin) or a coarse timestamp
+/// gives.
+#[derive(Debug)]
+struct FixedVersions(Arc<dyn SkillBackend>);
+
+#[async_trait::async_trait]
+impl SkillBackend for FixedVersions {
+    fn capabilities(&self) -> skillstore::backends::Capabilities {
+        self.0.capabilities()
+    }
+    async fn list(
+        &self,
+        dir: &skillstore::backends::VPath,
+    ) -> skillstore::backends::Result<Vec<skillstore::backends::Entry>> {
+        let mut entries = self.0.list(dir).await?;
+        for entry in &mut entries {
+            if entry.version.is_some() {
+                entry.version = Some(skillstore::backends::Version::new("v"));
+            }
+        }
+        Ok(entries)
+    }
+    async fn stat(
+        &self,
+        path: &skillstore::backends::VPath,
+    ) -> skillstore::backends::Result<skillstore::backends::Metadata> {
+        let mut meta = self.0.stat(path).await?;
+        if meta.version.is_some() {
+            meta.version = Some(skillstore::backends::Version::new("v"));
+        }
+        Ok(meta)
+    }
+    async fn read(
+        &self,
+        path: &skillstore::backends::VPath,
+        options: skillstore::backends::ReadOptions,
+    ) -> skillstore::backends::Result<skillstore::backends::Blob> {
+        let mut blob = self.0.read(path, options).await?;
+        blob.version = skillstore::backends::Version::new("v");
+        Ok(blob)
+    }
+}
+
+/// Bytes changed under a version that did not move are refused on a
+/// whole read, withdraw the skill, and the hash kept for that version is
+/// forgotten: the next refresh reads the file again and withholds the
+/// skill, rather than passing it on the kept hash.
+#[tokio::test]
+async fn other_bytes_under_an_unchanged_version_are_caught_and_the_next_refresh_withholds_the_skill() {
+    let dir = tempfile::tempdir().unwrap();
+    write_skill(dir.path(), "pdf");
+    write_skill(dir.path(), "xls");
+    let fs: Arc<dyn SkillBackend> = Arc::new(FixedVersions(Arc::new(FsBackend::new(dir.path()).unwrap())));
+    let catalog = locked(&fs).await;
+    std::fs::write(
+        dir.path().join("skills/pdf/scripts/guard.sh"),
+        "#!/bin/sh\n# guard: EVIL!! to run on prod\nexit 0\n",
+    )
+    .unwrap();
+    assert_eq!(
+        std::fs::metadata(dir.path().join("skills/pdf/scripts/guard.sh"))
+            .unwrap()
+            .len(),
+        GUARD.len() as u64
+    );
+    let refused = catalog.read_file("pdf", "scripts/guard.sh").await.unwrap_err();
+    assert!(skillstore::integrity::pin::is_changed(&refused), "{refused}");
+    assert!(catalog.is_withdrawn("pdf"));
+    let refreshed = catalog.refresh().await;
+    let served: Vec<&str> = refreshed.enabled().map(|s| s.name()).collect();
+    assert_eq!(served, ["xls"], "{:?}", refreshed.diagnostics());
+    assert!(
+        refreshed
+            .diagnostics()
+            .iter()
+            .any(|d| d.kind.to_string() == "lock_mismatch"),
+        "{:?}",
+        refreshed.diagnostics()
+    );
+}
+
+/// A file the check left out (over the read limit, or a link) answers
+/// what the guards say of it, not a change to refresh for, and withdraws
+/// nothing; a read with a limit below a checked file's size withdraws
+/// nothing either.
+#[tokio::test]
+async fn a_file_the_check_left_out_answers_what_the_guards_say() {
+    let dir = tempfile::tempdir().unwrap();
+    write_skill(dir.path(), "pdf");
+    let big = vec![b'x'; 10 * 1024 * 1024 + 1];
+    std::fs::write(dir.path().join("skills/pdf/big.bin"), big).unwrap();
+    std::os::unix::fs::symlink("/etc/hostname", dir.path().join("skills/pdf/out")).unwrap();
+    let fs: Arc<dyn SkillBackend> = Arc::new(FsBackend::new(dir.path()).unwrap());
+    let catalog = locked(&fs).await;
+    let big = catalog.read_file("pdf", "big.bin").await.unwrap_err();
+    assert_eq!(big.kind().as_str(), "too_large", "{big}");
+    let out = catalog.read_file("pdf", "out").await.unwrap_err();
+    assert!(!skillstore::integrity::pin::is_changed(&out), "{out}");
+    let small = catalog
+        .read_served_path(
+            &skillstore::backends::VPath::new("/skills/pdf/scripts/run.sh").unwrap(),
+            1,
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(small.kind().as_str(), "too_large", "{small}");
+    assert!(!catalog.is_withdrawn("pdf"));
+    assert_eq!(catalog.read_file("pdf", "scripts/run.sh").await.unwrap(), "echo run\n");
+}

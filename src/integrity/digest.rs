@@ -136,6 +136,15 @@ impl FileDigests {
         value
     }
 
+    /// Forgets the hash kept for `path` at `version`: its bytes were found
+    /// to have another hash under that same version (a backend whose
+    /// version did not move with the content), so the next check reads
+    /// them again.
+    pub fn forget(&self, path: &str, version: &Version) {
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        entries.remove(&(path.to_owned(), version.clone()));
+    }
+
     /// How many files were hashed since the cache was made.
     pub fn computed(&self) -> u64 {
         self.computed.load(Ordering::Relaxed)

@@ -69,6 +69,9 @@ pub struct Pins {
     /// every read the lock while there is none.
     withdrawn: Mutex<HashMap<VPath, VPath>>,
     withdrawn_count: AtomicUsize,
+    /// The file hashes the check was computed through, to forget a hash
+    /// found wrong for its version.
+    digests: Option<Arc<crate::integrity::FileDigests>>,
 }
 
 impl Default for Pins {
@@ -78,6 +81,7 @@ impl Default for Pins {
             files: HashMap::new(),
             withdrawn: Mutex::new(HashMap::new()),
             withdrawn_count: AtomicUsize::new(0),
+            digests: None,
         }
     }
 }
@@ -86,6 +90,14 @@ impl Pins {
     /// No skill pinned.
     pub fn new() -> Self {
         Pins::default()
+    }
+
+    /// These pins, forgetting in `digests` a file's hash that a whole read
+    /// finds wrong for its version, so that the next check reads the file
+    /// again instead of passing it on the hash kept for that version.
+    pub fn forgetting_in(mut self, digests: Arc<crate::integrity::FileDigests>) -> Self {
+        self.digests = Some(digests);
+        self
     }
 
     /// Withdraws the pinned skill whose directory is `dir`: one of its
@@ -248,6 +260,11 @@ impl Pins {
         }
         match self.files.get(path) {
             Some(pinned) if !pinned.admits(&blob) => {
+                if pinned.version.same_as(&blob.version)
+                    && let Some(digests) = &self.digests
+                {
+                    digests.forget(path.as_str(), &blob.version);
+                }
                 if let Some(dir) = self.skill_of(path) {
                     self.withdraw(dir, path);
                 }
@@ -282,14 +299,16 @@ impl Pin {
 }
 
 /// True when a read failing with `kind` means the file is no longer the
-/// regular file that was checked (and not that the storage failed).
+/// regular file that was checked (and not that the storage failed). Too
+/// large is not among them: a read's own limit may be below the file's
+/// size, and a checked file grown past the read limit is found by the next
+/// listing of its skill.
 fn lost(kind: ErrorKind) -> bool {
     matches!(
         kind,
         ErrorKind::NotFound
             | ErrorKind::NotADirectory
             | ErrorKind::IsADirectory
-            | ErrorKind::TooLarge
             | ErrorKind::NotRegularFile
             | ErrorKind::SymlinkRefused
             | ErrorKind::SymlinkEscape
@@ -330,10 +349,12 @@ impl PinnedBackend {
             return Some(refused);
         }
         let changed = self.pins.refuse_before(path)?;
-        // A path that was never there is not found, not a change: a client
-        // must not be told to refresh for a name it made up.
-        match self.inner.stat(path).await {
-            Err(e) if e.kind() == ErrorKind::NotFound => Some(Error::at(ErrorKind::NotFound, path)),
+        // Not a checked file: a path that was never there, or one the
+        // guards refuse (too large, a link, not a regular file), answers
+        // what the guards say, not a change a client should refresh for;
+        // only a file the guards would serve was added since.
+        match self.inner.read(path, options).await {
+            Err(e) if e.kind() != ErrorKind::VersionConflict => Some(e),
             _ => Some(changed),
         }
     }
