@@ -345,7 +345,7 @@ async fn other_bytes_under_an_unchanged_version_are_caught_and_the_next_refresh_
         refreshed
             .diagnostics()
             .iter()
-            .any(|d| d.kind.to_string() == "lock_mismatch"),
+            .any(|d| d.kind == skillstore::DiagnosticKind::LockMismatch),
         "{:?}",
         refreshed.diagnostics()
     );
