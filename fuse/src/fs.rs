@@ -156,6 +156,11 @@ impl Inner {
             .get(name)
             .filter(|s| self.options.all_skills || s.enabled)
             .ok_or(Errno::ENOENT)?;
+        // A checked skill found changed or incomplete since its check:
+        // nothing of it, kept copies and listings included, until a refresh.
+        if catalog.is_withdrawn(name) {
+            return Err(Errno::EIO);
+        }
         let skill_dir = skill.dir();
         if rest.is_empty() {
             return Ok(Resolved {
@@ -180,7 +185,7 @@ impl Inner {
             return Ok(catalog
                 .skills()
                 .iter()
-                .filter(|s| self.options.all_skills || s.enabled)
+                .filter(|s| (self.options.all_skills || s.enabled) && !catalog.is_withdrawn(s.name()))
                 .filter_map(|s| skillstore::sync::dir_name(s.name()))
                 .take(self.options.max_entries)
                 .map(|name| Child {

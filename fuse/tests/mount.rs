@@ -286,6 +286,12 @@ async fn a_locked_skill_shows_whole_or_not_at_all() {
         ["pdf/SKILL.md", "pdf/references/forms.md", "pdf/scripts/guard.sh"],
         "only the checked files are listed"
     );
+    // A copy the first mount keeps, read before the loss.
+    assert!(
+        String::from_utf8(run(&at, "cat", &["pdf/SKILL.md"]))
+            .unwrap()
+            .contains("PDFs.")
+    );
     std::fs::remove_file(root.join("pdf/scripts/guard.sh")).unwrap();
     // A second mount of the same catalog lists afresh (the first keeps its
     // listings until a refresh).
@@ -296,6 +302,20 @@ async fn a_locked_skill_shows_whole_or_not_at_all() {
         !listing.status.success(),
         "a skill that lost a checked file is listed: {}",
         String::from_utf8_lossy(&listing.stdout)
+    );
+    // The loss is known now: the first mount serves nothing of the skill
+    // either, not its kept copy, and its root no longer lists it.
+    let kept = Command::new("cat").arg(at.join("pdf/SKILL.md")).output().unwrap();
+    assert!(
+        !kept.status.success(),
+        "a withdrawn skill's kept copy is served: {}",
+        String::from_utf8_lossy(&kept.stdout)
+    );
+    let root_listing = Command::new("ls").arg(&at).output().unwrap();
+    assert!(
+        !String::from_utf8_lossy(&root_listing.stdout).contains("pdf"),
+        "a withdrawn skill is listed: {}",
+        String::from_utf8_lossy(&root_listing.stdout)
     );
     drop(second);
     drop(mounted);
