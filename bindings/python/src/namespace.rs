@@ -29,9 +29,9 @@ pub struct PyNamespace {
     /// again without its lock).
     config: Config,
     /// Where the namespace checks a lock or signatures: the checked
-    /// catalog path reads go through, loaded at the first one and again
-    /// when a read finds a skill changed since its check.
-    served: std::sync::Mutex<Option<Arc<skillstore::Catalog>>>,
+    /// catalog path reads go through and when it was loaded (see
+    /// [`PyNamespace::served_catalog`]).
+    served: std::sync::Mutex<Option<(Arc<skillstore::Catalog>, std::time::Instant)>>,
 }
 
 /// One source of a namespace.
@@ -236,6 +236,9 @@ impl PyNamespace {
     fn load(&self, py: Python<'_>) -> PyResult<PyCatalog> {
         let options = self.inner.prompt_options().py(py)?;
         let catalog = block_on(py, self.inner.load());
+        if self.checks_integrity() {
+            self.keep_served(&Arc::new(catalog.clone()));
+        }
         Ok(PyCatalog::new(catalog, options))
     }
 
@@ -484,6 +487,16 @@ pub fn load_config(py: Python<'_>, path: PathBuf, writable: Vec<String>) -> PyRe
     Ok(PyNamespace::opened(inner, config))
 }
 
+/// The oldest a checked namespace's kept catalog may be when a path read
+/// uses it: a skill changed, lost or withheld since is seen at most this
+/// late by reads that do not come upon the change themselves.
+const SERVED_MAX_AGE: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// How old the kept catalog must be before a path read that finds nothing
+/// served loads it again: a missed path costs a checked load at most this
+/// often.
+const SERVED_MISS_AGE: std::time::Duration = std::time::Duration::from_secs(2);
+
 crate::async_variants!(PyNamespace {
     aload => "load",
     aload_sources => "load_sources",
@@ -514,28 +527,39 @@ impl PyNamespace {
         self.inner.load_options().integrity.is_some()
     }
 
-    /// The checked catalog path reads go through, loaded now when there
-    /// is none yet or when `again`. The slot is locked only to take or put
-    /// a catalog, never across the load (which releases the GIL): a thread
-    /// waiting for it holds the GIL, and the loading one needs it back.
-    fn served_catalog(&self, py: Python<'_>, again: bool) -> Arc<skillstore::Catalog> {
+    /// The checked catalog path reads go through: the one kept when it is
+    /// younger than `max_age`, and one loaded (and checked) now otherwise.
+    /// The slot is locked only to take or put a catalog, never across the
+    /// load (which releases the GIL): a thread waiting for it holds the
+    /// GIL, and the loading one needs it back.
+    fn served_catalog(&self, py: Python<'_>, max_age: std::time::Duration) -> Arc<skillstore::Catalog> {
         let slot = || self.served.lock().unwrap_or_else(|e| e.into_inner());
-        if !again && let Some(catalog) = slot().as_ref() {
+        if let Some((catalog, loaded)) = slot().as_ref()
+            && loaded.elapsed() < max_age
+        {
             return Arc::clone(catalog);
         }
         let catalog = Arc::new(block_on(py, self.inner.load()));
-        *slot() = Some(Arc::clone(&catalog));
+        self.keep_served(&catalog);
         catalog
+    }
+
+    /// Keeps `catalog`, just loaded, as the one path reads go through.
+    fn keep_served(&self, catalog: &Arc<skillstore::Catalog>) {
+        let mut slot = self.served.lock().unwrap_or_else(|e| e.into_inner());
+        *slot = Some((Arc::clone(catalog), std::time::Instant::now()));
     }
 
     /// Path reads where the namespace checks a lock or signatures: each
     /// path is read through the checked catalog
     /// ([`skillstore::Catalog::read_served_path`]), so only files of the
     /// skills it serves are read, at the versions their check digested.
-    /// When a read finds a skill changed since its check, or nothing it
-    /// serves at a path (a skill added or put back since), the catalog is
-    /// loaded and checked again, at most once a call, and every path read
-    /// again.
+    /// The catalog is loaded and checked again (at most once a call, and
+    /// every path read again) when it is older than [`SERVED_MAX_AGE`],
+    /// when a read finds a skill changed since its check, and when a read
+    /// finds nothing served at a path (a skill added or put back since)
+    /// and the catalog is older than [`SERVED_MISS_AGE`]. `load()` also
+    /// replaces it, so what an agent is shown is what its reads see.
     fn served_reads(&self, py: Python<'_>, paths: &[String], limit: u64) -> PyResult<Vec<PyResult<files::PyBlob>>> {
         let parsed: Vec<skillstore_backends::Result<skillstore_backends::VPath>> =
             paths.iter().map(skillstore_backends::VPath::new).collect();
@@ -546,13 +570,13 @@ impl PyNamespace {
                 futures::future::join_all(valid.iter().map(|p| catalog.read_served_path(p, limit))).await
             })
         };
-        let mut read = read_all(self.served_catalog(py, false));
-        let stale = |e: &skillstore::Error| {
-            skillstore::integrity::pin::is_changed(e)
-                || matches!(e, skillstore::Error::Backend(b) if b.kind() == skillstore_backends::ErrorKind::NotFound)
-        };
-        if read.iter().any(|r| matches!(r, Err(e) if stale(e))) {
-            read = read_all(self.served_catalog(py, true));
+        let mut read = read_all(self.served_catalog(py, SERVED_MAX_AGE));
+        let changed = |e: &skillstore::Error| skillstore::integrity::pin::is_changed(e);
+        let missed = |e: &skillstore::Error| matches!(e, skillstore::Error::Backend(b) if b.kind() == skillstore_backends::ErrorKind::NotFound);
+        if read.iter().any(|r| matches!(r, Err(e) if changed(e))) {
+            read = read_all(self.served_catalog(py, std::time::Duration::ZERO));
+        } else if read.iter().any(|r| matches!(r, Err(e) if missed(e))) {
+            read = read_all(self.served_catalog(py, SERVED_MISS_AGE));
         }
         let mut read = read.into_iter();
         Ok(parsed

@@ -171,9 +171,25 @@ def test_path_reads_of_a_checked_namespace_serve_only_checked_bytes(root):
     assert isinstance(run, skillstore.NotFoundError)
     assert isinstance(forms, skillstore.NotFoundError)
     assert csv_md.data.startswith(b"---\nname: csv")
-    # Put back as locked, it is served again.
+    # Put back as locked, it is served again once the namespace loads.
     (root / "skills" / "pdf" / "scripts" / "run.sh").write_text("echo pdf\n")
+    assert ns.load().names() == ["csv", "pdf"]
     assert ns.read("/skills/pdf/references/forms.md").data == b"# Forms\n"
+
+
+def test_a_load_that_withholds_a_skill_ends_its_path_reads(root):
+    """What an agent is shown (a load) is what its path reads see: a skill
+    that lost a file nobody has read since is not read by path once a load
+    withholds it."""
+    (root / "skillstore.lock").write_text(open_dir(root).lock())
+    ns = open_dir(root, "lock: skillstore.lock\n")
+    assert ns.read("/skills/pdf/references/forms.md").data == b"# Forms\n"
+    (root / "skills" / "pdf" / "scripts" / "run.sh").unlink()
+    assert ns.load().names() == ["csv"]
+    with pytest.raises(skillstore.NotFoundError):
+        ns.read("/skills/pdf/references/forms.md")
+    with pytest.raises(skillstore.NotFoundError):
+        ns.read("/skills/pdf/SKILL.md")
 
 
 def test_concurrent_first_path_reads_of_a_checked_namespace_all_finish(root):
