@@ -764,7 +764,10 @@ impl Catalog {
             }
         }
         if !pins.is_empty() {
-            let pins = Arc::new(pins.forgetting_in(Arc::clone(&self.options.digests)));
+            let pins = Arc::new(
+                pins.forgetting_in(Arc::clone(&self.options.digests))
+                    .checked_under(self.options.read_limit),
+            );
             self.backend = served(&self.storage, Arc::clone(&pins));
             self.pins = pins;
         }
@@ -983,6 +986,13 @@ impl Catalog {
     /// earlier rendering leaves such a skill out.
     pub fn is_withdrawn(&self, name: &str) -> bool {
         self.withdrawn_refusal(name).is_some()
+    }
+
+    /// True when `path` lies in a checked skill withdrawn since its check
+    /// ([`Catalog::is_withdrawn`]): a front end holding bytes of that skill
+    /// read earlier (an open file) serves them no more.
+    pub fn is_withdrawn_path(&self, path: &VPath) -> bool {
+        self.pins.withdrawn_count() > 0 && self.pins.skill_of(path).is_some_and(|dir| self.pins.is_withdrawn(dir))
     }
 
     /// Why the winner `name` is not served when it is withdrawn

@@ -379,3 +379,23 @@ async fn a_file_the_check_left_out_answers_what_the_guards_say() {
     assert!(!catalog.is_withdrawn("pdf"));
     assert_eq!(catalog.read_file("pdf", "scripts/run.sh").await.unwrap(), "echo run\n");
 }
+
+/// A checked file grown past the read limit is a change: a read under the
+/// catalog's limit finds it too large and withdraws the skill.
+#[tokio::test]
+async fn a_checked_file_grown_past_the_read_limit_withdraws_its_skill() {
+    let dir = tempfile::tempdir().unwrap();
+    write_skill(dir.path(), "pdf");
+    let fs: Arc<dyn SkillBackend> = Arc::new(FsBackend::new(dir.path()).unwrap());
+    let catalog = locked(&fs).await;
+    std::fs::write(
+        dir.path().join("skills/pdf/scripts/run.sh"),
+        vec![b'x'; 10 * 1024 * 1024 + 1],
+    )
+    .unwrap();
+    let grown = catalog.read_file("pdf", "scripts/run.sh").await.unwrap_err();
+    assert_eq!(grown.kind().as_str(), "too_large", "{grown}");
+    assert!(catalog.is_withdrawn("pdf"));
+    let rest = catalog.read_skill("pdf").await.unwrap_err();
+    assert!(skillstore::integrity::pin::is_changed(&rest), "{rest}");
+}

@@ -567,9 +567,16 @@ impl Filesystem for SkillsFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        let data = self.inner.state().handles.get(&u64::from(fh)).map(|f| f.data.clone());
-        match data {
-            Some(data) => {
+        let file = self
+            .inner
+            .state()
+            .handles
+            .get(&u64::from(fh))
+            .map(|f| (f.path.clone(), f.data.clone()));
+        match file {
+            // Opened before its skill was withdrawn: nothing more of it.
+            Some((path, _)) if self.inner.catalog.snapshot().is_withdrawn_path(&path) => reply.error(Errno::EIO),
+            Some((_, data)) => {
                 let start = (offset as usize).min(data.len());
                 let end = start.saturating_add(size as usize).min(data.len());
                 reply.data(&data[start..end]);

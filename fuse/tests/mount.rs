@@ -286,12 +286,14 @@ async fn a_locked_skill_shows_whole_or_not_at_all() {
         ["pdf/SKILL.md", "pdf/references/forms.md", "pdf/scripts/guard.sh"],
         "only the checked files are listed"
     );
-    // A copy the first mount keeps, read before the loss.
+    // A copy the first mount keeps, read before the loss, and a file held
+    // open (not read yet) across it.
     assert!(
         String::from_utf8(run(&at, "cat", &["pdf/SKILL.md"]))
             .unwrap()
             .contains("PDFs.")
     );
+    let mut held = std::fs::File::open(at.join("pdf/references/forms.md")).unwrap();
     std::fs::remove_file(root.join("pdf/scripts/guard.sh")).unwrap();
     // A second mount of the same catalog lists afresh (the first keeps its
     // listings until a refresh).
@@ -310,6 +312,12 @@ async fn a_locked_skill_shows_whole_or_not_at_all() {
         !kept.status.success(),
         "a withdrawn skill's kept copy is served: {}",
         String::from_utf8_lossy(&kept.stdout)
+    );
+    let mut from_handle = Vec::new();
+    assert!(
+        std::io::Read::read_to_end(&mut held, &mut from_handle).is_err(),
+        "a file opened before the skill was withdrawn is read: {}",
+        String::from_utf8_lossy(&from_handle)
     );
     let root_listing = Command::new("ls").arg(&at).output().unwrap();
     assert!(

@@ -72,6 +72,8 @@ pub struct Pins {
     /// The file hashes the check was computed through, to forget a hash
     /// found wrong for its version.
     digests: Option<Arc<crate::integrity::FileDigests>>,
+    /// The read limit the check read every checked file under.
+    read_limit: u64,
 }
 
 impl Default for Pins {
@@ -82,6 +84,7 @@ impl Default for Pins {
             withdrawn: Mutex::new(HashMap::new()),
             withdrawn_count: AtomicUsize::new(0),
             digests: None,
+            read_limit: skillstore_backends::DEFAULT_READ_LIMIT,
         }
     }
 }
@@ -97,6 +100,15 @@ impl Pins {
     /// again instead of passing it on the hash kept for that version.
     pub fn forgetting_in(mut self, digests: Arc<crate::integrity::FileDigests>) -> Self {
         self.digests = Some(digests);
+        self
+    }
+
+    /// These pins, for a check that read every file under `limit`: a
+    /// checked file a read under at least that limit finds too large has
+    /// grown since, and withdraws its skill (a read's own lower limit does
+    /// not).
+    pub fn checked_under(mut self, limit: u64) -> Self {
+        self.read_limit = limit;
         self
     }
 
@@ -242,12 +254,13 @@ impl Pins {
     /// (for a whole read) its bytes do not have the checked hash. A checked
     /// file read at another version or with other bytes, or found gone or
     /// no longer a regular file, withdraws its skill.
-    fn after(&self, path: &VPath, read: Result<Blob>) -> Result<Blob> {
+    fn after(&self, path: &VPath, read: Result<Blob>, limit: u64) -> Result<Blob> {
         let blob = match read {
             Ok(blob) => blob,
             Err(e) => {
+                let grown = e.kind() == ErrorKind::TooLarge && limit >= self.read_limit;
                 if self.files.contains_key(path)
-                    && lost(e.kind())
+                    && (lost(e.kind()) || grown)
                     && let Some(dir) = self.skill_of(path)
                 {
                     self.withdraw(dir, path);
@@ -301,8 +314,7 @@ impl Pin {
 /// True when a read failing with `kind` means the file is no longer the
 /// regular file that was checked (and not that the storage failed). Too
 /// large is not among them: a read's own limit may be below the file's
-/// size, and a checked file grown past the read limit is found by the next
-/// listing of its skill.
+/// size ([`Pins::checked_under`] tells).
 fn lost(kind: ErrorKind) -> bool {
     matches!(
         kind,
@@ -388,7 +400,7 @@ impl SkillBackend for PinnedBackend {
             return Err(refused);
         }
         let read = self.inner.read(path, options).await;
-        self.pins.after(path, read)
+        self.pins.after(path, read, options.limit)
     }
     async fn put(&self, path: &VPath, data: Bytes, mode: PutMode) -> Result<Version> {
         self.inner.put(path, data, mode).await
@@ -428,7 +440,7 @@ impl SkillBackend for PinnedBackend {
                     let blob = read.next().unwrap_or_else(|| {
                         Err(Error::at(ErrorKind::Other, path).with_detail("a batch read lost an answer"))
                     });
-                    self.pins.after(path, blob)
+                    self.pins.after(path, blob, options.limit)
                 }
             })
             .collect()
@@ -461,6 +473,12 @@ fn foreign(path: &VPath, options: ReadOptions) -> Option<Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    impl Pins {
+        fn after_all(&self, path: &VPath, read: Result<Blob>) -> Result<Blob> {
+            self.after(path, read, skillstore_backends::DEFAULT_READ_LIMIT)
+        }
+    }
 
     fn v(path: &str) -> VPath {
         VPath::new(path).expect("a valid path")
@@ -506,8 +524,8 @@ mod tests {
                 version: Version::new(version),
             })
         };
-        assert!(pins.after(&v("/s/pdf/SKILL.md"), blob("\"1\"")).is_ok());
-        let changed = pins.after(&v("/s/pdf/SKILL.md"), blob("2")).unwrap_err();
+        assert!(pins.after_all(&v("/s/pdf/SKILL.md"), blob("\"1\"")).is_ok());
+        let changed = pins.after_all(&v("/s/pdf/SKILL.md"), blob("2")).unwrap_err();
         assert_eq!(changed.kind(), ErrorKind::VersionConflict);
         assert_eq!(changed.public_detail(), Some(CHANGED));
     }
@@ -530,14 +548,14 @@ mod tests {
                 version: Version::new("1"),
             })
         };
-        assert!(pins.after(&v("/s/pdf/run.sh"), blob(b"checked", 7)).is_ok());
+        assert!(pins.after_all(&v("/s/pdf/run.sh"), blob(b"checked", 7)).is_ok());
         // A prefix of the checked version: held to the version alone.
-        assert!(pins.after(&v("/s/pdf/run.sh"), blob(b"che", 7)).is_ok());
+        assert!(pins.after_all(&v("/s/pdf/run.sh"), blob(b"che", 7)).is_ok());
         assert_eq!(pins.withdrawn_count(), 0);
-        let refused = pins.after(&v("/s/pdf/run.sh"), blob(b"EVIL!!!", 7)).unwrap_err();
+        let refused = pins.after_all(&v("/s/pdf/run.sh"), blob(b"EVIL!!!", 7)).unwrap_err();
         assert_eq!(refused.public_detail(), Some(CHANGED));
         assert!(pins.is_withdrawn(&v("/s/pdf")));
-        let whole = pins.after(&v("/s/pdf/SKILL.md"), blob(b"checked", 7)).unwrap_err();
+        let whole = pins.after_all(&v("/s/pdf/SKILL.md"), blob(b"checked", 7)).unwrap_err();
         assert_eq!(whole.path(), Some(&v("/s/pdf/run.sh")));
     }
 }
