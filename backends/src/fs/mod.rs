@@ -16,6 +16,7 @@
 
 #[cfg(target_os = "linux")]
 mod kernel;
+mod listings;
 mod portable;
 mod resolve;
 
@@ -129,6 +130,8 @@ struct Inner {
     root: OwnedFd,
     policy: SymlinkPolicy,
     resolver: PathResolver,
+    /// The entries of directories unchanged since they were read.
+    listings: listings::Listings,
 }
 
 impl std::fmt::Debug for FsBackend {
@@ -172,6 +175,7 @@ impl FsBackend {
                 root: fd,
                 policy,
                 resolver,
+                listings: listings::Listings::default(),
             }),
             writable: true,
         })
@@ -213,6 +217,7 @@ impl FsBackend {
                 root,
                 policy,
                 resolver: self.inner.resolver,
+                listings: listings::Listings::default(),
             }),
             writable: self.writable,
         })
@@ -455,18 +460,51 @@ impl Inner {
     fn list(&self, dir: &VPath) -> Result<Vec<Entry>> {
         // The listing reads through the opened handle itself: no second
         // open of `.` per directory.
-        let mut listing =
-            Dir::new(self.open(dir, OFlags::RDONLY | OFlags::DIRECTORY)?).map_err(|e| io_error(e, dir))?;
-        let mut entries = Vec::new();
+        let fd = self.open(dir, OFlags::RDONLY | OFlags::DIRECTORY)?;
+        let version = listings::DirVersion::of(&rustix::fs::fstat(&fd).map_err(|e| io_error(e, dir))?);
+        // Unchanged since it was last read: its names and types are known,
+        // and only what each entry is now is asked.
+        if let Some(names) = self.listings.get(relative(dir), &version) {
+            return self.entries(
+                dir,
+                fd.as_fd(),
+                names.iter().map(|(name, kind)| (name.as_c_str(), *kind)),
+            );
+        }
+        let mut listing = Dir::new(fd).map_err(|e| io_error(e, dir))?;
+        let mut names = Vec::new();
         while let Some(item) = listing.read() {
             let item = item.map_err(|e| io_error(e, dir))?;
             let raw = item.file_name();
             if raw == c"." || raw == c".." {
                 continue;
             }
+            names.push((raw.to_owned(), item.file_type()));
+        }
+        let names: listings::Names = names.into();
+        let entries = self.entries(
+            dir,
+            listing.fd().map_err(|e| io_error(e, dir))?,
+            names.iter().map(|(name, kind)| (name.as_c_str(), *kind)),
+        )?;
+        self.listings.keep(relative(dir), version, names);
+        Ok(entries)
+    }
+
+    /// The entries of `dir` (open as `fd`) named by `names` with the type
+    /// its listing gave each: a file's size and version from a `stat` now,
+    /// a link resolved now under the policy.
+    fn entries<'a>(
+        &self,
+        dir: &VPath,
+        fd: BorrowedFd<'_>,
+        names: impl Iterator<Item = (&'a CStr, FileType)>,
+    ) -> Result<Vec<Entry>> {
+        let mut entries = Vec::new();
+        for (raw, kind) in names {
             let Some(name) = child_name(raw, dir) else { continue };
             let child = || dir.join(name).expect("checked by child_name");
-            let (meta, symlink) = match item.file_type() {
+            let (meta, symlink) = match kind {
                 FileType::Directory => (
                     Metadata {
                         kind: EntryKind::Dir,
@@ -476,11 +514,7 @@ impl Inner {
                     false,
                 ),
                 FileType::Symlink => (self.resolve_link(&child()), true),
-                _ => match rustix::fs::statat(
-                    listing.fd().map_err(|e| io_error(e, dir))?,
-                    raw,
-                    AtFlags::SYMLINK_NOFOLLOW,
-                ) {
+                _ => match rustix::fs::statat(fd, raw, AtFlags::SYMLINK_NOFOLLOW) {
                     Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::Symlink => {
                         (self.resolve_link(&child()), true)
                     }
