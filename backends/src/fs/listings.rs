@@ -15,7 +15,7 @@
 
 use std::collections::HashMap;
 use std::ffi::CString;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rustix::fs::{FileType, Stat};
@@ -71,13 +71,13 @@ impl DirVersion {
 /// The entries of the directories read, by path relative to the root.
 #[derive(Debug, Default)]
 pub(super) struct Listings {
-    dirs: Mutex<HashMap<Box<str>, (DirVersion, Names)>>,
+    dirs: RwLock<HashMap<Box<str>, (DirVersion, Names)>>,
 }
 
 impl Listings {
     /// The entries of `dir` kept at `version`, when there are.
     pub(super) fn get(&self, dir: &str, version: &DirVersion) -> Option<Names> {
-        let dirs = self.dirs.lock().unwrap_or_else(|e| e.into_inner());
+        let dirs = self.dirs.read().unwrap_or_else(|e| e.into_inner());
         match dirs.get(dir) {
             Some((kept, names)) if kept == version => Some(Arc::clone(names)),
             _ => None,
@@ -90,7 +90,7 @@ impl Listings {
         if !version.settled(SystemTime::now()) {
             return;
         }
-        let mut dirs = self.dirs.lock().unwrap_or_else(|e| e.into_inner());
+        let mut dirs = self.dirs.write().unwrap_or_else(|e| e.into_inner());
         if dirs.len() >= MAX_DIRS && !dirs.contains_key(dir) {
             dirs.clear();
         }
