@@ -641,7 +641,7 @@ impl Catalog {
     /// fail one are withheld, each with an error diagnostic.
     async fn checked(self) -> Catalog {
         match self.options.integrity.clone() {
-            Some(integrity) if integrity.is_active() => integrity.enforce(self).await,
+            Some(integrity) if integrity.is_active() => Integrity::enforce(&integrity, self).await,
             _ => self,
         }
     }
@@ -681,6 +681,16 @@ impl Catalog {
     /// listings batched ([`crate::skill_files::list_many`]): what a check
     /// of thousands of skills uses.
     pub async fn skill_digests(&self, names: &[&str]) -> Vec<Result<SkillDigest>> {
+        self.listed_digests(names)
+            .await
+            .into_iter()
+            .map(|found| found.map(|(_, digest)| digest))
+            .collect()
+    }
+
+    /// [`Catalog::skill_digests`], each digest with the listing it was
+    /// computed over (the files of both in the same order).
+    pub(crate) async fn listed_digests(&self, names: &[&str]) -> Vec<Result<(SkillFiles, SkillDigest)>> {
         let limits = FileLimits::default();
         let dirs: Vec<Result<VPath>> = names.iter().map(|n| self.skill(n).map(|s| s.dir())).collect();
         let found: Vec<VPath> = dirs.iter().filter_map(|d| d.as_ref().ok().cloned()).collect();
@@ -701,8 +711,14 @@ impl Catalog {
             .await
     }
 
-    async fn digest_of(&self, listed: Result<SkillFiles>) -> Result<SkillDigest> {
-        self.options.digests.skill_digest(self.backend.as_ref(), &listed?).await
+    async fn digest_of(&self, listed: Result<SkillFiles>) -> Result<(SkillFiles, SkillDigest)> {
+        let listed = listed?;
+        let digest = self
+            .options
+            .digests
+            .skill_digest(self.backend.as_ref(), &listed)
+            .await?;
+        Ok((listed, digest))
     }
 
     /// This catalog with every winner's [`Skill::digest`] filled in (a

@@ -107,8 +107,60 @@ const MAX_ENTRIES: usize = 200_000;
 /// file unchanged since it was last hashed is not read again.
 #[derive(Debug, Default)]
 pub struct FileDigests {
-    entries: Mutex<HashMap<(String, Version), (String, u64)>>,
+    entries: Mutex<Entries>,
     computed: AtomicU64,
+}
+
+/// The hashes kept, by path then version: a look-up by a borrowed path
+/// allocates nothing.
+#[derive(Debug, Default)]
+struct Entries {
+    by_path: HashMap<Box<str>, Vec<Hashed>>,
+    /// How many versions are kept in all.
+    len: usize,
+}
+
+/// One version of a file, hashed.
+#[derive(Debug)]
+struct Hashed {
+    version: Version,
+    sha256: String,
+    size: u64,
+}
+
+impl Entries {
+    fn get(&self, path: &str, version: &Version) -> Option<(String, u64)> {
+        self.by_path
+            .get(path)?
+            .iter()
+            .find(|h| h.version == *version)
+            .map(|h| (h.sha256.clone(), h.size))
+    }
+
+    fn insert(&mut self, path: &str, version: &Version, sha256: &str, size: u64) {
+        if self.len >= MAX_ENTRIES {
+            self.by_path.clear();
+            self.len = 0;
+        }
+        let versions = match self.by_path.get_mut(path) {
+            Some(versions) => versions,
+            None => self.by_path.entry(path.into()).or_default(),
+        };
+        match versions.iter_mut().find(|h| h.version == *version) {
+            Some(kept) => {
+                kept.sha256 = sha256.to_owned();
+                kept.size = size;
+            }
+            None => {
+                versions.push(Hashed {
+                    version: version.clone(),
+                    sha256: sha256.to_owned(),
+                    size,
+                });
+                self.len += 1;
+            }
+        }
+    }
 }
 
 impl FileDigests {
@@ -117,10 +169,13 @@ impl FileDigests {
         FileDigests::default()
     }
 
+    fn entries(&self) -> std::sync::MutexGuard<'_, Entries> {
+        self.entries.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// The hex SHA-256 and size of `path` at `version`, when hashed before.
     pub fn get(&self, path: &str, version: &Version) -> Option<(String, u64)> {
-        let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        entries.get(&(path.to_owned(), version.clone())).cloned()
+        self.entries().get(path, version)
     }
 
     /// Hashes `bytes`, the content of `path` at `version`, keeps and
@@ -128,11 +183,7 @@ impl FileDigests {
     pub fn compute(&self, path: &str, version: &Version, bytes: &[u8]) -> (String, u64) {
         let value = (sha256_hex(bytes), bytes.len() as u64);
         self.computed.fetch_add(1, Ordering::Relaxed);
-        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        if entries.len() >= MAX_ENTRIES {
-            entries.clear();
-        }
-        entries.insert((path.to_owned(), version.clone()), value.clone());
+        self.entries().insert(path, version, &value.0, value.1);
         value
     }
 
@@ -141,8 +192,17 @@ impl FileDigests {
     /// version did not move with the content), so the next check reads
     /// them again.
     pub fn forget(&self, path: &str, version: &Version) {
-        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        entries.remove(&(path.to_owned(), version.clone()));
+        let mut entries = self.entries();
+        let Some(versions) = entries.by_path.get_mut(path) else {
+            return;
+        };
+        let before = versions.len();
+        versions.retain(|h| h.version != *version);
+        let removed = before - versions.len();
+        if versions.is_empty() {
+            entries.by_path.remove(path);
+        }
+        entries.len -= removed;
     }
 
     /// How many files were hashed since the cache was made.
@@ -162,28 +222,33 @@ impl FileDigests {
             )));
         }
         let read = listed.read_options();
-        let mut files = Vec::with_capacity(listed.files.len());
-        let mut missing = Vec::new();
-        for (i, file) in listed.files.iter().enumerate() {
-            let cached = file.version.as_ref().and_then(|v| self.get(file.path.as_str(), v));
-            match cached {
-                Some((sha256, size)) => files.push(DigestedFile {
-                    relative: file.relative.clone(),
-                    sha256,
-                    size,
-                    version: file.version.clone(),
-                }),
-                None => {
-                    missing.push(i);
-                    files.push(DigestedFile {
+        // One lock for every look-up of the skill.
+        let (mut files, missing) = {
+            let entries = self.entries();
+            let mut files = Vec::with_capacity(listed.files.len());
+            let mut missing = Vec::new();
+            for (i, file) in listed.files.iter().enumerate() {
+                let cached = file.version.as_ref().and_then(|v| entries.get(file.path.as_str(), v));
+                match cached {
+                    Some((sha256, size)) => files.push(DigestedFile {
                         relative: file.relative.clone(),
-                        sha256: String::new(),
-                        size: 0,
-                        version: None,
-                    });
+                        sha256,
+                        size,
+                        version: file.version.clone(),
+                    }),
+                    None => {
+                        missing.push(i);
+                        files.push(DigestedFile {
+                            relative: file.relative.clone(),
+                            sha256: String::new(),
+                            size: 0,
+                            version: None,
+                        });
+                    }
                 }
             }
-        }
+            (files, missing)
+        };
         if !missing.is_empty() {
             // A batch at a time, so a skill of many large files is never
             // held in memory whole.

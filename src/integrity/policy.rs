@@ -5,20 +5,28 @@
 //! [`crate::Catalog::reload_skill`]), so every front end (command, server,
 //! sync, mount, Python) serves only what passed them.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use futures::StreamExt;
 use skillstore_backends::{ErrorKind as StorageKind, VPath, Version};
 
-use crate::catalog::Catalog;
+use crate::catalog::{Catalog, Skill};
 use crate::diagnostic::{Diagnostic, DiagnosticKind, Severity};
 use crate::error::Error;
+use crate::integrity::digest::SkillDigest;
 use crate::integrity::lock::{Lock, LockedSkill};
 use crate::integrity::signature::{AllowedSigners, Refused, SIGNATURE_FILE, Signer, now};
+use crate::skill_files::SkillFiles;
 
-/// How many skills are checked at once.
+/// How many skills of one chunk are checked at once.
 const PARALLEL: usize = 16;
+
+/// How many winners one task of a check lists, digests and checks.
+const CHUNK: usize = 256;
+
+/// How many of those tasks run at once.
+const PARALLEL_CHUNKS: usize = 8;
 
 /// The signatures one source accepts.
 #[derive(Debug, Clone)]
@@ -85,25 +93,23 @@ impl Integrity {
     /// `signer_expired`); those that pass carry their digest and signer. A
     /// disabled winner the lock does not hold is left out with no
     /// diagnostic: the lock pins what is served, and it is not served.
-    pub(crate) async fn enforce(&self, catalog: Catalog) -> Catalog {
-        let locked = self.lock.as_ref().and_then(|l| l.skills_by_name());
-        let winners: Vec<Winner> = catalog
-            .skills()
-            .iter()
-            .map(|s| Winner {
-                name: s.name().to_owned(),
-                source: s.source.clone(),
-                path: s.path.clone(),
-                enabled: s.enabled,
-                parsed: s.version.clone(),
-            })
-            .collect();
-        // What needs no digest is decided first; the digests of the rest
-        // are computed in one batch, their listings batched.
-        let mut verdicts: Vec<Option<Verdict>> = Vec::with_capacity(winners.len());
-        let mut digested: Vec<(usize, Option<&LockedSkill>)> = Vec::new();
-        for (at, winner) in winners.iter().enumerate() {
-            match self.before_digest(winner, locked.as_ref()) {
+    ///
+    /// The winners that need a digest are checked [`CHUNK`] at a time, each
+    /// chunk a task of its own (its listings batched, its digests and
+    /// verdicts computed there), so the work spreads over the runtime's
+    /// workers while other chunks wait on storage.
+    pub(crate) async fn enforce(integrity: &Arc<Integrity>, catalog: Catalog) -> Catalog {
+        let locked: Option<HashMap<&str, usize>> = integrity
+            .locked_skills()
+            .map(|skills| skills.iter().enumerate().map(|(i, s)| (s.name.as_str(), i)).collect());
+        let catalog = Arc::new(catalog);
+        // What needs no digest is decided first; the rest are digested in
+        // chunks.
+        let count = catalog.skills().len();
+        let mut verdicts: Vec<Option<Verdict>> = Vec::with_capacity(count);
+        let mut digested: Vec<(usize, Option<usize>)> = Vec::new();
+        for (at, skill) in catalog.skills().iter().enumerate() {
+            match integrity.before_digest(skill, locked.as_ref()) {
                 Ok(entry) => {
                     digested.push((at, entry));
                     verdicts.push(None);
@@ -111,37 +117,36 @@ impl Integrity {
                 Err(verdict) => verdicts.push(Some(verdict)),
             }
         }
-        let names: Vec<&str> = digested.iter().map(|(at, _)| winners[*at].name.as_str()).collect();
-        let digests = catalog.skill_digests(&names).await;
-        let (catalog_ref, winners_ref) = (&catalog, &winners);
-        let ats: Vec<usize> = digested.iter().map(|(at, _)| *at).collect();
-        let checks = digested
-            .into_iter()
-            .zip(digests)
-            // Owned entries: a closure over borrowed ones is not `Send` for
-            // every lifetime the compiler asks about.
-            .map(|((at, entry), digest)| (at, entry.cloned(), digest))
-            .collect::<Vec<_>>()
-            .into_iter()
-            .map(move |(at, entry, digest)| async move {
-                self.after_digest(catalog_ref, &winners_ref[at], entry.as_ref(), digest)
-                    .await
-            });
-        let after: Vec<Verdict> = futures::stream::iter(checks).buffered(PARALLEL).collect().await;
-        for (at, verdict) in ats.into_iter().zip(after) {
-            verdicts[at] = Some(verdict);
-        }
-        let mut passed = HashMap::new();
-        let mut refused = Vec::new();
-        for (winner, verdict) in winners.into_iter().zip(verdicts) {
-            match verdict.expect("every winner has a verdict") {
-                Ok(found) => {
-                    passed.insert(winner.name, found);
-                }
-                Err(diagnostic) => refused.push((winner.name, diagnostic)),
+        drop(locked);
+        let chunks: Vec<Vec<(usize, Option<usize>)>> = digested.chunks(CHUNK).map(<[_]>::to_vec).collect();
+        let checks = chunks.into_iter().map(|chunk| {
+            let integrity = Arc::clone(integrity);
+            let catalog = Arc::clone(&catalog);
+            tokio::spawn(async move {
+                let found = integrity.check_chunk(&catalog, &chunk).await;
+                (chunk, found)
+            })
+        });
+        let mut checked = futures::stream::iter(checks).buffered(PARALLEL_CHUNKS);
+        while let Some(joined) = checked.next().await {
+            let (chunk, found) = joined.unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
+            for ((at, _), verdict) in chunk.into_iter().zip(found) {
+                verdicts[at] = Some(verdict);
             }
         }
-        let mut catalog = catalog;
+        drop(checked);
+        let mut passed = HashMap::with_capacity(count);
+        let mut refused = Vec::new();
+        for (skill, verdict) in catalog.skills().iter().zip(verdicts) {
+            match verdict.expect("every winner has a verdict") {
+                Ok(found) => {
+                    passed.insert(skill.name().to_owned(), found);
+                }
+                Err(diagnostic) => refused.push((skill.name().to_owned(), diagnostic)),
+            }
+        }
+        // Every chunk's task has finished and let its handle go.
+        let mut catalog = Arc::try_unwrap(catalog).unwrap_or_else(|shared| (*shared).clone());
         catalog.set_checked(passed);
         if refused.is_empty() {
             catalog
@@ -150,22 +155,46 @@ impl Integrity {
         }
     }
 
-    /// The verdict on `winner` that needs no digest, or the lock entry its
-    /// digest is to be checked against (`None`: only its signature is).
-    fn before_digest<'a>(
+    /// The skills the lock pins, when it pins any.
+    fn locked_skills(&self) -> Option<&[LockedSkill]> {
+        self.lock.as_ref().and_then(|l| l.skills.as_deref())
+    }
+
+    /// The verdicts on the winners of `catalog` at the positions `chunk`
+    /// names, each with its lock entry (an index into the lock's skills):
+    /// their listings batched, their digests computed, then checked.
+    async fn check_chunk(&self, catalog: &Catalog, chunk: &[(usize, Option<usize>)]) -> Vec<Verdict> {
+        let skills = catalog.skills();
+        let names: Vec<&str> = chunk.iter().map(|(at, _)| skills[*at].name()).collect();
+        let digests = catalog.listed_digests(&names).await;
+        let locked = self.locked_skills().unwrap_or_default();
+        // Collected first: a stream over a closure with borrowed arguments
+        // is not `Send` for every lifetime the compiler asks about.
+        let mut checks = Vec::with_capacity(chunk.len());
+        for (&(at, entry), digest) in chunk.iter().zip(digests) {
+            checks.push(self.after_digest(catalog, &skills[at], entry.map(|i| &locked[i]), digest));
+        }
+        futures::stream::iter(checks).buffered(PARALLEL).collect().await
+    }
+
+    /// The verdict on `winner` that needs no digest, or the lock entry (an
+    /// index into the lock's skills) its digest is to be checked against
+    /// (`None`: only its signature is).
+    fn before_digest(
         &self,
-        winner: &Winner,
-        locked: Option<&BTreeMap<&'a str, &'a LockedSkill>>,
-    ) -> std::result::Result<Option<&'a LockedSkill>, Verdict> {
+        winner: &Skill,
+        locked: Option<&HashMap<&str, usize>>,
+    ) -> std::result::Result<Option<usize>, Verdict> {
         let entry = match locked {
-            Some(locked) => match locked.get(winner.name.as_str()) {
-                Some(entry) => Some(*entry),
+            Some(locked) => match locked.get(winner.name()) {
+                Some(&entry) => Some(entry),
                 // A disabled skill is not served, so the lock need not hold
                 // it (`lock` writes enabled winners only): it is left out
                 // without a diagnostic.
                 None if !winner.enabled => return Err(Err(None)),
                 None => {
-                    return Err(winner.refuse(
+                    return Err(refuse(
+                        winner,
                         DiagnosticKind::NotLocked,
                         "not in the lock file, so it is not served; run `skillstore lock` to accept it".into(),
                     ));
@@ -173,10 +202,11 @@ impl Integrity {
             },
             None => None,
         };
-        if let Some(entry) = entry
+        if let Some(entry) = entry.map(|i| &self.locked_skills().unwrap_or_default()[i])
             && entry.source != winner.source
         {
-            return Err(winner.refuse(
+            return Err(refuse(
+                winner,
                 DiagnosticKind::LockMismatch,
                 format!(
                     "it wins in the source `{}`, the lock says `{}`; it is not served",
@@ -190,32 +220,34 @@ impl Integrity {
         Ok(entry)
     }
 
-    /// The verdict on `winner` once its digest is computed: checked against
-    /// the lock `entry` and its source's signature policy.
+    /// The verdict on `winner` once its digest is computed over `listed`:
+    /// checked against the lock `entry` and its source's signature policy.
     async fn after_digest(
         &self,
         catalog: &Catalog,
-        winner: &Winner,
+        winner: &Skill,
         entry: Option<&LockedSkill>,
-        digest: crate::error::Result<crate::integrity::digest::SkillDigest>,
+        listed: crate::error::Result<(SkillFiles, SkillDigest)>,
     ) -> Verdict {
         let refused_kind = if entry.is_some() {
             DiagnosticKind::LockMismatch
         } else {
             DiagnosticKind::Signature(Refused::Invalid)
         };
-        let dir = winner.path.parent().expect("a SKILL.md has a parent");
-        let (digest, files) = match digest {
-            Ok(found) => {
-                let files = found
+        let (digest, files) = match listed {
+            Ok((listed, found)) => {
+                // The digest's files are the listing's, in its order.
+                let files = listed
                     .files
                     .into_iter()
-                    .filter_map(|f| Some((dir.join(&f.relative).ok()?, f.version?, f.sha256)))
+                    .zip(found.files)
+                    .filter_map(|(file, digested)| Some((file.path, digested.version?, digested.sha256)))
                     .collect::<Vec<_>>();
                 (found.digest, files)
             }
             Err(e) => {
-                return winner.refuse(
+                return refuse(
+                    winner,
                     refused_kind,
                     format!("its digest cannot be computed ({e}); it is not served"),
                 );
@@ -227,9 +259,10 @@ impl Integrity {
         // two reads would show text no check saw.
         if files
             .iter()
-            .any(|(file, version, _)| *file == winner.path && *version != winner.parsed)
+            .any(|(file, version, _)| *file == winner.path && *version != winner.version)
         {
-            return winner.refuse(
+            return refuse(
+                winner,
                 refused_kind,
                 "its SKILL.md changed while it was checked; it is not served until a load sees one version".into(),
             );
@@ -237,7 +270,8 @@ impl Integrity {
         if let Some(entry) = entry
             && entry.digest != digest
         {
-            return winner.refuse(
+            return refuse(
+                winner,
                 DiagnosticKind::LockMismatch,
                 format!(
                     "its digest is {digest}, the lock says {}; it is not served",
@@ -247,11 +281,11 @@ impl Integrity {
         }
         let signer = match self.signature_policy(&winner.source) {
             None => None,
-            Some(policy) => match check_signature(catalog, &winner.name, &digest, policy).await {
+            Some(policy) => match check_signature(catalog, winner.name(), &digest, policy).await {
                 SignatureStatus::Signed(signer) => Some(signer.principal),
                 SignatureStatus::Unsigned | SignatureStatus::NotChecked => None,
                 SignatureStatus::Refused(refused) => {
-                    return winner.refuse(DiagnosticKind::Signature(refused), signature_message(refused));
+                    return refuse(winner, DiagnosticKind::Signature(refused), signature_message(refused));
                 }
             },
         };
@@ -268,27 +302,15 @@ impl Integrity {
 /// lock does not hold).
 type Verdict = std::result::Result<Checked, Option<Diagnostic>>;
 
-/// The winner a check is about.
-struct Winner {
-    name: String,
-    source: String,
-    path: VPath,
-    enabled: bool,
-    /// The version of SKILL.md its frontmatter was parsed from.
-    parsed: Version,
-}
-
-impl Winner {
-    /// Withheld as `kind`, saying `message`.
-    fn refuse(&self, kind: DiagnosticKind, message: String) -> Verdict {
-        Err(Some(Diagnostic::new(
-            Severity::Error,
-            kind,
-            Some(&self.source),
-            Some(&self.path),
-            message,
-        )))
-    }
+/// `winner` withheld as `kind`, saying `message`.
+fn refuse(winner: &Skill, kind: DiagnosticKind, message: String) -> Verdict {
+    Err(Some(Diagnostic::new(
+        Severity::Error,
+        kind,
+        Some(&winner.source),
+        Some(&winner.path),
+        message,
+    )))
 }
 
 /// Reads the signature of the skill `name` through a confined read and

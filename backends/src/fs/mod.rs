@@ -16,6 +16,7 @@
 
 #[cfg(target_os = "linux")]
 mod kernel;
+mod listings;
 mod portable;
 mod resolve;
 
@@ -129,6 +130,8 @@ struct Inner {
     root: OwnedFd,
     policy: SymlinkPolicy,
     resolver: PathResolver,
+    /// The entries of directories unchanged since they were read.
+    listings: listings::Listings,
 }
 
 impl std::fmt::Debug for FsBackend {
@@ -172,6 +175,7 @@ impl FsBackend {
                 root: fd,
                 policy,
                 resolver,
+                listings: listings::Listings::default(),
             }),
             writable: true,
         })
@@ -213,6 +217,7 @@ impl FsBackend {
                 root,
                 policy,
                 resolver: self.inner.resolver,
+                listings: listings::Listings::default(),
             }),
             writable: self.writable,
         })
@@ -453,20 +458,66 @@ impl Inner {
     }
 
     fn list(&self, dir: &VPath) -> Result<Vec<Entry>> {
-        // The listing reads through the opened handle itself: no second
-        // open of `.` per directory.
-        let mut listing =
-            Dir::new(self.open(dir, OFlags::RDONLY | OFlags::DIRECTORY)?).map_err(|e| io_error(e, dir))?;
-        let mut entries = Vec::new();
+        // A handle to look up and stat beneath (`O_PATH` on Linux): enough
+        // when the directory is unchanged since it was last read, whose
+        // names and types are then known, and only what each entry is now
+        // is asked.
+        let fd = self.open(dir, LOOKUP | OFlags::DIRECTORY)?;
+        let version = listings::DirVersion::of(&rustix::fs::fstat(&fd).map_err(|e| io_error(e, dir))?);
+        if let Some(names) = self.listings.get(relative(dir), &version) {
+            return self.entries(
+                dir,
+                fd.as_fd(),
+                names.iter().map(|(name, kind)| (name.as_c_str(), *kind)),
+            );
+        }
+        // Otherwise the directory itself is opened for reading through that
+        // handle (its path is not resolved again).
+        let readable = if cfg!(target_os = "linux") {
+            rustix::fs::openat(
+                &fd,
+                c".",
+                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+            .map_err(|errno| self.open_error(errno, dir, Purpose::Read))?
+        } else {
+            fd
+        };
+        let mut listing = Dir::new(readable).map_err(|e| io_error(e, dir))?;
+        let mut names = Vec::new();
         while let Some(item) = listing.read() {
             let item = item.map_err(|e| io_error(e, dir))?;
             let raw = item.file_name();
             if raw == c"." || raw == c".." {
                 continue;
             }
+            names.push((raw.to_owned(), item.file_type()));
+        }
+        let names: listings::Names = names.into();
+        let entries = self.entries(
+            dir,
+            listing.fd().map_err(|e| io_error(e, dir))?,
+            names.iter().map(|(name, kind)| (name.as_c_str(), *kind)),
+        )?;
+        self.listings.keep(relative(dir), version, names);
+        Ok(entries)
+    }
+
+    /// The entries of `dir` (open as `fd`) named by `names` with the type
+    /// its listing gave each: a file's size and version from a `stat` now,
+    /// a link resolved now under the policy.
+    fn entries<'a>(
+        &self,
+        dir: &VPath,
+        fd: BorrowedFd<'_>,
+        names: impl Iterator<Item = (&'a CStr, FileType)>,
+    ) -> Result<Vec<Entry>> {
+        let mut entries = Vec::new();
+        for (raw, kind) in names {
             let Some(name) = child_name(raw, dir) else { continue };
             let child = || dir.join(name).expect("checked by child_name");
-            let (meta, symlink) = match item.file_type() {
+            let (meta, symlink) = match kind {
                 FileType::Directory => (
                     Metadata {
                         kind: EntryKind::Dir,
@@ -476,11 +527,7 @@ impl Inner {
                     false,
                 ),
                 FileType::Symlink => (self.resolve_link(&child()), true),
-                _ => match rustix::fs::statat(
-                    listing.fd().map_err(|e| io_error(e, dir))?,
-                    raw,
-                    AtFlags::SYMLINK_NOFOLLOW,
-                ) {
+                _ => match rustix::fs::statat(fd, raw, AtFlags::SYMLINK_NOFOLLOW) {
                     Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::Symlink => {
                         (self.resolve_link(&child()), true)
                     }
@@ -941,6 +988,69 @@ mod tests {
         assert_eq!(ErrorKind::StorageFull.as_str(), "storage_full");
         assert_eq!(errno_kind(Errno::ACCESS), ErrorKind::PermissionDenied);
         assert_eq!(errno_kind(Errno::ROFS), ErrorKind::PermissionDenied);
+    }
+
+    /// The entries `inner` lists in `dir`: name, kind, link, version.
+    fn listed(backend: &FsBackend, dir: &VPath) -> Vec<(String, EntryKind, bool, Option<Version>)> {
+        let mut entries: Vec<_> = backend
+            .inner
+            .list(dir)
+            .unwrap()
+            .into_iter()
+            .map(|e| (e.name, e.kind, e.symlink, e.version))
+            .collect();
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        entries
+    }
+
+    #[test]
+    fn a_directory_is_listed_as_it_is_now_after_its_entries_were_kept() {
+        let root = tempfile::tempdir().unwrap();
+        let d = root.path().join("d");
+        std::fs::create_dir_all(d.join("sub")).unwrap();
+        std::fs::write(d.join("a.md"), b"aaaa").unwrap();
+        std::fs::write(d.join("gone.md"), b"x").unwrap();
+        let backend = FsBackend::new(root.path()).unwrap();
+        let dir = VPath::new("/d").unwrap();
+        // Settled: its entries are kept at this listing.
+        std::thread::sleep(listings::SETTLED + std::time::Duration::from_millis(200));
+        let before = listed(&backend, &dir);
+        let st = rustix::fs::stat(&d).unwrap();
+        assert!(
+            backend
+                .inner
+                .listings
+                .get("d", &listings::DirVersion::of(&st))
+                .is_some(),
+            "a settled directory's entries are kept"
+        );
+        // A file rewritten in place leaves the directory as it was: its
+        // entry is kept, and its version is asked again.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        std::fs::write(d.join("a.md"), b"bbbb").unwrap();
+        let rewritten = listed(&backend, &dir);
+        assert_eq!(rewritten.len(), before.len());
+        assert_ne!(rewritten[0].3, before[0].3, "the version is the file's now");
+        assert_eq!(rewritten, listed(&FsBackend::new(root.path()).unwrap(), &dir));
+        // Added, removed, a directory replaced by a file, a link: the
+        // directory changed, so it is read again.
+        std::fs::write(d.join("b.md"), b"b").unwrap();
+        std::fs::remove_file(d.join("gone.md")).unwrap();
+        std::fs::remove_dir(d.join("sub")).unwrap();
+        std::fs::write(d.join("sub"), b"now a file").unwrap();
+        std::os::unix::fs::symlink("a.md", d.join("link.md")).unwrap();
+        let after = listed(&backend, &dir);
+        assert_eq!(after, listed(&FsBackend::new(root.path()).unwrap(), &dir));
+        let names: Vec<(&str, EntryKind, bool)> = after.iter().map(|e| (e.0.as_str(), e.1, e.2)).collect();
+        assert_eq!(
+            names,
+            [
+                ("a.md", EntryKind::File, false),
+                ("b.md", EntryKind::File, false),
+                ("link.md", EntryKind::File, true),
+                ("sub", EntryKind::File, false),
+            ]
+        );
     }
 
     /// A file in a fresh directory, created long enough ago that a change
