@@ -32,6 +32,9 @@ pub struct PyNamespace {
     /// catalog path reads go through and when it was loaded (see
     /// [`PyNamespace::served_catalog`]).
     served: std::sync::Mutex<Option<(Arc<skillstore::Catalog>, std::time::Instant)>>,
+    /// Held (with the GIL released) by the one thread loading the checked
+    /// catalog again, so concurrent reads share one load.
+    reloading: Arc<tokio::sync::Mutex<()>>,
 }
 
 /// One source of a namespace.
@@ -236,9 +239,7 @@ impl PyNamespace {
     fn load(&self, py: Python<'_>) -> PyResult<PyCatalog> {
         let options = self.inner.prompt_options().py(py)?;
         let catalog = block_on(py, self.inner.load());
-        if self.checks_integrity() {
-            self.keep_served(&Arc::new(catalog.clone()));
-        }
+        self.loaded(&catalog);
         Ok(PyCatalog::new(catalog, options))
     }
 
@@ -255,6 +256,7 @@ impl PyNamespace {
         let options = self.inner.prompt_options().py(py)?;
         let namespace = &self.inner;
         let catalog = block_on(py, namespace.load_sources(list)).py(py)?;
+        self.loaded(&catalog);
         Ok(PyCatalog::new(catalog, options))
     }
 
@@ -276,6 +278,7 @@ impl PyNamespace {
         let options = self.inner.prompt_options().py(py)?;
         let namespace = &self.inner;
         let catalog = block_on(py, namespace.load_sources(list)).py(py)?;
+        self.loaded(&catalog);
         Ok(PyCatalog::new(catalog, options))
     }
 
@@ -520,6 +523,7 @@ impl PyNamespace {
             inner,
             config,
             served: std::sync::Mutex::new(None),
+            reloading: Arc::new(tokio::sync::Mutex::new(())),
         }
     }
 
@@ -533,21 +537,54 @@ impl PyNamespace {
     /// load (which releases the GIL): a thread waiting for it holds the
     /// GIL, and the loading one needs it back.
     fn served_catalog(&self, py: Python<'_>, max_age: std::time::Duration) -> Arc<skillstore::Catalog> {
-        let slot = || self.served.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((catalog, loaded)) = slot().as_ref()
-            && loaded.elapsed() < max_age
-        {
-            return Arc::clone(catalog);
+        let asked = std::time::Instant::now();
+        let kept = |fresh: &dyn Fn(std::time::Instant) -> bool| {
+            let slot = self.served.lock().unwrap_or_else(|e| e.into_inner());
+            slot.as_ref()
+                .filter(|(_, loaded)| fresh(*loaded))
+                .map(|(catalog, _)| Arc::clone(catalog))
+        };
+        if let Some(catalog) = kept(&|loaded| loaded.elapsed() < max_age) {
+            return catalog;
+        }
+        // One load at a time, waited for with the GIL released; a load
+        // that began after this call did is as fresh as one of its own.
+        let _turn = block_on(py, Arc::clone(&self.reloading).lock_owned());
+        if let Some(catalog) = kept(&|loaded| loaded >= asked) {
+            return catalog;
         }
         let catalog = Arc::new(block_on(py, self.inner.load()));
-        self.keep_served(&catalog);
+        self.keep_served(Some(&catalog));
         catalog
     }
 
-    /// Keeps `catalog`, just loaded, as the one path reads go through.
-    fn keep_served(&self, catalog: &Arc<skillstore::Catalog>) {
+    /// Keeps `catalog`, just loaded, as the one path reads go through, or
+    /// (`None`) has the next path read load one.
+    fn keep_served(&self, catalog: Option<&Arc<skillstore::Catalog>>) {
         let mut slot = self.served.lock().unwrap_or_else(|e| e.into_inner());
-        *slot = Some((Arc::clone(catalog), std::time::Instant::now()));
+        *slot = catalog.map(|catalog| (Arc::clone(catalog), std::time::Instant::now()));
+    }
+
+    /// After a load on a checked namespace: what it shows is what path
+    /// reads see. A load of the namespace's own sources becomes the catalog
+    /// they go through; a load of other sources has the next path read load
+    /// the namespace's catalog again.
+    fn loaded(&self, catalog: &skillstore::Catalog) {
+        if !self.checks_integrity() {
+            return;
+        }
+        let own = self.inner.sources();
+        let same = catalog.sources().iter().count() == own.iter().count()
+            && catalog
+                .sources()
+                .iter()
+                .zip(own.iter())
+                .all(|(a, b)| a.name() == b.name() && a.path() == b.path());
+        if same {
+            self.keep_served(Some(&Arc::new(catalog.clone())));
+        } else {
+            self.keep_served(None);
+        }
     }
 
     /// Path reads where the namespace checks a lock or signatures: each
@@ -558,8 +595,9 @@ impl PyNamespace {
     /// every path read again) when it is older than [`SERVED_MAX_AGE`],
     /// when a read finds a skill changed since its check, and when a read
     /// finds nothing served at a path (a skill added or put back since)
-    /// and the catalog is older than [`SERVED_MISS_AGE`]. `load()` also
-    /// replaces it, so what an agent is shown is what its reads see.
+    /// and the catalog is older than [`SERVED_MISS_AGE`]. A load replaces
+    /// it ([`PyNamespace::loaded`]), so what an agent is shown is what its
+    /// reads see.
     fn served_reads(&self, py: Python<'_>, paths: &[String], limit: u64) -> PyResult<Vec<PyResult<files::PyBlob>>> {
         let parsed: Vec<skillstore_backends::Result<skillstore_backends::VPath>> =
             paths.iter().map(skillstore_backends::VPath::new).collect();

@@ -192,6 +192,21 @@ def test_a_load_that_withholds_a_skill_ends_its_path_reads(root):
         ns.read("/skills/pdf/SKILL.md")
 
 
+@pytest.mark.parametrize("load", ["load_at", "load_sources"])
+def test_a_load_of_the_sources_the_middleware_names_ends_path_reads_too(root, load):
+    """The deepagents middleware loads with `load_at`: the skill it tells
+    the agent is withheld is not read by path either."""
+    (root / "skillstore.lock").write_text(open_dir(root).lock())
+    ns = open_dir(root, "lock: skillstore.lock\n")
+    assert ns.read("/skills/pdf/references/forms.md").data == b"# Forms\n"
+    (root / "skills" / "pdf" / "scripts" / "run.sh").unlink()
+    catalog = ns.load_at(["/skills/"]) if load == "load_at" else ns.load_sources(["skills=/skills/"])
+    assert catalog.names() == ["csv"]
+    with pytest.raises(skillstore.NotFoundError):
+        ns.read("/skills/pdf/references/forms.md")
+    assert ns.read("/skills/csv/SKILL.md").data.startswith(b"---")
+
+
 def test_concurrent_first_path_reads_of_a_checked_namespace_all_finish(root):
     """The checked catalog is loaded by the first path reads; a thread
     waiting for it must not hold the GIL the loading thread needs back.
