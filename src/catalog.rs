@@ -768,14 +768,15 @@ impl Catalog {
     /// Sets the digests and signers a check found, by winner name, and
     /// holds every read of a checked skill's files to the versions its
     /// digest was computed from ([`crate::integrity::pin`]).
-    pub(crate) fn set_checked(&mut self, checked: HashMap<String, Checked>) {
-        let mut pins = Pins::new();
+    pub(crate) fn set_checked(&mut self, mut checked: HashMap<String, Checked>) {
+        let files = checked.values().filter_map(|c| c.files.as_ref()).map(Vec::len).sum();
+        let mut pins = Pins::with_capacity(checked.len(), files);
         for skill in &mut self.skills {
-            if let Some(found) = checked.get(skill.name()) {
+            if let Some(found) = checked.remove(skill.name()) {
                 skill.digest = found.digest.as_deref().map(Arc::from);
                 skill.signer = found.signer.as_deref().map(Arc::from);
-                if let Some(files) = &found.files {
-                    pins.pin(skill.dir(), files.iter().cloned());
+                if let Some(files) = found.files {
+                    pins.pin(skill.dir(), files);
                 }
             }
         }

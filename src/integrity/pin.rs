@@ -95,6 +95,15 @@ impl Pins {
         Pins::default()
     }
 
+    /// No skill pinned, with room for `skills` skills of `files` files in
+    /// all.
+    pub fn with_capacity(skills: usize, files: usize) -> Self {
+        let mut pins = Pins::default();
+        pins.dirs.reserve(skills);
+        pins.files.reserve(files);
+        pins
+    }
+
     /// These pins, forgetting in `digests` a file's hash that a whole read
     /// finds wrong for its version, so that the next check reads the file
     /// again instead of passing it on the hash kept for that version.
