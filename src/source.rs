@@ -8,8 +8,9 @@ use skillstore_backends::VPath;
 use crate::error::{Error, Result};
 
 /// One directory of skills in the namespace, with a name used in provenance
-/// and a label used in prompts.
-#[derive(Debug, Clone)]
+/// and a label used in prompts. Two sources are equal when every setting
+/// is (patterns compared by their text).
+#[derive(Debug, Clone, PartialEq)]
 pub struct Source {
     name: String,
     label: String,
@@ -25,6 +26,13 @@ pub struct Source {
 pub struct Patterns {
     texts: Vec<String>,
     set: Option<GlobSet>,
+}
+
+impl PartialEq for Patterns {
+    /// The same patterns, by their text.
+    fn eq(&self, other: &Self) -> bool {
+        self.texts == other.texts
+    }
 }
 
 impl Patterns {

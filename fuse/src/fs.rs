@@ -51,6 +51,10 @@ struct OpenFile {
     path: VPath,
     version: Version,
     data: Bytes,
+    /// The skill's name when a lock or signature check pinned it at open:
+    /// the handle reads only while the current catalog still serves that
+    /// skill, checked and not withdrawn.
+    checked: Option<String>,
 }
 
 /// A child of a directory of the tree.
@@ -175,6 +179,18 @@ impl Inner {
             path,
             depth: rest.split('/').count(),
         })
+    }
+
+    /// True when the current catalog still serves the checked skill
+    /// `name`, at the directory holding `path`, and has not withdrawn it.
+    fn still_checked(&self, name: &str, path: &VPath) -> bool {
+        let catalog = self.catalog.snapshot();
+        catalog
+            .get(name)
+            .filter(|s| self.options.all_skills || s.enabled)
+            .is_some_and(|s| path.starts_with(&s.dir()))
+            && catalog.checked_files(name).is_some()
+            && !catalog.is_withdrawn(name)
     }
 
     /// The children of the directory `local`.
@@ -410,6 +426,13 @@ impl Inner {
             return Err(Errno::EISDIR);
         }
         let resolved = self.resolve(local)?;
+        let name = local.split_once('/').map_or(local, |(name, _)| name);
+        let checked = self
+            .catalog
+            .snapshot()
+            .checked_files(name)
+            .is_some()
+            .then(|| name.to_owned());
         let kept = self
             .cache()
             .open(&resolved.path, child.version.as_ref(), child.listed_at);
@@ -418,6 +441,7 @@ impl Inner {
                 path: resolved.path,
                 version,
                 data,
+                checked,
             };
             return Ok((file, child.size));
         }
@@ -447,6 +471,7 @@ impl Inner {
             path: resolved.path,
             version: blob.version,
             data,
+            checked,
         };
         Ok((file, child.size))
     }
@@ -541,7 +566,9 @@ impl Filesystem for SkillsFs {
             Ok((file, listed_size)) => {
                 // When the bytes differ in length from what the listing
                 // said, the kernel must not trust the size it was given.
-                let flags = if listed_size == Some(file.data.len() as u64) {
+                // A checked skill's file is read through this process
+                // every time, so a withdrawal reaches handles already open.
+                let flags = if listed_size == Some(file.data.len() as u64) && file.checked.is_none() {
                     FopenFlags::empty()
                 } else {
                     FopenFlags::FOPEN_DIRECT_IO
@@ -572,11 +599,12 @@ impl Filesystem for SkillsFs {
             .state()
             .handles
             .get(&u64::from(fh))
-            .map(|f| (f.path.clone(), f.data.clone()));
+            .map(|f| (f.path.clone(), f.checked.clone(), f.data.clone()));
         match file {
-            // Opened before its skill was withdrawn: nothing more of it.
-            Some((path, _)) if self.inner.catalog.snapshot().is_withdrawn_path(&path) => reply.error(Errno::EIO),
-            Some((_, data)) => {
+            // Opened while its skill was checked: nothing more of it once
+            // the skill is withdrawn, or withheld by a refresh since.
+            Some((path, Some(name), _)) if !self.inner.still_checked(&name, &path) => reply.error(Errno::EIO),
+            Some((_, _, data)) => {
                 let start = (offset as usize).min(data.len());
                 let end = start.saturating_add(size as usize).min(data.len());
                 reply.data(&data[start..end]);

@@ -294,6 +294,7 @@ async fn a_locked_skill_shows_whole_or_not_at_all() {
             .contains("PDFs.")
     );
     let mut held = std::fs::File::open(at.join("pdf/references/forms.md")).unwrap();
+    let mut held_across_refresh = std::fs::File::open(at.join("pdf/SKILL.md")).unwrap();
     std::fs::remove_file(root.join("pdf/scripts/guard.sh")).unwrap();
     // A second mount of the same catalog lists afresh (the first keeps its
     // listings until a refresh).
@@ -324,6 +325,16 @@ async fn a_locked_skill_shows_whole_or_not_at_all() {
         !String::from_utf8_lossy(&root_listing.stdout).contains("pdf"),
         "a withdrawn skill is listed: {}",
         String::from_utf8_lossy(&root_listing.stdout)
+    );
+    // A refresh withholds the skill: a handle opened while it was checked
+    // reads nothing either, although the new catalog pins nothing of it.
+    catalog.refresh().await;
+    assert_eq!(catalog.snapshot().withheld().count(), 1);
+    let mut after_refresh = Vec::new();
+    assert!(
+        std::io::Read::read_to_end(&mut held_across_refresh, &mut after_refresh).is_err(),
+        "a file opened before the skill was withheld is read: {}",
+        String::from_utf8_lossy(&after_refresh)
     );
     drop(second);
     drop(mounted);

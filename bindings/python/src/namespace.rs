@@ -575,11 +575,7 @@ impl PyNamespace {
         }
         let own = self.inner.sources();
         let same = catalog.sources().iter().count() == own.iter().count()
-            && catalog
-                .sources()
-                .iter()
-                .zip(own.iter())
-                .all(|(a, b)| a.name() == b.name() && a.path() == b.path());
+            && catalog.sources().iter().zip(own.iter()).all(|(a, b)| a == b);
         if same {
             self.keep_served(Some(&Arc::new(catalog.clone())));
         } else {
@@ -608,10 +604,16 @@ impl PyNamespace {
                 futures::future::join_all(valid.iter().map(|p| catalog.read_served_path(p, limit))).await
             })
         };
-        let mut read = read_all(self.served_catalog(py, SERVED_MAX_AGE));
+        let catalog = self.served_catalog(py, SERVED_MAX_AGE);
+        let withdrawn = catalog.withdrawn_count();
+        let mut read = read_all(Arc::clone(&catalog));
+        // A read that withdrew a skill (a checked file found gone, grown or
+        // changed) may have come after another read of the same skill
+        // succeeded: the whole call is read again.
+        let withdrew = catalog.withdrawn_count() > withdrawn;
         let changed = |e: &skillstore::Error| skillstore::integrity::pin::is_changed(e);
         let missed = |e: &skillstore::Error| matches!(e, skillstore::Error::Backend(b) if b.kind() == skillstore_backends::ErrorKind::NotFound);
-        if read.iter().any(|r| matches!(r, Err(e) if changed(e))) {
+        if withdrew || read.iter().any(|r| matches!(r, Err(e) if changed(e))) {
             read = read_all(self.served_catalog(py, std::time::Duration::ZERO));
         } else if read.iter().any(|r| matches!(r, Err(e) if missed(e))) {
             read = read_all(self.served_catalog(py, SERVED_MISS_AGE));

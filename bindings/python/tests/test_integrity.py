@@ -229,6 +229,18 @@ print("ok")
     assert done.stdout.strip() == "ok"
 
 
+def test_a_batch_that_withdraws_a_skill_serves_none_of_it(root):
+    """A checked file grown past the read limit withdraws its skill; the
+    other files of that skill in the same batch are not served either."""
+    (root / "skillstore.lock").write_text(open_dir(root).lock())
+    ns = open_dir(root, "lock: skillstore.lock\n")
+    assert ns.read("/skills/pdf/SKILL.md").data.startswith(b"---")
+    (root / "skills" / "pdf" / "scripts" / "run.sh").write_bytes(b"x" * (10 * 1024 * 1024 + 1))
+    skill_md, run = ns.read_many(["/skills/pdf/SKILL.md", "/skills/pdf/scripts/run.sh"])
+    assert isinstance(skill_md, skillstore.SkillstoreError), skill_md
+    assert isinstance(run, skillstore.SkillstoreError), run
+
+
 def test_a_refresh_withholds_a_skill_changed_since_the_load(root):
     (root / "skillstore.lock").write_text(open_dir(root).lock())
     catalog = open_dir(root, "lock: skillstore.lock\n").load()
