@@ -293,8 +293,9 @@ impl PyNamespace {
     fn search(&self, py: Python<'_>, query: &str, limit: i64, include_disabled: bool) -> PyResult<Vec<PySearchResult>> {
         let options = search::options(py, limit, include_disabled)?;
         let namespace = &self.inner;
+        let catalog = block_on(py, namespace.load());
+        self.loaded(&catalog);
         block_on(py, async move {
-            let catalog = namespace.load().await;
             let index = namespace.search_index_for(&catalog).await?;
             search::run(&index, &catalog, query, options)
         })
