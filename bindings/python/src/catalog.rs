@@ -24,6 +24,9 @@ pub struct PyCatalog {
     /// to the catalogs refreshed from this one; held while a search brings
     /// it level with its catalog and queries it.
     search: SharedIndex,
+    /// The kept catalog of the checked namespace this was loaded from:
+    /// a refresh sets what its path reads see.
+    served: Option<Arc<crate::namespace::ServedSlot>>,
 }
 
 type SharedIndex = Arc<tokio::sync::Mutex<Option<SearchIndex>>>;
@@ -34,7 +37,14 @@ impl PyCatalog {
             inner,
             prompt,
             search: SharedIndex::default(),
+            served: None,
         }
+    }
+
+    /// This catalog, setting `served` at each refresh.
+    pub fn following(mut self, served: Arc<crate::namespace::ServedSlot>) -> Self {
+        self.served = Some(served);
+        self
     }
 
     fn skill(&self, name: &str) -> PyResult<&Skill> {
@@ -334,10 +344,14 @@ impl PyCatalog {
     /// not read again (GIL released).
     fn refresh(&self, py: Python<'_>) -> PyCatalog {
         let inner = block_on(py, self.inner.refresh());
+        if let Some(served) = &self.served {
+            served.loaded(&inner);
+        }
         PyCatalog {
             inner,
             prompt: self.prompt.clone(),
             search: Arc::clone(&self.search),
+            served: self.served.clone(),
         }
     }
 
@@ -371,6 +385,7 @@ impl PyCatalog {
             inner,
             prompt: self.prompt.clone(),
             search: Arc::clone(&self.search),
+            served: self.served.clone(),
         }
     }
 

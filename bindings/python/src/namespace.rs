@@ -30,8 +30,8 @@ pub struct PyNamespace {
     config: Config,
     /// Where the namespace checks a lock or signatures: the checked
     /// catalog path reads go through and when it was loaded (see
-    /// [`PyNamespace::served_catalog`]).
-    served: std::sync::Mutex<Option<(Arc<skillstore::Catalog>, std::time::Instant)>>,
+    /// [`PyNamespace::served_catalog`]), shared with the catalogs it loads.
+    served: Arc<ServedSlot>,
     /// Held (with the GIL released) by the one thread loading the checked
     /// catalog again, so concurrent reads share one load.
     reloading: Arc<tokio::sync::Mutex<()>>,
@@ -240,7 +240,7 @@ impl PyNamespace {
         let options = self.inner.prompt_options().py(py)?;
         let catalog = block_on(py, self.inner.load());
         self.loaded(&catalog);
-        Ok(PyCatalog::new(catalog, options))
+        Ok(self.catalog(catalog, options))
     }
 
     /// Loads a catalog of other sources (`[LABEL=]VPATH` specs, lowest
@@ -257,7 +257,7 @@ impl PyNamespace {
         let namespace = &self.inner;
         let catalog = block_on(py, namespace.load_sources(list)).py(py)?;
         self.loaded(&catalog);
-        Ok(PyCatalog::new(catalog, options))
+        Ok(self.catalog(catalog, options))
     }
 
     /// The sources at the directories `paths`, lowest priority first, as
@@ -279,7 +279,7 @@ impl PyNamespace {
         let namespace = &self.inner;
         let catalog = block_on(py, namespace.load_sources(list)).py(py)?;
         self.loaded(&catalog);
-        Ok(PyCatalog::new(catalog, options))
+        Ok(self.catalog(catalog, options))
     }
 
     /// The skills that best match `query`, best first, at most `limit`
@@ -491,6 +491,43 @@ pub fn load_config(py: Python<'_>, path: PathBuf, writable: Vec<String>) -> PyRe
     Ok(PyNamespace::opened(inner, config))
 }
 
+/// Where a checked namespace keeps the catalog its path reads go through,
+/// shared with the catalogs loaded from it so that every load or refresh
+/// of them sets what those reads see.
+pub(crate) struct ServedSlot {
+    /// True when the namespace checks a lock or signatures.
+    checks: bool,
+    /// The namespace's configured sources.
+    own: SourceList,
+    kept: std::sync::Mutex<Option<(Arc<skillstore::Catalog>, std::time::Instant)>>,
+}
+
+impl ServedSlot {
+    /// Keeps `catalog`, just loaded, as the one path reads go through, or
+    /// (`None`) has the next path read load one.
+    fn keep(&self, catalog: Option<&Arc<skillstore::Catalog>>) {
+        let mut slot = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        *slot = catalog.map(|catalog| (Arc::clone(catalog), std::time::Instant::now()));
+    }
+
+    /// After a load or refresh on a checked namespace: what it shows is
+    /// what path reads see. A catalog of the namespace's own sources (equal
+    /// in every setting) becomes the one they go through; one of other
+    /// sources has the next path read load the namespace's catalog again.
+    pub(crate) fn loaded(&self, catalog: &skillstore::Catalog) {
+        if !self.checks {
+            return;
+        }
+        let same = catalog.sources().iter().count() == self.own.iter().count()
+            && catalog.sources().iter().zip(self.own.iter()).all(|(a, b)| a == b);
+        if same {
+            self.keep(Some(&Arc::new(catalog.clone())));
+        } else {
+            self.keep(None);
+        }
+    }
+}
+
 /// The oldest a checked namespace's kept catalog may be when a path read
 /// uses it: a skill changed, lost or withheld since is seen at most this
 /// late by reads that do not come upon the change themselves.
@@ -520,10 +557,15 @@ crate::async_variants!(PyNamespace {
 
 impl PyNamespace {
     fn opened(inner: skillstore::Namespace, config: Config) -> Self {
+        let served = Arc::new(ServedSlot {
+            checks: inner.load_options().integrity.is_some(),
+            own: inner.sources().clone(),
+            kept: std::sync::Mutex::new(None),
+        });
         PyNamespace {
             inner,
             config,
-            served: std::sync::Mutex::new(None),
+            served,
             reloading: Arc::new(tokio::sync::Mutex::new(())),
         }
     }
@@ -540,7 +582,7 @@ impl PyNamespace {
     fn served_catalog(&self, py: Python<'_>, max_age: std::time::Duration) -> Arc<skillstore::Catalog> {
         let asked = std::time::Instant::now();
         let kept = |fresh: &dyn Fn(std::time::Instant) -> bool| {
-            let slot = self.served.lock().unwrap_or_else(|e| e.into_inner());
+            let slot = self.served.kept.lock().unwrap_or_else(|e| e.into_inner());
             slot.as_ref()
                 .filter(|(_, loaded)| fresh(*loaded))
                 .map(|(catalog, _)| Arc::clone(catalog))
@@ -555,33 +597,19 @@ impl PyNamespace {
             return catalog;
         }
         let catalog = Arc::new(block_on(py, self.inner.load()));
-        self.keep_served(Some(&catalog));
+        self.served.keep(Some(&catalog));
         catalog
     }
 
-    /// Keeps `catalog`, just loaded, as the one path reads go through, or
-    /// (`None`) has the next path read load one.
-    fn keep_served(&self, catalog: Option<&Arc<skillstore::Catalog>>) {
-        let mut slot = self.served.lock().unwrap_or_else(|e| e.into_inner());
-        *slot = catalog.map(|catalog| (Arc::clone(catalog), std::time::Instant::now()));
+    /// After a load: see [`ServedSlot::loaded`].
+    fn loaded(&self, catalog: &skillstore::Catalog) {
+        self.served.loaded(catalog);
     }
 
-    /// After a load on a checked namespace: what it shows is what path
-    /// reads see. A load of the namespace's own sources becomes the catalog
-    /// they go through; a load of other sources has the next path read load
-    /// the namespace's catalog again.
-    fn loaded(&self, catalog: &skillstore::Catalog) {
-        if !self.checks_integrity() {
-            return;
-        }
-        let own = self.inner.sources();
-        let same = catalog.sources().iter().count() == own.iter().count()
-            && catalog.sources().iter().zip(own.iter()).all(|(a, b)| a == b);
-        if same {
-            self.keep_served(Some(&Arc::new(catalog.clone())));
-        } else {
-            self.keep_served(None);
-        }
+    /// A Python catalog of `catalog`, loaded from this namespace: its
+    /// refreshes set what path reads see, as this namespace's loads do.
+    fn catalog(&self, catalog: skillstore::Catalog, prompt: skillstore::PromptOptions) -> PyCatalog {
+        PyCatalog::new(catalog, prompt).following(Arc::clone(&self.served))
     }
 
     /// Path reads where the namespace checks a lock or signatures: each

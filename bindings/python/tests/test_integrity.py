@@ -229,6 +229,19 @@ print("ok")
     assert done.stdout.strip() == "ok"
 
 
+def test_a_refresh_of_a_catalog_from_the_namespace_ends_path_reads_too(root):
+    """The deepagents search tool refreshes the middleware's catalog: the
+    skill that refresh withholds is not read by path either."""
+    (root / "skillstore.lock").write_text(open_dir(root).lock())
+    ns = open_dir(root, "lock: skillstore.lock\n")
+    catalog = ns.load_at(["/skills/"])
+    assert ns.read("/skills/pdf/references/forms.md").data == b"# Forms\n"
+    (root / "skills" / "pdf" / "scripts" / "run.sh").unlink()
+    assert catalog.refresh().names() == ["csv"]
+    with pytest.raises(skillstore.NotFoundError):
+        ns.read("/skills/pdf/references/forms.md")
+
+
 def test_a_batch_that_withdraws_a_skill_serves_none_of_it(root):
     """A checked file grown past the read limit withdraws its skill; the
     other files of that skill in the same batch are not served either."""
