@@ -11,6 +11,17 @@ use common::*;
 use skillstore::integrity::Lock;
 use skillstore_server::Scope;
 
+/// The public discovery index of the tenant `acme`.
+async fn discovery_index(http: &reqwest::Client, server: &Served) -> serde_json::Value {
+    http.get(server.url("/t/acme/.well-known/agent-skills/index.json"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
 /// The names `GET /v1/skills` lists.
 async fn listed_names(http: &reqwest::Client, server: &Served) -> Vec<String> {
     let list: serde_json::Value = get(http, server.url("/v1/skills"), "reader")
@@ -213,14 +224,7 @@ async fn a_locked_skill_missing_a_checked_file_is_served_whole_or_not_at_all() {
     let http = reqwest::Client::new();
 
     std::fs::remove_file(root.join("base/beta/scripts/guard.sh")).unwrap();
-    let index: serde_json::Value = http
-        .get(server.url("/t/acme/.well-known/agent-skills/index.json"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let index = discovery_index(&http, &server).await;
     let names: Vec<&str> = index["skills"]
         .as_array()
         .unwrap()
@@ -337,14 +341,7 @@ async fn a_checked_skill_that_lost_a_file_is_withdrawn_from_every_channel() {
             .await
             .unwrap();
         assert!(!found.to_string().contains("\"beta\""), "{notice}: {found}");
-        let index: serde_json::Value = http
-            .get(server.url("/t/acme/.well-known/agent-skills/index.json"))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let index = discovery_index(&http, &server).await;
         assert!(!index.to_string().contains("\"beta\""), "{notice}: {index}");
         let archive = http
             .get(server.url("/t/acme/.well-known/agent-skills/beta.zip"))
