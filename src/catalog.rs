@@ -1589,13 +1589,16 @@ fn outcome_of_error(source: &Source, skill_md: &VPath, err: &skillstore_backends
     };
     tracing::debug!(source = source.name(), path = %skill_md, error = %err, "cannot read a skill");
     Outcome::Rejected {
-        diagnostics: vec![Diagnostic::new(
-            Severity::Error,
-            kind,
-            Some(source.name()),
-            Some(skill_md),
-            format!("cannot read {skill_md}: {}", shown_cause(err)),
-        )],
+        diagnostics: vec![
+            Diagnostic::new(
+                Severity::Error,
+                kind,
+                Some(source.name()),
+                Some(skill_md),
+                format!("cannot read {skill_md}: {}", shown_cause(err)),
+            )
+            .with_public_detail(err.public_detail()),
+        ],
     }
 }
 

@@ -151,6 +151,12 @@ pub struct Diagnostic {
     pub path: Option<VPath>,
     /// What happened, for a person.
     pub message: String,
+    /// The storage's own reason, when it was given as safe to show to
+    /// anyone ([`skillstore_backends::Error::public_detail`]): a front end
+    /// that replaces storage messages with fixed sentences keeps this.
+    /// Not serialized (it is already in `message`).
+    #[serde(skip)]
+    pub public_detail: Option<String>,
 }
 
 impl Diagnostic {
@@ -168,7 +174,14 @@ impl Diagnostic {
             source: source.map(str::to_owned),
             path: path.cloned(),
             message: message.into(),
+            public_detail: None,
         }
+    }
+
+    /// This diagnostic with the storage's public reason `detail`.
+    pub fn with_public_detail(mut self, detail: Option<&str>) -> Self {
+        self.public_detail = detail.map(str::to_owned);
+        self
     }
 }
 

@@ -40,6 +40,7 @@ pub mod archive;
 pub mod cache;
 pub mod catalog;
 pub mod config;
+pub mod content;
 pub mod diagnostic;
 pub mod edit;
 pub mod error;

@@ -162,6 +162,20 @@ fn parse_git(url: &str) -> Result<Location> {
         }
         None => (url, None),
     };
+    // An `@` left in the path, or a "reference" that is a repository's
+    // path, is a user's password holding a raw `/`
+    // (`https://user:pa/ss@host/r.git` parses as host `user`, a port, a
+    // path): nothing of it is shown.
+    let looks_like_a_path = reference
+        .as_deref()
+        .is_some_and(|r| r.contains('/') && r.ends_with(".git"));
+    if url[path_start..].contains('@') || looks_like_a_path {
+        let scheme = url.split_once("://").map_or("", |(scheme, _)| scheme);
+        return Err(Error::Usage(format!(
+            "`git+{scheme}://…` holds an `@` in its path before the reference; \
+             a password holding `/` must be written percent-encoded (`%2F`)"
+        )));
+    }
     // Git's own rules for a reference's characters: a `?` or `#` after it
     // is a query or fragment (where tokens travel), never part of a ref.
     if let Some(reference) = &reference
@@ -430,6 +444,32 @@ mod tests {
         ] {
             assert!(Location::parse(bad).is_err(), "{bad}");
         }
+    }
+
+    /// Finding: `git+https://deploy:4821/S3CRETPW@host/repo.git@main`
+    /// parsed as host `deploy`, port 4821, so nothing was redacted and
+    /// `config check` and debug logs showed the password.
+    #[test]
+    fn a_git_password_holding_a_raw_slash_is_refused_and_never_shown() {
+        for text in [
+            "git+https://deploy:4821/S3CRETPW@host/repo.git@main",
+            "git+https://deploy:4821/S3CRETPW@host/repo.git",
+            "git+ssh://deploy:22/S3CRETPW@host/repo.git@v1",
+        ] {
+            let Err(Error::Usage(message)) = Location::parse(text) else {
+                panic!("{text} must be refused");
+            };
+            for secret in ["S3CRETPW", "deploy", "4821", "host/repo"] {
+                assert!(!message.contains(secret), "{message}");
+            }
+            assert!(
+                message.contains("`git+https://…`") || message.contains("`git+ssh://…`"),
+                "{message}"
+            );
+        }
+        // Percent-encoded, the same password is a user's and is redacted.
+        let encoded = Location::parse("git+https://deploy:S3CRET%2FPW@host/repo.git@main").unwrap();
+        assert_eq!(encoded.to_string(), "git+https://host/repo.git@main");
     }
 
     #[test]

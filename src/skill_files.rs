@@ -15,10 +15,10 @@
 //!   below the depth bound are left out;
 //! - the walk stops at a count bound and says so.
 //!
-//! - below the reserved directory `.skillstore/`, only the signature
-//!   (`.skillstore/signature`) is a file of the skill ([`is_foreign`]):
-//!   anything else there is part of no skill anywhere (not listed, read,
-//!   synced, packed or installed).
+//! - what the content rule ([`crate::content`]) refuses is part of no
+//!   skill anywhere (not listed, read, synced, packed or installed): a
+//!   `.git` entry in any case, any other hidden path, and anything below
+//!   `.skillstore/` but the signature; a hidden directory is not entered.
 //!
 //! Every file left out is reported with its path relative to the skill's
 //! directory and a stable kind ([`LeftOutKind::as_str`]), so each front end
@@ -31,15 +31,18 @@ use skillstore_backends::{
     WalkedFile,
 };
 
+use crate::content::{ContentRefusal, RESERVED_DIR};
 use crate::diagnostic::{Diagnostic, Severity};
 
-/// True when `relative`, a path relative to a skill's directory, lies
-/// below the reserved directory `.skillstore/` and is not the skill's
-/// signature: such a path is not a file of the skill on any channel. It is
-/// not listed ([`list`]), a confined read of it through a catalog is not
-/// found, it is not synced or packed, and an archive holding it is refused.
+/// True when `relative`, a path relative to a skill's directory, is not
+/// part of the skill by the content rule ([`crate::content::refusal`]): a
+/// `.git` entry, another hidden path, or a path below `.skillstore/` other
+/// than the signature. Such a path is not a file of the skill on any
+/// channel: it is not listed ([`list`]), a confined read of it through a
+/// catalog is not found, it is not synced or packed, and an archive
+/// holding it is refused.
 pub fn is_foreign(relative: &str) -> bool {
-    crate::integrity::digest::is_reserved(relative) && relative != crate::integrity::signature::SIGNATURE_FILE
+    crate::content::refusal(relative).is_some()
 }
 
 /// The bounds of a listing of a skill's files.
@@ -93,6 +96,10 @@ pub enum LeftOutKind {
     /// Below `.skillstore/` and not the skill's signature ([`is_foreign`]):
     /// not a file of the skill (`reserved`).
     Reserved,
+    /// A `.git` entry, in any case (`git_entry`; [`crate::content`]).
+    GitEntry,
+    /// Another hidden path (`hidden_path`; [`crate::content`]).
+    Hidden,
     /// Not among the files a lock or signature check of the skill
     /// digested: added since (`changed_since_checked`).
     Changed,
@@ -111,6 +118,8 @@ impl LeftOutKind {
             LeftOutKind::TooDeep => "too_deep",
             LeftOutKind::Changed => "changed_since_checked",
             LeftOutKind::Reserved => "reserved",
+            LeftOutKind::GitEntry => "git_entry",
+            LeftOutKind::Hidden => "hidden_path",
             LeftOutKind::Storage(kind) => kind.as_str(),
         }
     }
@@ -122,9 +131,21 @@ impl LeftOutKind {
             LeftOutKind::UnresolvedLink => "a link the storage policy does not resolve",
             LeftOutKind::SpecialFile => "not a regular file",
             LeftOutKind::TooDeep => "below the deepest level listed",
-            LeftOutKind::Reserved => "below .skillstore/ only the signature belongs to a skill",
+            LeftOutKind::Reserved => ContentRefusal::Reserved.describe(),
+            LeftOutKind::GitEntry => ContentRefusal::GitEntry.describe(),
+            LeftOutKind::Hidden => ContentRefusal::Hidden.describe(),
             LeftOutKind::Changed => "added since the skill's lock or signature was checked; refresh to check it again",
             LeftOutKind::Storage(kind) => kind.describe(),
+        }
+    }
+}
+
+impl From<ContentRefusal> for LeftOutKind {
+    fn from(refusal: ContentRefusal) -> Self {
+        match refusal {
+            ContentRefusal::GitEntry => LeftOutKind::GitEntry,
+            ContentRefusal::Hidden => LeftOutKind::Hidden,
+            ContentRefusal::Reserved => LeftOutKind::Reserved,
         }
     }
 }
@@ -246,6 +267,7 @@ pub async fn list_many(
             WalkLimits {
                 max_depth: limits.max_depth,
                 max_files: limits.max_files,
+                skip_hidden_dirs: Some(RESERVED_DIR),
             },
         )
         .await;
@@ -278,7 +300,9 @@ async fn from_walk(
         read,
     };
     for passed in walk.passed_over {
+        let relative = relative_to(dir, &passed.path);
         let kind = match passed.reason {
+            PassReason::Hidden => crate::content::refusal(&relative).map_or(LeftOutKind::Hidden, LeftOutKind::from),
             PassReason::DirectoryLink => LeftOutKind::DirectoryLink,
             PassReason::UnresolvedLink => LeftOutKind::UnresolvedLink,
             PassReason::Special => LeftOutKind::SpecialFile,
@@ -286,7 +310,7 @@ async fn from_walk(
             PassReason::Unlisted(kind) => LeftOutKind::Storage(kind),
             _ => LeftOutKind::Storage(StorageKind::Other),
         };
-        out.leave_out(relative_to(dir, &passed.path), kind, limits);
+        out.leave_out(relative, kind, limits);
     }
     // A link, or a file whose listing gave no size, is probed with a
     // zero-byte read under the same confinement and limit: the backend
@@ -312,8 +336,8 @@ async fn from_walk(
     }
     .into_iter();
     for file in walk.files {
-        if is_foreign(&file.relative) {
-            out.leave_out(file.relative, LeftOutKind::Reserved, limits);
+        if let Some(refusal) = crate::content::refusal(&file.relative) {
+            out.leave_out(file.relative, refusal.into(), limits);
             continue;
         }
         let (size, version) = if needs_probe(&file) {

@@ -646,16 +646,23 @@ fn install_refuses_an_existing_skill_unless_replacing() {
 
 /// Finding: an archive holding `outside/.git/config` installed and was
 /// served, where a write of the same path is `invalid_path`. Install
-/// applies the rule every write applies: hidden paths are refused, while
-/// the files real skills hold beside SKILL.md (`LICENSE.txt`, `python/`)
-/// install as they can be written.
+/// applies the rule every write applies (the content rule): hidden paths
+/// are refused, while the files real skills hold beside SKILL.md
+/// (`LICENSE.txt`, `python/`) install as they can be written.
 #[test]
 fn install_skips_the_path_rule_writes_obey() {
     against_destination(|dest| async move {
         let md = skill_md("outside", "Outside.");
-        for path in [".git/config", ".history/x.jsonl", "python/.env"] {
+        // The content rule refuses these while the archive is read, each
+        // with its own kind, before the editor's path rule is asked.
+        for (path, kind) in [
+            (".git/config", "git_entry"),
+            (".GIT/hooks/post-checkout", "git_entry"),
+            (".history/x.jsonl", "hidden_path"),
+            ("python/.env", "hidden_path"),
+        ] {
             let archive = zip_of(&[("outside/SKILL.md", &md), (&format!("outside/{path}"), b"[core]\n")]);
-            dest.refuses(&archive, &ArchiveLimits::default(), "invalid_path").await;
+            dest.refuses(&archive, &ArchiveLimits::default(), kind).await;
         }
         let archive = zip_of(&[
             ("outside/SKILL.md", &md),

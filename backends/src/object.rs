@@ -454,10 +454,21 @@ impl SkillBackend for ObjectStoreBackend {
         Ok(self.list_detailed(dir).await?.entries)
     }
 
+    /// A directory's listing. A directory marker (an empty object whose
+    /// key is the directory's own, `dir/`) is never a file: the directory
+    /// is listed, empty when the marker is all it holds. A name that is an
+    /// object and a prefix at once (`a/file` beside `a/file/inner.txt`) is
+    /// listed as the directory, and the object as [`EntryKind::Other`]:
+    /// not a regular file, so no walk or copy serves it beside the files
+    /// below it.
     async fn list_detailed(&self, dir: &VPath) -> Result<Listing> {
         let (listing, mut invalid) = self.list_tolerant(dir).await?;
+        let own_key = self.key(dir)?;
         let mut entries = Vec::with_capacity(listing.common_prefixes.len() + listing.objects.len());
         let mut odd = |name: &str| invalid.push(name.escape_debug().to_string());
+        let prefixes: std::collections::HashSet<&str> =
+            listing.common_prefixes.iter().filter_map(|p| p.filename()).collect();
+        let mut marker = false;
         for prefix in &listing.common_prefixes {
             let Some(name) = prefix.filename() else { continue };
             if dir.join(name).is_err() {
@@ -475,22 +486,25 @@ impl SkillBackend for ObjectStoreBackend {
             }
         }
         for meta in &listing.objects {
+            if meta.location == own_key {
+                marker = true;
+                continue;
+            }
             let Some(name) = meta.location.filename() else { continue };
             if dir.join(name).is_err() {
                 odd(name);
                 continue;
             }
-            {
-                entries.push(Entry {
-                    name: name.to_owned(),
-                    kind: EntryKind::File,
-                    size: Some(meta.size),
-                    version: listed_version(meta),
-                    symlink: false,
-                });
-            }
+            let both = prefixes.contains(name);
+            entries.push(Entry {
+                name: name.to_owned(),
+                kind: if both { EntryKind::Other } else { EntryKind::File },
+                size: (!both).then_some(meta.size),
+                version: if both { None } else { listed_version(meta) },
+                symlink: false,
+            });
         }
-        if entries.is_empty() && invalid.is_empty() && !dir.is_root() {
+        if entries.is_empty() && invalid.is_empty() && !dir.is_root() && !marker {
             let key = self.key(dir)?;
             return Err(match self.store.head(&key).await {
                 Ok(_) => Error::at(ErrorKind::NotADirectory, dir),

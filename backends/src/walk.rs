@@ -14,6 +14,12 @@ pub struct WalkLimits {
     /// The most files returned; the walk stops there and says it was cut
     /// short.
     pub max_files: usize,
+    /// `Some(keep)`: a directory whose name starts with `.` is not entered,
+    /// but for one named `keep`, and is passed over as
+    /// [`PassReason::Hidden`]; so a skill's `.git/objects` costs one entry,
+    /// not a share of [`WalkLimits::max_files`]. `None` (the default)
+    /// enters every directory.
+    pub skip_hidden_dirs: Option<&'static str>,
 }
 
 impl Default for WalkLimits {
@@ -22,6 +28,7 @@ impl Default for WalkLimits {
         WalkLimits {
             max_depth: 32,
             max_files: 100_000,
+            skip_hidden_dirs: None,
         }
     }
 }
@@ -76,6 +83,9 @@ pub enum PassReason {
     TooDeep,
     /// A directory that could not be listed, with the error's kind.
     Unlisted(ErrorKind),
+    /// A directory whose name starts with `.`, not entered
+    /// ([`WalkLimits::skip_hidden_dirs`]).
+    Hidden,
 }
 
 /// Walks `dir` on `backend`. Listing `dir` itself must succeed; a
@@ -199,6 +209,13 @@ impl Walking {
                     continue;
                 }
                 (EntryKind::Dir, true) => PassReason::DirectoryLink,
+                (EntryKind::Dir, false)
+                    if limits
+                        .skip_hidden_dirs
+                        .is_some_and(|keep| entry.name.starts_with('.') && entry.name != keep) =>
+                {
+                    PassReason::Hidden
+                }
                 (EntryKind::Dir, false) if depth < limits.max_depth => {
                     subdirs.push((path, below, depth + 1));
                     continue;

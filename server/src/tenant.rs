@@ -223,16 +223,21 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// Diagnostics as a tenant may see them: a diagnostic that comes from the
 /// storage (an unreachable or stale source, a refused read) keeps its kind,
-/// source and virtual path, and its message becomes a fixed sentence, so no
-/// endpoint, bucket or request URL reaches the tenant. The full message
-/// goes to the server's log when the catalog is loaded.
+/// source and virtual path, and its message becomes a fixed sentence, with
+/// the storage's reason only where the storage gave it as public (a
+/// discovery entry's refusal, say), so no endpoint, bucket or request URL
+/// reaches the tenant. The full message goes to the server's log when the
+/// catalog is loaded.
 pub fn public_diagnostics(diagnostics: &[Diagnostic]) -> Vec<Diagnostic> {
     diagnostics
         .iter()
         .map(|d| {
             let mut d = d.clone();
             if let Some(message) = storage_message(d.kind.as_str()) {
-                d.message = message.to_owned();
+                d.message = match &d.public_detail {
+                    Some(detail) => format!("{message} ({detail})"),
+                    None => message.to_owned(),
+                };
             }
             d
         })

@@ -131,6 +131,12 @@ pub enum Refusal {
     /// other than its signature (`.skillstore/signature`), which belongs
     /// to no skill.
     ReservedPath,
+    /// `git_entry`: a `.git` entry, in any case, anywhere
+    /// ([`crate::content`]).
+    GitEntry,
+    /// `hidden_path`: another entry with a segment starting with `.`
+    /// ([`crate::content`]).
+    HiddenPath,
     /// `too_deep`: when packing, directories nest deeper than
     /// [`ArchiveLimits::max_depth`].
     TooDeep,
@@ -165,6 +171,18 @@ impl Refusal {
             Refusal::CorruptEntry => "corrupt_entry",
             Refusal::TooDeep => "too_deep",
             Refusal::ReservedPath => "reserved_path",
+            Refusal::GitEntry => "git_entry",
+            Refusal::HiddenPath => "hidden_path",
+        }
+    }
+}
+
+impl From<crate::content::ContentRefusal> for Refusal {
+    fn from(refusal: crate::content::ContentRefusal) -> Self {
+        match refusal {
+            crate::content::ContentRefusal::GitEntry => Refusal::GitEntry,
+            crate::content::ContentRefusal::Hidden => Refusal::HiddenPath,
+            crate::content::ContentRefusal::Reserved => Refusal::ReservedPath,
         }
     }
 }

@@ -229,18 +229,16 @@ fn read_checked(bytes: &[u8], limits: &ArchiveLimits, rooted: Option<&str>) -> R
             }
             Some(_) => {}
         }
+        if let Some(refusal) = crate::content::refusal(rest.trim_end_matches('/'))
+            && !(is_dir && rest.trim_end_matches('/') == crate::content::RESERVED_DIR)
+        {
+            return Err(ArchiveError::entry(refusal.into(), name, refusal.describe()));
+        }
         if is_dir {
             if !rest.is_empty() {
                 dirs.push(rest.to_owned());
             }
         } else {
-            if crate::skill_files::is_foreign(rest) {
-                return Err(ArchiveError::entry(
-                    Refusal::ReservedPath,
-                    name,
-                    "below `.skillstore/` only `.skillstore/signature` belongs to a skill",
-                ));
-            }
             planned.push(Planned {
                 index,
                 path: rest.to_owned(),

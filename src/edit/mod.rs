@@ -684,10 +684,10 @@ impl SkillEditor {
     }
 
     /// The rule for a supporting file: a relative path of valid segments
-    /// (the `VPath` rules), at most [`MAX_SUPPORTING_DEPTH`] deep, with no
-    /// hidden segment (`.git`, `.history`, `.skillstore`: names starting
-    /// with a dot are the editor's and tools' own) but for the skill's
-    /// signature (`.skillstore/signature`), and not another
+    /// (the `VPath` rules), at most [`MAX_SUPPORTING_DEPTH`] deep, that the
+    /// content rule ([`crate::content`]) admits (no `.git` entry, no other
+    /// hidden segment but the skill's signature `.skillstore/signature`),
+    /// and not another
     /// spelling of SKILL.md at the top. Conventional places are
     /// `references/`, `scripts/` and `assets/`, but the specification lets
     /// a skill hold any other file (`LICENSE.txt`, `python/api.md`).
@@ -701,13 +701,8 @@ impl SkillEditor {
             return Err(refuse("expected a path relative to the skill's directory".into()));
         }
         let path = VPath::root().join(relative).map_err(|e| refuse(e.to_string()))?;
-        // The one exception: a skill's signature, which travels with it
-        // (in archives, installs and writes) and is not part of what it
-        // signs.
-        if path.segments().any(|s| s.starts_with('.')) && relative != crate::integrity::signature::SIGNATURE_FILE {
-            return Err(refuse(
-                "a name starting with `.` is reserved (hidden files are never written)".into(),
-            ));
+        if let Some(refusal) = crate::content::refusal(relative) {
+            return Err(refuse(refusal.describe().into()));
         }
         if path.segments().count() > MAX_SUPPORTING_DEPTH {
             return Err(refuse(format!("deeper than {MAX_SUPPORTING_DEPTH} segments")));

@@ -462,21 +462,18 @@ impl SkillBackend for PinnedBackend {
     }
 }
 
-/// Not found, for a confined read of a path below its skill's
-/// `.skillstore/` other than the signature.
+/// Not found, for a confined read of a path inside its skill that the
+/// content rule refuses ([`crate::content`]): a `.git` entry, another
+/// hidden path, or a path below `.skillstore/` other than the signature.
 fn foreign(path: &VPath, options: ReadOptions) -> Option<Error> {
     let skill_depth = options.confinement?;
-    if !path
-        .segments()
-        .any(|segment| segment == crate::integrity::digest::RESERVED_DIR)
-    {
+    let mut inside = path.segments().skip(skill_depth);
+    if !inside.any(|s| s.starts_with('.') || crate::content::is_git_segment(s)) {
         return None;
     }
     let relative = path.segments().skip(skill_depth).collect::<Vec<_>>().join("/");
-    crate::skill_files::is_foreign(&relative).then(|| {
-        Error::at(ErrorKind::NotFound, path)
-            .with_public_detail("below `.skillstore/` only `.skillstore/signature` belongs to a skill")
-    })
+    crate::content::refusal(&relative)
+        .map(|refusal| Error::at(ErrorKind::NotFound, path).with_public_detail(refusal.describe()))
 }
 
 #[cfg(test)]
@@ -494,20 +491,26 @@ mod tests {
     }
 
     #[test]
-    fn a_reserved_path_other_than_the_signature_is_never_read_in_a_skill() {
+    fn a_path_the_content_rule_refuses_is_never_read_in_a_skill() {
         let confined = ReadOptions::default().confined(2);
-        for path in ["/s/pdf/.skillstore", "/s/pdf/.skillstore/x", "/s/pdf/.skillstore/a/b"] {
+        for path in [
+            "/s/pdf/.skillstore",
+            "/s/pdf/.skillstore/x",
+            "/s/pdf/.skillstore/a/b",
+            "/s/pdf/a/.skillstore",
+            "/s/pdf/.skillstorex",
+            "/s/pdf/.git/config",
+            "/s/pdf/scripts/.GIT/HEAD",
+            "/s/pdf/.env",
+        ] {
             let refused = foreign(&v(path), confined).expect("refused");
             assert_eq!(refused.kind(), ErrorKind::NotFound, "{path}");
         }
-        for path in [
-            "/s/pdf/.skillstore/signature",
-            "/s/pdf/a/.skillstore",
-            "/s/pdf/.skillstorex",
-            "/s/pdf/x.md",
-        ] {
+        for path in ["/s/pdf/.skillstore/signature", "/s/pdf/x.md", "/s/pdf/a.b/c"] {
             assert!(foreign(&v(path), confined).is_none(), "{path}");
         }
+        // The rule holds inside a skill, not above it.
+        assert!(foreign(&v("/.hidden/pdf/x.md"), confined).is_none());
     }
 
     #[test]
