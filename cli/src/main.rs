@@ -234,6 +234,9 @@ pub enum Command {
         /// How often the catalog is refreshed (default 30s).
         #[arg(long, value_name = "INTERVAL", value_parser = shutdown::parse_interval)]
         refresh: Option<std::time::Duration>,
+        /// How long a request may wait on its source before the reader gets EIO (default 30s).
+        #[arg(long, value_name = "INTERVAL", value_parser = shutdown::parse_interval)]
+        timeout: Option<std::time::Duration>,
     },
     /// Check a skillstore.yaml or a server file and say what it would open.
     #[command(subcommand)]
@@ -538,12 +541,14 @@ async fn run(args: Args) -> Result<(), Failure> {
             all,
             allow_other,
             refresh,
+            timeout,
         } => {
             let mount = sync::MountArgs {
                 dir: &dir,
                 all,
                 allow_other,
                 refresh,
+                timeout,
             };
             sync::mount(&args.global, mount).await
         }

@@ -171,6 +171,7 @@ pub struct MountArgs<'a> {
     pub all: bool,
     pub allow_other: bool,
     pub refresh: Option<Duration>,
+    pub timeout: Option<Duration>,
 }
 
 pub async fn mount(global: &Global, args: MountArgs<'_>) -> Result<(), Failure> {
@@ -183,6 +184,9 @@ pub async fn mount(global: &Global, args: MountArgs<'_>) -> Result<(), Failure> 
     };
     if let Some(refresh) = args.refresh {
         options.refresh_interval = refresh;
+    }
+    if let Some(timeout) = args.timeout {
+        options.request_timeout = timeout;
     }
     let catalog = namespace.load().await;
     if let Some(failure) = degraded(&catalog) {

@@ -1,5 +1,11 @@
 //! The FUSE operations: names resolved against the current catalog,
 //! directories listed through the backend, files read whole on open.
+//!
+//! A request that needs nothing but the catalog (the root, the skill
+//! directories' names and attributes, reads of open files) is answered on
+//! the request thread. One that may call a backend is admitted for its
+//! skill's source and handed to the Tokio runtime, and the request thread
+//! goes on at once: no request thread ever waits on a backend.
 
 use std::collections::HashMap;
 use std::ffi::OsStr;
@@ -8,14 +14,15 @@ use std::time::{Instant, SystemTime};
 
 use bytes::Bytes;
 use fuser::{
-    Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, LockOwner, OpenFlags,
-    ReplyAttr, ReplyData, ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, Request,
+    Errno, FileAttr, FileHandle, FileType, Filesystem, FopenFlags, Generation, INodeNo, InitFlags, KernelConfig,
+    LockOwner, OpenFlags, ReplyAttr, ReplyData, ReplyDirectory, ReplyEmpty, ReplyEntry, ReplyOpen, Request,
 };
 use skillstore::SharedCatalog;
 use skillstore::backends::{EntryKind, ErrorKind, ReadOptions, VPath, Version, is_valid_segment};
 
 use crate::MountOptions;
-use crate::cache::{BlobCache, Full};
+use crate::cache::{BlobCache, Full, Reservation};
+use crate::limits::SourceLimits;
 
 /// The longest name shown, in bytes.
 const MAX_NAME_BYTES: usize = 255;
@@ -27,6 +34,7 @@ pub(crate) struct Inner {
     runtime: tokio::runtime::Handle,
     state: Mutex<State>,
     cache: Mutex<BlobCache>,
+    limits: SourceLimits,
     uid: u32,
     gid: u32,
     mounted_at: SystemTime,
@@ -76,6 +84,30 @@ struct Resolved {
     path: VPath,
     /// How many levels below the skill's directory.
     depth: usize,
+    /// The label of the skill's source, whose limits its backend calls
+    /// count against.
+    source: String,
+}
+
+/// Bytes a read under way may take, given back to the cache unless the
+/// read ends and takes them: a read dropped at its deadline leaks nothing.
+struct Reserved<'a> {
+    cache: &'a Mutex<BlobCache>,
+    reservation: Option<Reservation>,
+}
+
+impl Reserved<'_> {
+    fn take(mut self) -> Reservation {
+        self.reservation.take().expect("taken once")
+    }
+}
+
+impl Drop for Reserved<'_> {
+    fn drop(&mut self) {
+        if let Some(reservation) = self.reservation.take() {
+            self.cache.lock().unwrap_or_else(|e| e.into_inner()).cancel(reservation);
+        }
+    }
 }
 
 impl Inner {
@@ -93,13 +125,14 @@ impl Inner {
         state.paths.push(String::new());
         Inner {
             catalog,
-            options,
             runtime,
             state: Mutex::new(state),
             cache: Mutex::new(cache),
+            limits: SourceLimits::new(options.source_concurrency, options.source_queue),
             uid: rustix::process::getuid().as_raw(),
             gid: rustix::process::getgid().as_raw(),
             mounted_at: SystemTime::now(),
+            options,
         }
     }
 
@@ -109,26 +142,13 @@ impl Inner {
         self.state().listings.clear();
     }
 
-    /// Runs one backend call to completion, or answers `EIO` once it has
-    /// taken longer than [`MountOptions::backend_timeout`], so a stalled
-    /// backend holds one request, never the mount.
-    fn call<T>(&self, what: &str, call: impl Future<Output = Result<T, Errno>>) -> Result<T, Errno> {
-        let timeout = self.options.backend_timeout;
-        // The timer is made inside the runtime, which drives it.
-        match self
-            .runtime
-            .block_on(async { tokio::time::timeout(timeout, call).await })
-        {
-            Ok(result) => result,
-            Err(_) => {
-                tracing::warn!(
-                    what,
-                    ?timeout,
-                    "the backend did not answer in time; the reader gets EIO"
-                );
-                Err(Errno::EIO)
-            }
-        }
+    /// Runs one backend call of `source` once the source has a turn free:
+    /// at most [`MountOptions::source_concurrency`] of one source's calls
+    /// run at once, and waiting for a turn never holds up another source.
+    /// The request's deadline ends the wait and the call alike.
+    async fn call<T>(&self, source: &str, call: impl Future<Output = Result<T, Errno>>) -> Result<T, Errno> {
+        let _turn = self.limits.turn(source).await;
+        call.await
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
@@ -166,11 +186,13 @@ impl Inner {
             return Err(Errno::EIO);
         }
         let skill_dir = skill.dir();
+        let source = skill.source.clone();
         if rest.is_empty() {
             return Ok(Resolved {
                 path: skill_dir.clone(),
                 skill_dir,
                 depth: 0,
+                source,
             });
         }
         let path = skill_dir.join(rest).map_err(|_| Errno::ENOENT)?;
@@ -178,6 +200,7 @@ impl Inner {
             skill_dir,
             path,
             depth: rest.split('/').count(),
+            source,
         })
     }
 
@@ -193,25 +216,30 @@ impl Inner {
             && !catalog.is_withdrawn(name)
     }
 
+    /// The skill directories: the root's children, from the catalog alone.
+    fn root_children(&self) -> Vec<Child> {
+        let catalog = self.catalog.snapshot();
+        let listed_at = Instant::now();
+        catalog
+            .skills()
+            .iter()
+            .filter(|s| (self.options.all_skills || s.enabled) && !catalog.is_withdrawn(s.name()))
+            .filter_map(|s| skillstore::sync::dir_name(s.name()))
+            .take(self.options.max_entries)
+            .map(|name| Child {
+                name: name.to_owned(),
+                dir: true,
+                size: None,
+                version: None,
+                listed_at,
+            })
+            .collect()
+    }
+
     /// The children of the directory `local`.
-    fn children(&self, local: &str) -> Result<Vec<Child>, Errno> {
+    async fn children(&self, local: &str) -> Result<Vec<Child>, Errno> {
         if local.is_empty() {
-            let catalog = self.catalog.snapshot();
-            let listed_at = Instant::now();
-            return Ok(catalog
-                .skills()
-                .iter()
-                .filter(|s| (self.options.all_skills || s.enabled) && !catalog.is_withdrawn(s.name()))
-                .filter_map(|s| skillstore::sync::dir_name(s.name()))
-                .take(self.options.max_entries)
-                .map(|name| Child {
-                    name: name.to_owned(),
-                    dir: true,
-                    size: None,
-                    version: None,
-                    listed_at,
-                })
-                .collect());
+            return Ok(self.root_children());
         }
         let resolved = self.resolve(local)?;
         if resolved.depth > self.options.max_depth {
@@ -223,7 +251,7 @@ impl Inner {
         let catalog = self.catalog.snapshot();
         let name = local.split_once('/').map_or(local, |(name, _)| name);
         if catalog.checked_files(name).is_some() {
-            let children = self.checked_children(&catalog, name, &resolved)?;
+            let children = self.checked_children(&catalog, name, &resolved).await?;
             self.state()
                 .listings
                 .insert(resolved.path.clone(), Arc::new(children.clone()));
@@ -235,51 +263,53 @@ impl Inner {
             ..ReadOptions::with_limit(self.options.read_limit).confined(resolved.skill_dir.segments().count())
         };
         let listed_at = Instant::now();
-        let children = self.call("list", async {
-            let mut entries = backend.list(&resolved.path).await.map_err(|e| errno(&e))?;
-            entries.sort_by(|a, b| a.name.cmp(&b.name));
-            let mut children = Vec::new();
-            for e in entries.into_iter().filter(|e| shown(&e.name)) {
-                if children.len() == self.options.max_entries {
-                    break;
-                }
-                // Below `.skillstore/`, only the signature is the skill's.
-                if let Ok(path) = resolved.path.join(&e.name)
-                    && e.kind == EntryKind::File
-                    && let Some(relative) = path.strip_prefix(&resolved.skill_dir)
-                    && skillstore::skill_files::is_foreign(relative.relative_str())
-                {
-                    continue;
-                }
-                let dir = match (e.kind, e.symlink) {
-                    (EntryKind::File, _) if e.size.is_some_and(|size| size > self.options.read_limit) => continue,
-                    // A link to a file is shown only when a read through it
-                    // stays inside the skill.
-                    (EntryKind::File, true) => {
-                        let Ok(path) = resolved.path.join(&e.name) else {
-                            continue;
-                        };
-                        if backend.read(&path, confined).await.is_err() {
-                            continue;
-                        }
-                        false
+        let children = self
+            .call(&resolved.source, async {
+                let mut entries = backend.list(&resolved.path).await.map_err(|e| errno(&e))?;
+                entries.sort_by(|a, b| a.name.cmp(&b.name));
+                let mut children = Vec::new();
+                for e in entries.into_iter().filter(|e| shown(&e.name)) {
+                    if children.len() == self.options.max_entries {
+                        break;
                     }
-                    (EntryKind::File, false) => false,
-                    (EntryKind::Dir, false) if resolved.depth < self.options.max_depth => true,
-                    // Directory links, special files and links the policy
-                    // does not resolve are not shown.
-                    _ => continue,
-                };
-                children.push(Child {
-                    name: e.name,
-                    dir,
-                    size: e.size,
-                    version: e.version,
-                    listed_at,
-                });
-            }
-            Ok::<_, Errno>(children)
-        })?;
+                    // Below `.skillstore/`, only the signature is the skill's.
+                    if let Ok(path) = resolved.path.join(&e.name)
+                        && e.kind == EntryKind::File
+                        && let Some(relative) = path.strip_prefix(&resolved.skill_dir)
+                        && skillstore::skill_files::is_foreign(relative.relative_str())
+                    {
+                        continue;
+                    }
+                    let dir = match (e.kind, e.symlink) {
+                        (EntryKind::File, _) if e.size.is_some_and(|size| size > self.options.read_limit) => continue,
+                        // A link to a file is shown only when a read through it
+                        // stays inside the skill.
+                        (EntryKind::File, true) => {
+                            let Ok(path) = resolved.path.join(&e.name) else {
+                                continue;
+                            };
+                            if backend.read(&path, confined).await.is_err() {
+                                continue;
+                            }
+                            false
+                        }
+                        (EntryKind::File, false) => false,
+                        (EntryKind::Dir, false) if resolved.depth < self.options.max_depth => true,
+                        // Directory links, special files and links the policy
+                        // does not resolve are not shown.
+                        _ => continue,
+                    };
+                    children.push(Child {
+                        name: e.name,
+                        dir,
+                        size: e.size,
+                        version: e.version,
+                        listed_at,
+                    });
+                }
+                Ok::<_, Errno>(children)
+            })
+            .await?;
         self.state()
             .listings
             .insert(resolved.path.clone(), Arc::new(children.clone()));
@@ -290,22 +320,24 @@ impl Inner {
     /// signature check digested: exactly the checked files still there at
     /// their checked versions, and no skill at all (EIO) once one of them
     /// is missing or changed, as a sync or an archive hands it on.
-    fn checked_children(
+    async fn checked_children(
         &self,
         catalog: &skillstore::Catalog,
         name: &str,
         resolved: &Resolved,
     ) -> Result<Vec<Child>, Errno> {
         let listed_at = Instant::now();
-        let files = self.call("list", async {
-            catalog
-                .skill_files(name, skillstore::skill_files::FileLimits::default())
-                .await
-                .map_err(|e| {
-                    tracing::debug!(error = %e, skill = name, "a checked skill cannot be listed whole");
-                    Errno::EIO
-                })
-        })?;
+        let files = self
+            .call(&resolved.source, async {
+                catalog
+                    .skill_files(name, skillstore::skill_files::FileLimits::default())
+                    .await
+                    .map_err(|e| {
+                        tracing::debug!(error = %e, skill = name, "a checked skill cannot be listed whole");
+                        Errno::EIO
+                    })
+            })
+            .await?;
         let below = resolved
             .path
             .strip_prefix(&resolved.skill_dir)
@@ -357,9 +389,10 @@ impl Inner {
     }
 
     /// `local` as its parent's listing shows it.
-    fn child(&self, local: &str) -> Result<Child, Errno> {
+    async fn child(&self, local: &str) -> Result<Child, Errno> {
         let (parent, name) = local.rsplit_once('/').unwrap_or(("", local));
-        self.children(parent)?
+        self.children(parent)
+            .await?
             .into_iter()
             .find(|c| c.name == name)
             .ok_or(Errno::ENOENT)
@@ -390,26 +423,41 @@ impl Inner {
         }
     }
 
-    /// The attributes of `local`, its size taken from a stat when the
-    /// listing gave none.
-    fn attr_of(&self, ino: INodeNo, local: &str) -> Result<FileAttr, Errno> {
-        if local.is_empty() {
-            let root = Child {
+    /// The attributes of the root or of a skill directory (`local` holds
+    /// no `/`), from the catalog alone.
+    fn top_attr_of(&self, ino: INodeNo, local: &str) -> Result<FileAttr, Errno> {
+        let child = if local.is_empty() {
+            Child {
                 name: String::new(),
                 dir: true,
                 size: None,
                 version: None,
                 listed_at: Instant::now(),
-            };
-            return Ok(self.attr(ino, &root));
+            }
+        } else {
+            self.root_children()
+                .into_iter()
+                .find(|c| c.name == local)
+                .ok_or(Errno::ENOENT)?
+        };
+        Ok(self.attr(ino, &child))
+    }
+
+    /// The attributes of `local`, its size taken from a stat when the
+    /// listing gave none.
+    async fn attr_of(&self, ino: INodeNo, local: &str) -> Result<FileAttr, Errno> {
+        if !local.contains('/') {
+            return self.top_attr_of(ino, local);
         }
-        let mut child = self.child(local)?;
+        let mut child = self.child(local).await?;
         if !child.dir && child.size.is_none() {
             let resolved = self.resolve(local)?;
             let backend = Arc::clone(self.catalog.snapshot().backend());
-            let meta = self.call("stat", async {
-                backend.stat(&resolved.path).await.map_err(|e| errno(&e))
-            })?;
+            let meta = self
+                .call(&resolved.source, async {
+                    backend.stat(&resolved.path).await.map_err(|e| errno(&e))
+                })
+                .await?;
             child.size = meta.size;
         }
         Ok(self.attr(ino, &child))
@@ -420,8 +468,11 @@ impl Inner {
     /// through the backend, confined to its skill, and kept. `ENFILE` when
     /// the files held open fill the cache's budget. Returns the file and
     /// the size its listing gave.
-    fn open_file(&self, local: &str) -> Result<(OpenFile, Option<u64>), Errno> {
-        let child = self.child(local)?;
+    /// The bytes are reserved only once the source has a turn, so the reads
+    /// a stalled source holds reserve at most
+    /// [`MountOptions::source_concurrency`] files' worth.
+    async fn open_file(&self, local: &str) -> Result<(OpenFile, Option<u64>), Errno> {
+        let child = self.child(local).await?;
         if child.dir {
             return Err(Errno::EISDIR);
         }
@@ -447,22 +498,20 @@ impl Inner {
         }
         let limit = self.options.read_limit;
         let expected = child.size.filter(|&size| size <= limit).unwrap_or(limit);
-        let reservation = self
-            .cache()
-            .reserve(usize::try_from(expected).unwrap_or(usize::MAX))
-            .map_err(|Full| Errno::ENFILE)?;
         let backend = Arc::clone(self.catalog.snapshot().backend());
         let options = ReadOptions::with_limit(limit).confined(resolved.skill_dir.segments().count());
-        let read = self.call("read", async {
-            backend.read(&resolved.path, options).await.map_err(|e| errno(&e))
-        });
-        let blob = match read {
-            Ok(blob) => blob,
-            Err(e) => {
-                self.cache().cancel(reservation);
-                return Err(e);
-            }
+        let turn = self.limits.turn(&resolved.source).await;
+        let reserved = Reserved {
+            cache: &self.cache,
+            reservation: Some(
+                self.cache()
+                    .reserve(usize::try_from(expected).unwrap_or(usize::MAX))
+                    .map_err(|Full| Errno::ENFILE)?,
+            ),
         };
+        let blob = backend.read(&resolved.path, options).await.map_err(|e| errno(&e))?;
+        drop(turn);
+        let reservation = reserved.take();
         let data = self
             .cache()
             .insert_open(&resolved.path, blob.version.clone(), blob.data, reservation)
@@ -515,55 +564,153 @@ impl SkillsFs {
     pub(crate) fn new(inner: Arc<Inner>) -> Self {
         SkillsFs { inner }
     }
+
+    /// Serves a request about `local` off the request thread: admitted for
+    /// its skill's source (`EIO` at once when as many of that source's
+    /// requests as [`MountOptions::source_concurrency`] plus
+    /// [`MountOptions::source_queue`] are under way already), run on the
+    /// runtime, and answered `EIO` once it has taken longer than
+    /// [`MountOptions::request_timeout`]. `answer` is called exactly once.
+    fn spawn<T, F>(
+        &self,
+        local: String,
+        what: &'static str,
+        work: impl FnOnce(Arc<Inner>, String) -> F + Send + 'static,
+        answer: impl FnOnce(Result<T, Errno>) + Send + 'static,
+    ) where
+        T: Send + 'static,
+        F: Future<Output = Result<T, Errno>> + Send + 'static,
+    {
+        let inner = &self.inner;
+        let source = match inner.resolve(&local) {
+            Ok(resolved) => resolved.source,
+            Err(e) => return answer(Err(e)),
+        };
+        let Some(admission) = inner.limits.admit(&source) else {
+            // A flood would flood the log too: the timeouts of the requests
+            // holding the source are warned of.
+            tracing::debug!(
+                what,
+                source,
+                "too many requests wait on this source already; the reader gets EIO"
+            );
+            return answer(Err(Errno::EIO));
+        };
+        let timeout = inner.options.request_timeout;
+        let worker = Arc::clone(inner);
+        inner.runtime.spawn(async move {
+            let result = match tokio::time::timeout(timeout, work(worker, local)).await {
+                Ok(result) => result,
+                Err(_) => {
+                    tracing::warn!(
+                        what,
+                        source,
+                        ?timeout,
+                        "the source did not answer in time; the reader gets EIO"
+                    );
+                    Err(Errno::EIO)
+                }
+            };
+            drop(admission);
+            answer(result);
+        });
+    }
+}
+
+/// `parent/name` below the mount point.
+fn local_of(parent: &str, name: &str) -> String {
+    if parent.is_empty() {
+        name.to_owned()
+    } else {
+        format!("{parent}/{name}")
+    }
 }
 
 impl Filesystem for SkillsFs {
+    fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
+        // Lookups and listings of one directory may then wait on the
+        // backend side by side, as those of different directories do.
+        if let Err(missing) = config.add_capabilities(InitFlags::FUSE_PARALLEL_DIROPS) {
+            tracing::debug!(?missing, "the kernel serializes the operations of one directory");
+        }
+        Ok(())
+    }
+
     fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
         let inner = &self.inner;
-        let result = (|| {
-            let parent = inner.path_of(parent).ok_or(Errno::ENOENT)?;
+        let local = inner.path_of(parent).ok_or(Errno::ENOENT).and_then(|parent| {
             let name = name.to_str().filter(|n| shown(n)).ok_or(Errno::ENOENT)?;
-            let local = if parent.is_empty() {
-                name.to_owned()
-            } else {
-                format!("{parent}/{name}")
+            Ok(local_of(&parent, name))
+        });
+        let local = match local {
+            Ok(local) => local,
+            Err(e) => return reply.error(e),
+        };
+        let ttl = inner.options.attr_ttl;
+        // Only a name that exists is given an inode, so probing names does
+        // not grow the table.
+        if !local.contains('/') {
+            return match inner.top_attr_of(INodeNo(0), &local) {
+                Ok(mut attr) => {
+                    attr.ino = inner.inode_of(&local);
+                    reply.entry(&ttl, &attr, Generation(0));
+                }
+                Err(e) => reply.error(e),
             };
-            // Only a name that exists is given an inode, so probing names
-            // does not grow the table.
-            let mut attr = inner.attr_of(INodeNo(0), &local)?;
-            attr.ino = inner.inode_of(&local);
-            Ok(attr)
-        })();
-        match result {
-            Ok(attr) => reply.entry(&inner.options.attr_ttl, &attr, Generation(0)),
-            Err(e) => reply.error(e),
         }
+        self.spawn(
+            local,
+            "lookup",
+            |inner, local| async move {
+                let mut attr = inner.attr_of(INodeNo(0), &local).await?;
+                attr.ino = inner.inode_of(&local);
+                Ok(attr)
+            },
+            move |result| match result {
+                Ok(attr) => reply.entry(&ttl, &attr, Generation(0)),
+                Err(e) => reply.error(e),
+            },
+        );
     }
 
     fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
         let inner = &self.inner;
-        match inner
-            .path_of(ino)
-            .ok_or(Errno::ENOENT)
-            .and_then(|local| inner.attr_of(ino, &local))
-        {
-            Ok(attr) => reply.attr(&inner.options.attr_ttl, &attr),
-            Err(e) => reply.error(e),
+        let Some(local) = inner.path_of(ino) else {
+            return reply.error(Errno::ENOENT);
+        };
+        let ttl = inner.options.attr_ttl;
+        if !local.contains('/') {
+            return match inner.top_attr_of(ino, &local) {
+                Ok(attr) => reply.attr(&ttl, &attr),
+                Err(e) => reply.error(e),
+            };
         }
+        self.spawn(
+            local,
+            "getattr",
+            move |inner, local| async move { inner.attr_of(ino, &local).await },
+            move |result| match result {
+                Ok(attr) => reply.attr(&ttl, &attr),
+                Err(e) => reply.error(e),
+            },
+        );
     }
 
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         if flags.acc_mode() != fuser::OpenAccMode::O_RDONLY {
-            reply.error(Errno::EROFS);
-            return;
+            return reply.error(Errno::EROFS);
         }
-        let inner = &self.inner;
-        let result = inner
-            .path_of(ino)
-            .ok_or(Errno::ENOENT)
-            .and_then(|local| inner.open_file(&local));
-        match result {
-            Ok((file, listed_size)) => {
+        let Some(local) = self.inner.path_of(ino) else {
+            return reply.error(Errno::ENOENT);
+        };
+        if !local.contains('/') {
+            return reply.error(Errno::EISDIR);
+        }
+        self.spawn(
+            local,
+            "open",
+            |inner, local| async move {
+                let (file, listed_size) = inner.open_file(&local).await?;
                 // When the bytes differ in length from what the listing
                 // said, the kernel must not trust the size it was given.
                 // A checked skill's file is read through this process
@@ -577,10 +724,13 @@ impl Filesystem for SkillsFs {
                 let handle = state.next_handle;
                 state.next_handle += 1;
                 state.handles.insert(handle, file);
-                reply.opened(FileHandle(handle), flags);
-            }
-            Err(e) => reply.error(e),
-        }
+                Ok((handle, flags))
+            },
+            move |result| match result {
+                Ok((handle, flags)) => reply.opened(FileHandle(handle), flags),
+                Err(e) => reply.error(e),
+            },
+        );
     }
 
     fn read(
@@ -630,46 +780,54 @@ impl Filesystem for SkillsFs {
         reply.ok();
     }
 
-    fn readdir(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, offset: u64, mut reply: ReplyDirectory) {
+    fn readdir(&self, _req: &Request, ino: INodeNo, _fh: FileHandle, offset: u64, reply: ReplyDirectory) {
         let inner = &self.inner;
-        let result = inner.path_of(ino).ok_or(Errno::ENOENT).and_then(|local| {
-            let children = inner.children(&local)?;
-            Ok((local, children))
-        });
-        let (local, children) = match result {
-            Ok(found) => found,
-            Err(e) => {
-                reply.error(e);
-                return;
-            }
+        let Some(local) = inner.path_of(ino) else {
+            return reply.error(Errno::ENOENT);
         };
-        let parent = match local.rsplit_once('/') {
-            Some((parent, _)) => inner.inode_of(parent),
-            None if local.is_empty() => ino,
-            None => INodeNo(1),
-        };
-        let mut entries = vec![
-            (ino, FileType::Directory, ".".to_owned()),
-            (parent, FileType::Directory, "..".to_owned()),
-        ];
-        for child in children {
-            let path = if local.is_empty() {
-                child.name.clone()
-            } else {
-                format!("{local}/{}", child.name)
-            };
-            let kind = if child.dir {
-                FileType::Directory
-            } else {
-                FileType::RegularFile
-            };
-            entries.push((inner.inode_of(&path), kind, child.name));
+        if local.is_empty() {
+            let children = inner.root_children();
+            return list(inner, ino, &local, children, offset, reply);
         }
-        for (i, (ino, kind, name)) in entries.into_iter().enumerate().skip(offset as usize) {
-            if reply.add(ino, (i + 1) as u64, kind, name) {
-                break;
-            }
-        }
-        reply.ok();
+        self.spawn(
+            local,
+            "readdir",
+            |inner, local| async move {
+                let children = inner.children(&local).await?;
+                Ok((inner, local, children))
+            },
+            move |result| match result {
+                Ok((inner, local, children)) => list(&inner, ino, &local, children, offset, reply),
+                Err(e) => reply.error(e),
+            },
+        );
     }
+}
+
+/// Answers a `readdir` of `local` (inode `ino`) from `offset` on.
+fn list(inner: &Inner, ino: INodeNo, local: &str, children: Vec<Child>, offset: u64, mut reply: ReplyDirectory) {
+    let parent = match local.rsplit_once('/') {
+        Some((parent, _)) => inner.inode_of(parent),
+        None if local.is_empty() => ino,
+        None => INodeNo(1),
+    };
+    let mut entries = vec![
+        (ino, FileType::Directory, ".".to_owned()),
+        (parent, FileType::Directory, "..".to_owned()),
+    ];
+    for child in children {
+        let path = local_of(local, &child.name);
+        let kind = if child.dir {
+            FileType::Directory
+        } else {
+            FileType::RegularFile
+        };
+        entries.push((inner.inode_of(&path), kind, child.name));
+    }
+    for (i, (ino, kind, name)) in entries.into_iter().enumerate().skip(offset as usize) {
+        if reply.add(ino, (i + 1) as u64, kind, name) {
+            break;
+        }
+    }
+    reply.ok();
 }

@@ -16,9 +16,16 @@
 //!   between opens, so reopening an unchanged file reads nothing; all the
 //!   bytes held, open and kept, stay within [`MountOptions::cache_bytes`],
 //!   and an open that would pass it fails with `ENFILE`;
-//! - requests are served by [`MountOptions::threads`] threads, and a backend
-//!   call that takes longer than [`MountOptions::backend_timeout`] answers
-//!   `EIO`, so one stalled read never holds up the rest of the tree;
+//! - a stalled source holds up only its own requests: the request threads
+//!   ([`MountOptions::threads`]) answer from the catalog what needs no
+//!   backend (the root, the skill directories, reads of open files) and
+//!   hand everything else to the Tokio runtime, so no request thread waits
+//!   on a backend; one source has at most
+//!   [`MountOptions::source_concurrency`] backend calls under way and
+//!   [`MountOptions::source_queue`] more requests waiting for a turn, and a
+//!   request past that answers `EIO` at once (a flood of reads costs
+//!   bounded memory); a request not answered within
+//!   [`MountOptions::request_timeout`], waiting included, answers `EIO`;
 //! - the catalog is refreshed every [`MountOptions::refresh_interval`] in
 //!   the background, and at once by [`Mounted::refresh`]; a change shows
 //!   once the kernel's attribute cache ([`MountOptions::attr_ttl`]) lapses;
@@ -34,6 +41,7 @@
 
 mod cache;
 mod fs;
+mod limits;
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -62,11 +70,19 @@ pub struct MountOptions {
     /// The most bytes of file contents held: one copy of each file version
     /// open or kept between opens (at least `read_limit`).
     pub cache_bytes: usize,
-    /// How many requests are served at once.
+    /// How many threads take requests from the kernel. None of them waits
+    /// on a backend.
     pub threads: usize,
-    /// How long one backend call (a listing, a stat, a read) may take
-    /// before the reader gets `EIO`.
-    pub backend_timeout: Duration,
+    /// How many backend calls (listings, stats, reads) of one source run
+    /// at once (at least one).
+    pub source_concurrency: usize,
+    /// How many more requests of one source may wait for one of its turns;
+    /// a request past that gets `EIO` at once.
+    pub source_queue: usize,
+    /// How long one request (a lookup, an attribute, an open, a listing)
+    /// may take, waiting for its source's turn included, before the reader
+    /// gets `EIO`.
+    pub request_timeout: Duration,
     /// Let users other than the one mounting read the tree (a container
     /// whose processes run as another user).
     pub allow_other: bool,
@@ -75,8 +91,8 @@ pub struct MountOptions {
 impl Default for MountOptions {
     /// Enabled skills, a refresh every 30 s, a 1 s attribute cache, the
     /// default 10 MiB read limit, 32 levels, 10,000 entries a directory,
-    /// 128 MiB of file contents, 4 threads, a 30 s backend timeout, the
-    /// mounting user only.
+    /// 128 MiB of file contents, 4 threads, 4 backend calls and 64 waiting
+    /// requests per source, a 30 s request timeout, the mounting user only.
     fn default() -> Self {
         MountOptions {
             all_skills: false,
@@ -87,7 +103,9 @@ impl Default for MountOptions {
             max_entries: 10_000,
             cache_bytes: 128 * 1024 * 1024,
             threads: 4,
-            backend_timeout: Duration::from_secs(30),
+            source_concurrency: 4,
+            source_queue: 64,
+            request_timeout: Duration::from_secs(30),
             allow_other: false,
         }
     }

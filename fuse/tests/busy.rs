@@ -138,7 +138,7 @@ fn options() -> MountOptions {
         refresh_interval: Duration::from_secs(3600),
         read_limit: 2 * MIB as u64,
         cache_bytes: 4 * MIB,
-        backend_timeout: Duration::from_secs(2),
+        request_timeout: Duration::from_secs(2),
         ..MountOptions::default()
     }
 }
