@@ -173,7 +173,7 @@ impl State {
         .map_err(|_| moved())?;
         let held = rustix::fs::fstat(&self.root).map_err(|e| io_error("cannot read the sync target", e.into()))?;
         #[allow(clippy::unnecessary_cast)]
-        let same = u64::from(now.stx_ino) == held.st_ino as u64
+        let same = now.stx_ino == held.st_ino as u64
             && rustix::fs::makedev(now.stx_dev_major, now.stx_dev_minor) == held.st_dev as u64;
         if same { Ok(()) } else { Err(moved()) }
     }
