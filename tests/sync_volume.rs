@@ -389,11 +389,13 @@ async fn a_bind_mount_of_the_target_with_the_host_side_hidden_sees_every_sync() 
             assert_eq!(csv, "missing", "round {round}: a removed skill is still seen");
         }
     }
-    let (reads, failures) = counts(&reader.ask("stop"));
+    let answer = reader.ask("stop");
+    eprintln!("the reader through the bind mount: {answer}");
+    let (reads, failures) = counts(&answer);
     assert!(reads > 0);
     assert_eq!(
         failures, 0,
-        "a reader through the bind mount found a file missing or a directory empty"
+        "a reader through the bind mount found a file missing or a directory empty: {answer}"
     );
     assert_eq!(std::fs::read(target.join("mine.txt")).unwrap(), b"mine\n");
 }

@@ -297,11 +297,13 @@ fn sync_watch_into_a_volume_root_is_seen_through_a_bind_mount_of_it() {
             assert_eq!(csv, "missing", "round {round}: a removed skill is still seen");
         }
     }
-    let (reads, failures) = counts(&reader.ask("stop"));
+    let answer = reader.ask("stop");
+    eprintln!("the reader through the bind mount: {answer}");
+    let (reads, failures) = counts(&answer);
     assert!(reads > 0);
     assert_eq!(
         failures, 0,
-        "a reader through the bind mount found a file missing or a directory empty"
+        "a reader through the bind mount found a file missing or a directory empty: {answer}"
     );
 
     let pid = rustix::process::Pid::from_child(&watch.0);
