@@ -235,7 +235,7 @@ fn read_generation(dir: &rustix::fd::OwnedFd, relative: &str, out: &mut BTreeMap
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_reader_walking_during_100_syncs_never_sees_two_generations() {
+async fn a_reader_walking_during_100_syncs_never_sees_a_skill_of_two_generations() {
     let memory = Arc::new(MemoryBackend::new());
     let contents = |marker: &str| -> Vec<(String, String)> {
         let mut files = vec![
@@ -295,13 +295,27 @@ async fn a_reader_walking_during_100_syncs_never_sees_two_generations() {
                 read_generation(&root, "", &mut seen)?;
                 Some(seen)
             };
+            // Each skill directory is switched whole, one after the other:
+            // a walk may meet one skill of each generation, never a skill
+            // mixing two.
+            let of_skill = |tree: &BTreeMap<String, String>, skill: &str| -> BTreeMap<String, String> {
+                let below = format!("{skill}/");
+                tree.iter()
+                    .filter(|(p, _)| p.starts_with(&below))
+                    .map(|(p, t)| (p.clone(), t.clone()))
+                    .collect()
+            };
             let check = |seen: BTreeMap<String, String>, quiet: bool| {
-                if generations.contains(&seen) {
+                let whole = ["alpha", "beta"]
+                    .iter()
+                    .all(|skill| generations.iter().any(|g| of_skill(g, skill) == of_skill(&seen, skill)))
+                    && seen.keys().all(|p| p.starts_with("alpha/") || p.starts_with("beta/"));
+                if whole {
                     complete.fetch_add(1, Ordering::SeqCst);
                 } else {
                     // Over a walk that spans two syncs, the handle may hold a
-                    // retired generation being emptied: that proves nothing.
-                    assert!(!quiet, "a reader saw a tree that is neither generation: {seen:#?}");
+                    // retired skill directory being emptied: that proves nothing.
+                    assert!(!quiet, "a reader saw a skill that is neither generation's: {seen:#?}");
                 }
             };
             while !stop.load(Ordering::SeqCst) {
@@ -325,7 +339,7 @@ async fn a_reader_walking_during_100_syncs_never_sees_two_generations() {
         finished.fetch_add(1, Ordering::SeqCst);
     }
     stop.store(true, Ordering::SeqCst);
-    reader.join().expect("the reader saw one generation at a time");
+    reader.join().expect("the reader saw each skill of one generation");
     assert!(complete.load(Ordering::SeqCst) >= 1);
     assert_eq!(files_under(&target).len(), generations[0].len());
     // Only the live generation, the state beside it, and nothing else.
@@ -503,20 +517,36 @@ async fn a_failed_sync_leaves_the_live_generation() {
 }
 
 #[tokio::test]
-async fn a_directory_no_sync_wrote_is_never_replaced() {
+async fn a_directory_of_the_user_keeps_its_files_and_is_never_replaced() {
     let memory = Arc::new(MemoryBackend::new());
     put(&*memory, "/team/pdf/SKILL.md", skill_md("pdf", "PDFs.")).await;
+    put(
+        &*memory,
+        "/team/home/SKILL.md",
+        skill_md("home", "A name the user has."),
+    )
+    .await;
     let catalog = load(memory, &["/team/"]).await;
     let out = tempfile::tempdir().unwrap();
     let target = out.path().join("home");
     write(&target, "precious.txt", b"mine\n");
-    let err = sync(&catalog, &target, &SyncOptions::default()).await.unwrap_err();
-    assert_eq!(err.kind(), "usage");
+    write(&target, "home/notes.md", b"my notes\n");
+    let ino = std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&target).unwrap());
+    let report = sync(&catalog, &target, &SyncOptions::default()).await.unwrap();
+    assert_eq!(report.added, ["pdf"]);
+    assert_eq!(report.refused.len(), 1, "{:?}", report.refused);
+    assert_eq!(report.refused[0].kind, "name_taken");
     assert_eq!(std::fs::read(target.join("precious.txt")).unwrap(), b"mine\n");
-    assert!(!target.join("pdf").exists());
-    assert_eq!(names_in(out.path()), ["home"], "a refused sync wrote beside its target");
+    assert_eq!(std::fs::read(target.join("home/notes.md")).unwrap(), b"my notes\n");
+    assert!(target.join("pdf/SKILL.md").is_file());
+    assert_eq!(
+        std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&target).unwrap()),
+        ino,
+        "the directory was replaced"
+    );
+    assert_eq!(names_in(&target), ["home", "pdf", "precious.txt"]);
 
-    // An empty directory is taken over.
+    // An empty directory is synced into.
     let empty = out.path().join("empty");
     std::fs::create_dir(&empty).unwrap();
     sync(&catalog, &empty, &SyncOptions::default()).await.unwrap();

@@ -1,7 +1,7 @@
 //! `sync` only ever removes what it wrote itself: planted state, a
 //! directory on a reused inode, a file written or a directory swapped in
 //! during a sync, a source that cannot be listed, a target that is a mount
-//! point, a skill too large, a file changed in place, and a catalog that
+//! point (synced, its files kept), a skill too large, a file changed in place, and a catalog that
 //! has not changed. Each test is named after the rule it holds.
 //!
 //! Some need root (a second user's files, real bind mounts): the suite runs
@@ -169,18 +169,20 @@ fn finding_1_a_lock_that_is_not_a_regular_file_is_refused_without_waiting() {
 }
 
 #[tokio::test]
-async fn finding_2_a_directory_of_the_user_on_the_generation_s_inode_is_not_a_generation() {
+async fn finding_2_a_directory_of_the_user_on_a_skill_directory_s_inode_is_not_the_skill() {
     let (memory, catalog) = team().await;
     let out = tempfile::tempdir().unwrap();
     let target = out.path().join("skills");
     sync(&catalog, &target, &SyncOptions::default()).await.unwrap();
-    let ino = std::fs::metadata(&target).unwrap().ino();
 
-    // The user empties the directory and keeps a file of their own in it:
-    // the same inode, none of sync's files.
-    std::fs::remove_dir_all(target.join("pdf")).unwrap();
-    write(&target, "mine.txt", b"mine\n");
-    assert_eq!(std::fs::metadata(&target).unwrap().ino(), ino);
+    // The user empties the skill's directory and keeps a file of their own
+    // in it: the same inode, none of sync's files. It is never taken for
+    // the skill's.
+    let ino = std::fs::metadata(target.join("pdf")).unwrap().ino();
+    std::fs::remove_file(target.join("pdf/SKILL.md")).unwrap();
+    std::fs::remove_file(target.join("pdf/a.md")).unwrap();
+    write(&target, "pdf/mine.txt", b"mine\n");
+    assert_eq!(std::fs::metadata(target.join("pdf")).unwrap().ino(), ino);
     put(&*memory, "/team/pdf/a.md", "a, second\n").await;
     for _ in 0..2 {
         let err = sync(&catalog, &target, &SyncOptions::default()).await.unwrap_err();
@@ -188,30 +190,49 @@ async fn finding_2_a_directory_of_the_user_on_the_generation_s_inode_is_not_a_ge
         assert!(err.to_string().contains("mine.txt"), "{err}");
         assert_eq!(
             snapshot(&target),
-            BTreeMap::from([("mine.txt".to_owned(), Some(b"mine\n".to_vec()))])
+            BTreeMap::from([
+                ("pdf".to_owned(), None),
+                ("pdf/mine.txt".to_owned(), Some(b"mine\n".to_vec()))
+            ])
         );
     }
 
     // The user removes it and makes a new one, which the filesystem may
-    // put on the inode just freed (ext4 often does).
-    std::fs::remove_dir_all(&target).unwrap();
+    // put on the inode just freed (ext4 and tmpfs often do).
+    std::fs::remove_dir_all(target.join("pdf")).unwrap();
     sync(&catalog, &target, &SyncOptions::default()).await.unwrap();
+    let mut reused = false;
     for _ in 0..20 {
-        let ino = std::fs::metadata(&target).unwrap().ino();
-        std::fs::remove_dir_all(&target).unwrap();
-        std::fs::create_dir(&target).unwrap();
-        if std::fs::metadata(&target).unwrap().ino() == ino {
+        let ino = std::fs::metadata(target.join("pdf")).unwrap().ino();
+        std::fs::remove_dir_all(target.join("pdf")).unwrap();
+        std::fs::create_dir(target.join("pdf")).unwrap();
+        if std::fs::metadata(target.join("pdf")).unwrap().ino() == ino {
+            reused = true;
             break;
         }
+        std::fs::remove_dir(target.join("pdf")).unwrap();
         sync(&catalog, &target, &SyncOptions::default()).await.unwrap();
     }
-    write(&target, "mine.txt", b"mine\n");
+    if !reused {
+        // No reuse seen: a directory of the user's all the same.
+        std::fs::remove_dir_all(target.join("pdf")).unwrap();
+        std::fs::create_dir(target.join("pdf")).unwrap();
+    }
+    write(&target, "pdf/mine.txt", b"mine\n");
     for _ in 0..2 {
-        let err = sync(&catalog, &target, &SyncOptions::default()).await.unwrap_err();
-        assert!(err.to_string().contains("mine.txt"), "{err}");
+        let report = sync(&catalog, &target, &SyncOptions::default()).await.unwrap();
+        let refusal = report
+            .refused
+            .iter()
+            .find(|r| r.skill == "pdf")
+            .expect("pdf is reported");
+        assert_eq!(refusal.kind, "name_taken");
         assert_eq!(
             snapshot(&target),
-            BTreeMap::from([("mine.txt".to_owned(), Some(b"mine\n".to_vec()))])
+            BTreeMap::from([
+                ("pdf".to_owned(), None),
+                ("pdf/mine.txt".to_owned(), Some(b"mine\n".to_vec()))
+            ])
         );
     }
 }
@@ -309,6 +330,7 @@ async fn finding_3_a_file_written_during_a_sync_is_never_moved() {
     });
     let err = sync(&catalog, &target, &SyncOptions::default()).await.unwrap_err();
     assert_eq!(err.kind(), "usage", "{err}");
+    assert!(err.to_string().contains("moved or replaced"), "{err}");
     assert_eq!(
         snapshot(&target),
         BTreeMap::from([("mine.txt".to_owned(), Some(b"mine\n".to_vec()))])
@@ -317,8 +339,10 @@ async fn finding_3_a_file_written_during_a_sync_is_never_moved() {
         std::fs::read(out.path().join("aside/pdf/hook.md")).unwrap(),
         b"second\n"
     );
-    assert!(sync(&catalog, &target, &SyncOptions::default()).await.is_err());
+    // The new directory is the user's: synced into, their file kept.
+    sync(&catalog, &target, &SyncOptions::default()).await.unwrap();
     assert_eq!(std::fs::read(target.join("mine.txt")).unwrap(), b"mine\n");
+    assert_eq!(std::fs::read(target.join("pdf/hook.md")).unwrap(), b"third\n");
 }
 
 #[tokio::test]
@@ -436,31 +460,34 @@ async fn finding_5_a_bind_mount_of_the_parent_sees_every_generation() {
 }
 
 #[tokio::test]
-async fn finding_5_a_target_that_is_a_mount_point_is_refused_and_left_alone() {
-    let (_memory, catalog) = team().await;
+async fn finding_5_a_target_that_is_a_mount_point_is_synced_and_its_files_kept() {
+    let (memory, catalog) = team().await;
     let out = tempfile::tempdir().unwrap();
     let theirs = out.path().join("theirs");
     write(&theirs, "mine.txt", b"mine\n");
     let target = out.path().join("skills");
-    // A generation first, then a mount over it.
+    // A generation first, then a mount over it: the mounted directory is
+    // the target now, with state of its own inside it.
     sync(&catalog, &target, &SyncOptions::default()).await.unwrap();
-    let _mount = BindMount::new(&theirs, &target);
-    let err = sync(&catalog, &target, &SyncOptions::default()).await.unwrap_err();
-    assert!(err.to_string().contains("mount point"), "{err}");
-    assert_eq!(
-        snapshot(&target),
-        BTreeMap::from([("mine.txt".to_owned(), Some(b"mine\n".to_vec()))])
+    let mount = BindMount::new(&theirs, &target);
+    for round in 0..3 {
+        put(&*memory, "/team/pdf/a.md", format!("round {round}\n")).await;
+        let report = sync(&catalog, &target, &SyncOptions::default()).await.unwrap();
+        assert!(report.switched);
+        assert_eq!(
+            std::fs::read(target.join("pdf/a.md")).unwrap(),
+            format!("round {round}\n").as_bytes()
+        );
+        assert_eq!(std::fs::read(target.join("mine.txt")).unwrap(), b"mine\n");
+    }
+    assert!(
+        theirs.join("..skillstore").is_dir(),
+        "the state is not inside the mount point"
     );
-    drop(_mount);
-
-    // An empty mount point too.
-    let empty = out.path().join("empty");
-    std::fs::create_dir(&empty).unwrap();
-    let target = out.path().join("fresh");
-    let _mount = BindMount::new(&empty, &target);
-    let err = sync(&catalog, &target, &SyncOptions::default()).await.unwrap_err();
-    assert!(err.to_string().contains("mount point"), "{err}");
-    assert!(snapshot(&target).is_empty());
+    drop(mount);
+    // The directory under the mount kept its own generation.
+    assert_eq!(std::fs::read(target.join("pdf/a.md")).unwrap(), b"a\n");
+    assert!(!target.join("mine.txt").exists());
 }
 
 #[tokio::test]

@@ -16,8 +16,9 @@ use super::{Failure, Global, emit, shutdown};
 /// What `sync` was asked to do.
 #[derive(Debug, clap::Args)]
 pub struct SyncFlags {
-    /// The directory to write (created if absent; must be empty or an earlier sync's). It is
-    /// replaced at each switch: give a container the directory holding it, not DIR itself.
+    /// The directory to write (created if absent; may be a mount point; files of yours in it are
+    /// kept). It never moves: each skill directory in it is switched whole, so a container may
+    /// mount DIR itself.
     dir: PathBuf,
     /// Disabled skills too.
     #[arg(long)]

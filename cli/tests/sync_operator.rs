@@ -2,11 +2,13 @@
 //! rounds, syncs killed part-way (SIGKILL to the real command), and what a
 //! person or another user does around the synced directory (files added
 //! in it, the directory replaced, removed or made again, its state removed
-//! and planted by another user, a bind mount of the directory holding it,
-//! a mount over it). After every step: no file the user made is deleted,
-//! moved or changed; the directory reads as one whole generation (plus the
-//! user's own files); the bind mount shows what the directory holds; and a
-//! sync that should succeed does, with the newest generation.
+//! and planted by another user, a bind mount of the directory holding it
+//! and of the directory itself, a mount over it, which then is the target).
+//! After every step: no file the user made is deleted, moved or changed;
+//! every skill directory reads as one whole version of that skill (plus
+//! the user's own files); both bind mounts show what the directory holds;
+//! and a sync that should succeed does, with the newest generation in
+//! every skill directory that is not the user's.
 //!
 //! Runs as root (mounts, files of a second user): the suite does, and
 //! elsewhere this test fails and says why.
@@ -53,9 +55,10 @@ enum Step {
     PlantState,
     /// The operator removes the planted state.
     RemovePlant,
-    /// The directory holding the target is bind-mounted (as a container
-    /// runtime does with the recipe).
+    /// The directory holding the target is bind-mounted.
     BindParent,
+    /// The target itself is bind-mounted (as `docker run -v DIR:...` does).
+    BindDir,
     /// A directory of the user's is mounted over the target.
     MountOver,
     /// That mount goes.
@@ -75,6 +78,7 @@ fn step() -> impl Strategy<Value = Step> {
         1 => Just(Step::PlantState),
         1 => Just(Step::RemovePlant),
         1 => Just(Step::BindParent),
+        1 => Just(Step::BindDir),
         1 => Just(Step::MountOver),
         1 => Just(Step::Unmount),
     ]
@@ -135,6 +139,10 @@ fn files(root: &Path) -> BTreeMap<String, Vec<u8>> {
         let Ok(entries) = std::fs::read_dir(dir) else { return };
         for entry in entries {
             let entry = entry.unwrap();
+            if entry.file_name() == "..skillstore" {
+                // The state, inside a target that is a mount point.
+                continue;
+            }
             let path = entry.path();
             let kind = entry.file_type().unwrap();
             if kind.is_dir() {
@@ -159,15 +167,21 @@ struct World {
     target: PathBuf,
     state: PathBuf,
     container: PathBuf,
+    container_dir: PathBuf,
     /// Every tree the source has held (the generations a sync may write).
     generations: Vec<BTreeMap<String, Vec<u8>>>,
     /// Files the user made or took over, by absolute path.
     user_files: BTreeMap<PathBuf, Vec<u8>>,
+    /// Top-level directories of the target that are the user's (sync can
+    /// no longer know it wrote them): never replaced.
+    user_dirs: std::collections::BTreeSet<String>,
+    /// The user's directories of the target hidden under a mount over it.
+    hidden_user_dirs: std::collections::BTreeSet<String>,
     /// Another user's state is in place.
     planted: bool,
-    /// The target is an empty directory of another user.
-    foreign_empty: bool,
     bound: Option<BindMount>,
+    /// The bind mount of the target itself, while it is the target.
+    bound_dir: Option<BindMount>,
     over: Option<BindMount>,
     counter: usize,
 }
@@ -197,12 +211,15 @@ impl World {
             state: parent.join(".skills.skillstore"),
             parent,
             container: tmp.path().join("container"),
+            container_dir: tmp.path().join("container-dir"),
             _tmp: tmp,
             generations: Vec::new(),
             user_files: BTreeMap::new(),
+            user_dirs: Default::default(),
+            hidden_user_dirs: Default::default(),
             planted: false,
-            foreign_empty: false,
             bound: None,
+            bound_dir: None,
             over: None,
             counter: 0,
         };
@@ -228,26 +245,54 @@ impl World {
         self.counter
     }
 
-    /// True when a sync must succeed now.
+    /// True when a sync must succeed now: unless another user's state is
+    /// the one it would use, or a skill directory of sync's holds a file of
+    /// the user's.
     fn sync_should_succeed(&self) -> bool {
-        !self.planted
-            && self.over.is_none()
-            && !self.foreign_empty
-            && !self.user_files.keys().any(|p| p.starts_with(&self.target))
+        let planted = self.planted && self.over.is_none();
+        let in_skill = self.over.is_none()
+            && self.user_files.keys().any(|p| {
+                p.strip_prefix(&self.target).ok().is_some_and(|relative| {
+                    let mut parts = relative.components();
+                    let top = parts.next().unwrap().as_os_str().to_str().unwrap().to_owned();
+                    parts.next().is_some() && !self.user_dirs.contains(&top)
+                })
+            });
+        !planted && !in_skill
     }
 
     /// Every file under the target becomes the user's (sync can no longer
-    /// know it wrote them).
+    /// know it wrote them), and so every directory at its top.
     fn adopt_target(&mut self) {
         for (relative, bytes) in files(&self.target) {
             self.user_files.insert(self.target.join(relative), bytes);
+        }
+        if let Ok(entries) = std::fs::read_dir(&self.target) {
+            for entry in entries {
+                let entry = entry.unwrap();
+                if entry.file_type().unwrap().is_dir() && entry.file_name() != "..skillstore" {
+                    self.user_dirs.insert(entry.file_name().into_string().unwrap());
+                }
+            }
         }
     }
 
     fn forget_target(&mut self) {
         let target = self.target.clone();
         self.user_files.retain(|p, _| !p.starts_with(&target));
-        self.foreign_empty = false;
+        self.user_dirs.clear();
+        self.bound_dir = None;
+    }
+
+    /// The target as a sync that succeeded must leave it: the newest
+    /// generation in every skill directory that is not the user's.
+    fn expected_after_sync(&self) -> BTreeMap<String, Vec<u8>> {
+        let mut seen = files(&self.target);
+        seen.retain(|relative, _| !self.user_files.contains_key(&self.target.join(relative)));
+        let mut expected = self.generations.last().unwrap().clone();
+        expected.retain(|relative, _| !self.user_dirs.contains(relative.split('/').next().unwrap()));
+        assert_eq!(seen, expected, "a sync that succeeded left another tree");
+        seen
     }
 
     fn run(&mut self, step: &Step) {
@@ -257,11 +302,7 @@ impl World {
                 let (status, stderr) = finish(&mut self.command());
                 if self.sync_should_succeed() {
                     assert!(status.success(), "sync failed: {stderr}");
-                    assert_eq!(
-                        files(&self.target),
-                        *self.generations.last().unwrap(),
-                        "a sync that succeeded left another tree"
-                    );
+                    self.expected_after_sync();
                 } else {
                     assert!(!status.success(), "sync succeeded where it must refuse");
                     assert_eq!(files(&self.target), before, "a refused sync changed the target");
@@ -340,13 +381,13 @@ impl World {
                 self.forget_target();
                 std::fs::create_dir(&self.target).unwrap();
                 if *other {
+                    // A volume root of another user's: synced into all the same.
                     std::os::unix::fs::chown(&self.target, Some(OTHER_UID), Some(OTHER_UID)).unwrap();
                     std::fs::set_permissions(&self.target, std::fs::Permissions::from_mode(0o777)).unwrap();
-                    self.foreign_empty = true;
                 }
             }
             Step::PlantState => {
-                if self.planted {
+                if self.planted || self.over.is_some() {
                     return;
                 }
                 if self.state.exists() {
@@ -367,6 +408,11 @@ impl World {
                     self.bound = Some(BindMount::new(&self.parent, &self.container));
                 }
             }
+            Step::BindDir => {
+                if self.bound_dir.is_none() && self.over.is_none() && self.target.is_dir() {
+                    self.bound_dir = Some(BindMount::new(&self.target, &self.container_dir));
+                }
+            }
             Step::MountOver => {
                 if self.over.is_some() || !self.target.is_dir() {
                     return;
@@ -378,6 +424,7 @@ impl World {
                 std::fs::write(&path, b"theirs\n").unwrap();
                 self.user_files.insert(path, b"theirs\n".to_vec());
                 self.over = Some(BindMount::new(&theirs, &self.target));
+                self.hidden_user_dirs = std::mem::take(&mut self.user_dirs);
                 // Seen through the mount, where the target was.
                 self.user_files
                     .insert(self.target.join("theirs.txt"), b"theirs\n".to_vec());
@@ -385,6 +432,7 @@ impl World {
             Step::Unmount => {
                 if self.over.take().is_some() {
                     self.user_files.remove(&self.target.join("theirs.txt"));
+                    self.user_dirs = std::mem::take(&mut self.hidden_user_dirs);
                 }
             }
         }
@@ -492,16 +540,40 @@ impl World {
         }
         let mut seen = files(&self.target);
         seen.retain(|relative, _| !self.user_files.contains_key(&self.target.join(relative)));
-        assert!(
-            seen.is_empty() || self.generations.contains(&seen),
-            "after {step:?}: the target is not one whole generation: {:?}",
-            seen.keys().take(10).collect::<Vec<_>>()
-        );
+        // Each skill directory is switched whole: it holds one version of
+        // its skill (a sync killed part-way may leave skills of two).
+        let mut skills: BTreeMap<&str, BTreeMap<&str, &Vec<u8>>> = BTreeMap::new();
+        for (relative, bytes) in &seen {
+            let (skill, inside) = relative.split_once('/').unwrap_or(("", relative));
+            skills.entry(skill).or_default().insert(inside, bytes);
+        }
+        for (skill, held) in &skills {
+            let whole = self.generations.iter().any(|g| {
+                let prefix = format!("{skill}/");
+                let of: BTreeMap<&str, &Vec<u8>> = g
+                    .iter()
+                    .filter_map(|(p, b)| p.strip_prefix(&prefix).map(|inside| (inside, b)))
+                    .collect();
+                of == *held
+            });
+            assert!(
+                whole,
+                "after {step:?}: `{skill}` is not one whole version of the skill: {:?}",
+                held.keys().take(10).collect::<Vec<_>>()
+            );
+        }
         if self.bound.is_some() && self.over.is_none() {
             assert_eq!(
                 files(&self.container.join("skills")),
                 files(&self.target),
                 "after {step:?}: the bind mount of the parent shows another tree"
+            );
+        }
+        if self.bound_dir.is_some() && self.over.is_none() {
+            assert_eq!(
+                files(&self.container_dir),
+                files(&self.target),
+                "after {step:?}: the bind mount of the directory shows another tree"
             );
         }
     }

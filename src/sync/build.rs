@@ -11,7 +11,7 @@ use std::io::{self, Write};
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 
-use super::fsx::{ctime, ino, io_error, kind, mode, open_dir, open_path, remove_all, size, stat_at};
+use super::fsx::{birth, ctime, ino, io_error, kind, mode, open_dir, open_path, remove_all, size, stat_at};
 use super::manifest::FileRecord;
 use super::state::State;
 use crate::error::Result;
@@ -37,6 +37,7 @@ pub(crate) struct Build<'s> {
     name: String,
     root: OwnedFd,
     dirs: BTreeMap<String, u64>,
+    births: BTreeMap<String, (i64, u32)>,
     cache: HashMap<String, OwnedFd>,
     switched: bool,
 }
@@ -56,6 +57,7 @@ impl<'s> Build<'s> {
             name,
             root,
             dirs: BTreeMap::from([(String::new(), ino(&st))]),
+            births: BTreeMap::new(),
             cache: HashMap::new(),
             switched: false,
         })
@@ -76,10 +78,21 @@ impl<'s> Build<'s> {
         &self.dirs
     }
 
-    /// Marks the generation as switched in: it is no longer removed when
-    /// dropped.
+    /// When each skill directory was made, where the filesystem says.
+    pub(crate) fn births(&self) -> &BTreeMap<String, (i64, u32)> {
+        &self.births
+    }
+
+    /// Marks the generation as switched in (or its tree as holding what
+    /// must not be removed whole): it is no longer removed when dropped.
     pub(crate) fn keep(&mut self) {
         self.switched = true;
+    }
+
+    /// Undoes [`Build::keep`]: the tree holds only what this build wrote
+    /// again, and is removed when dropped.
+    pub(crate) fn discard(&mut self) {
+        self.switched = false;
     }
 
     /// Creates the directory `relative` and its parents, and returns it.
@@ -113,6 +126,11 @@ impl<'s> Build<'s> {
         let fd = open_dir(up, name)?;
         rustix::fs::fchmod(&fd, Mode::from_raw_mode(DIR_MODE))?;
         self.dirs.insert(relative.to_owned(), ino(&rustix::fs::fstat(&fd)?));
+        if parent.is_empty()
+            && let Some(made) = birth(fd.as_fd())
+        {
+            self.births.insert(relative.to_owned(), made);
+        }
         self.cache.insert(relative.to_owned(), fd);
         Ok(())
     }
@@ -171,6 +189,7 @@ impl<'s> Build<'s> {
             tracing::warn!(error = %e, "cannot remove a skill from a new generation");
         }
         self.dirs.retain(|d, _| d != name && !d.starts_with(&below));
+        self.births.remove(name);
     }
 }
 

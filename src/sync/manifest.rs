@@ -13,8 +13,13 @@ use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-/// The manifest format written by this version.
-pub(crate) const FORMAT: u32 = 2;
+/// The manifest format written by this version: skill directories are
+/// switched one by one inside `DIR`, and each one's birth is recorded.
+pub(crate) const FORMAT: u32 = 3;
+
+/// The format of the version that replaced `DIR` whole; its manifests are
+/// read so that its generation is taken over skill by skill.
+pub(crate) const FORMAT_WHOLE: u32 = 2;
 
 /// One generation's contents, keyed by skill name.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -32,6 +37,10 @@ pub(crate) struct Manifest {
     /// a directory made later on the same inode is not the root.
     #[serde(default)]
     pub(crate) root_birth: Option<(i64, u32)>,
+    /// When each skill's directory was made, where the filesystem records
+    /// it: a directory made later on the same inode is not the skill's.
+    #[serde(default)]
+    pub(crate) births: BTreeMap<String, (i64, u32)>,
 }
 
 /// One skill of a generation.
@@ -90,6 +99,7 @@ impl Manifest {
             skills: BTreeMap::new(),
             dirs: BTreeMap::new(),
             root_birth: None,
+            births: BTreeMap::new(),
         }
     }
 
@@ -121,6 +131,11 @@ impl Manifest {
 /// The base64 SHA-256 of `bytes`, as a manifest records it.
 pub(crate) fn digest(bytes: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD_NO_PAD.encode(Sha256::digest(bytes))
+}
+
+/// A new generation identifier (see [`Manifest::new`]).
+pub(crate) fn fresh_id() -> String {
+    new_id()
 }
 
 /// A new generation identifier: the time in nanoseconds, the process and

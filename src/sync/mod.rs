@@ -3,26 +3,35 @@
 //! skills as files.
 //!
 //! Guarantees of [`sync`]:
-//! - **atomic for readers**: a new generation is built beside `DIR` and
-//!   switched in with one `renameat2`, so a path resolved under `DIR` sees
-//!   one generation whole; `DIR`'s entries are real directories and files,
-//!   never links. The generation replaced stays beside `DIR` until the next
-//!   sync (so a reader that opened it can finish). A sync that fails leaves
-//!   the live generation as it was. `DIR` itself is replaced, so a
-//!   container must mount the directory holding it, not `DIR`; a `DIR`
-//!   that is a mount point is refused;
+//! - **atomic for readers, `DIR` never moved**: a new generation is built
+//!   in the private state and each skill directory is switched in with one
+//!   `renameat2` (`RENAME_EXCHANGE` with the one it replaces), so a path
+//!   resolved under `DIR/NAME` sees one version of that skill whole, never
+//!   a mix and never an empty directory; a skill gone from the catalog is
+//!   moved out in one step. `DIR` itself is never replaced: a bind mount
+//!   of `DIR` (`docker run -v DIR:/mnt/skills`) sees every switch, and a
+//!   `DIR` that is a mount point (a volume's root) is synced like any
+//!   other. `DIR`'s entries are real directories and files, never links.
+//!   The directories replaced stay in the state until the next switch (so
+//!   a reader that opened one can finish). A sync that fails leaves the
+//!   live skills as they were;
+//! - **the user's files in `DIR` are theirs**: anything at `DIR`'s top
+//!   level no sync made is left where it is, and a skill whose name it
+//!   holds is left out and reported (`name_taken`);
 //! - **only its own files**: a tree is taken for a generation only when
 //!   its files are the ones the generation's manifest recorded (inode,
 //!   size, mode, change time or SHA-256), never by its place or its
-//!   directory's inode. A `DIR` holding anything no sync wrote is refused
-//!   and left as it is; anything that appears in it during a sync undoes
+//!   directory's inode alone (a skill directory's birth is recorded too). A
+//!   skill directory holding anything no sync wrote makes the sync refuse,
+//!   leaving it as it is; anything that appears in one during a sync undoes
 //!   the switch. A file of the generation changed since (even with its
 //!   modification time put back) is rewritten from the source, and the
 //!   tree holding the changed copy is kept. Old trees are removed file by
 //!   file, only where each file is still what sync wrote; a tree that
 //!   keeps anything is renamed `kept-ID` in the state and reported;
-//! - **private state**: the state directory `.NAME.skillstore` beside
-//!   `DIR` must be a directory of the caller with no group or other
+//! - **private state**: the state directory (`.NAME.skillstore` beside
+//!   `DIR`, on its filesystem; `DIR/..skillstore` when `DIR` is a mount
+//!   point) must be a directory of the caller with no group or other
 //!   permissions, and its lock a regular file of the caller's, or the sync
 //!   is refused; every file is created relative to directory handles
 //!   opened without following links;
@@ -188,7 +197,7 @@ pub struct SyncReport {
     /// copy an earlier sync wrote kept as it was. A command exits 3 when
     /// there is one.
     pub withheld: Vec<String>,
-    /// Trees in the state directory (`.NAME.skillstore/kept-ID`) kept
+    /// Trees in the state directory (`.NAME.skillstore/kept-ID`, or `NAME/..skillstore/kept-ID`) kept
     /// because they hold files sync did not write or that were changed:
     /// look through them and remove them.
     pub kept: Vec<String>,
@@ -202,7 +211,7 @@ pub struct SyncRefusal {
     /// The virtual path concerned (escaped for display).
     pub path: String,
     /// A stable snake_case kind: `invalid_name`, `too_many_files`,
-    /// `too_many_bytes`, `over_total_bytes`, `too_deep`,
+    /// `too_many_bytes`, `over_total_bytes`, `too_deep`, `name_taken`,
     /// `directory_link`, `unresolved_link`, `not_regular_file`, or a
     /// storage kind such as `too_large` or `symlink_escape`.
     pub kind: String,
@@ -214,31 +223,34 @@ pub struct SyncRefusal {
 
 /// Materializes the winning skills of `catalog` into `dir` as
 /// `dir/NAME/...` (see the module documentation for the guarantees). `dir`
-/// is created if absent; an existing `dir` must be a generation an earlier
-/// sync wrote, or an empty directory of the caller's. Fails, leaving the
-/// live generation in place, when a source could not be listed for
+/// is created if absent; an existing `dir` may be a mount point and may
+/// hold files of its own, which are kept. Fails, leaving the live skills
+/// in place, when a source could not be listed for
 /// `catalog` or is stale (see [`Catalog::unlisted_sources`]), when a read
 /// fails in a way that may pass (unavailable), when writing fails, when
-/// `dir` or the state beside it is refused, when `dir` changed during the
-/// sync, or when another sync of `dir` is running.
+/// `dir`, the state or a skill directory holding files no sync wrote is
+/// refused, when `dir` changed during the sync, or when another sync of
+/// `dir` is running.
 pub async fn sync(catalog: &Catalog, dir: &Path, options: &SyncOptions) -> Result<SyncReport> {
     refuse_incomplete(catalog)?;
     let state = State::open(dir)?;
     let manifests = state.manifests()?;
+    switch::recover(&state, &manifests)?;
     let live = state.live(&manifests)?;
-    switch::recover(&state, &live, &manifests)?;
 
     let mut refused = Vec::new();
-    let plans = plan::plan(catalog, options, &mut refused).await?;
+    let mut plans = plan::plan(catalog, options, &mut refused).await?;
+    leave_out_taken(&state, &live, &mut plans, &mut refused);
 
-    if let Live::Ours { manifest, survey, .. } = &live
-        && manifest.keep_modes == options.keep_modes
-        && survey.is_whole(manifest)
-        && compare::unchanged(catalog, &plans, manifest, options, &mut refused).await?
+    if live.single
+        && live.keep_modes == Some(options.keep_modes)
+        && live.survey.is_whole(&live.manifest)
+        && compare::unchanged(catalog, &plans, &live.manifest, options, &mut refused).await?
     {
-        if !survey.refreshed.is_empty() {
-            let mut fresh = manifest.clone();
-            for (local, ctime) in &survey.refreshed {
+        if !live.survey.refreshed.is_empty()
+            && let Some(mut fresh) = manifests.iter().find(|m| m.id == live.manifest.id).cloned()
+        {
+            for (local, ctime) in &live.survey.refreshed {
                 if let Some(record) = fresh.file_mut(local) {
                     record.ctime = *ctime;
                 }
@@ -247,7 +259,7 @@ pub async fn sync(catalog: &Catalog, dir: &Path, options: &SyncOptions) -> Resul
         }
         refused.sort_by(|a, b| (&a.skill, &a.path).cmp(&(&b.skill, &b.path)));
         return Ok(SyncReport {
-            skills: manifest.skills.len(),
+            skills: live.manifest.skills.len(),
             withheld: withheld(&refused),
             refused,
             kept: state.kept()?,
@@ -257,17 +269,22 @@ pub async fn sync(catalog: &Catalog, dir: &Path, options: &SyncOptions) -> Resul
 
     let mut next = Manifest::new(options.keep_modes);
     let mut build = Build::new(&state, &next.id)?;
-    let mut report = fill(catalog, &plans, &live, &mut build, &mut next, options, &mut refused).await?;
+    let mut report = fill(
+        catalog,
+        &plans,
+        &state,
+        &live,
+        &mut build,
+        &mut next,
+        options,
+        &mut refused,
+    )
+    .await?;
     next.dirs = build.dirs().clone();
+    next.births = build.births().clone();
     next.root_birth = fsx::birth(build.root());
-    let previous = match &live {
-        Live::Ours { manifest, survey, .. } => {
-            report.repaired = survey.altered.clone();
-            Some(manifest)
-        }
-        Live::Absent | Live::Empty { .. } => None,
-    };
-    compare::diff(previous, &next, &mut report);
+    report.repaired = live.survey.altered.clone();
+    compare::diff(Some(&live.manifest), &next, &mut report);
     refused.sort_by(|a, b| (&a.skill, &a.path).cmp(&(&b.skill, &b.path)));
     report.skills = next.skills.len();
     report.withheld = withheld(&refused);
@@ -275,32 +292,55 @@ pub async fn sync(catalog: &Catalog, dir: &Path, options: &SyncOptions) -> Resul
     report.switched = true;
 
     state.write_manifest(&next)?;
-    switch::switch_in(&state, &mut build, &next, &live)?;
-    let retired = live.tree().map(|(_, m)| m.id.clone());
-    switch::clean_up(&state, &build, &mut next, retired.as_deref());
+    let retired = switch::switch_in(&state, &mut build, &next, &live)?;
+    switch::clean_up(&state, &build, &mut next, retired);
     report.kept = state.kept().unwrap_or_default();
     Ok(report)
+}
+
+/// The kind of a refusal of a skill whose name `DIR` already holds as a
+/// file or directory no sync made.
+pub(crate) const NAME_TAKEN: &str = "name_taken";
+
+/// Leaves out, and reports, every skill whose name `DIR` holds as
+/// something sync did not make (the user's own file or directory, or the
+/// state): it is never replaced.
+fn leave_out_taken(state: &State, live: &Live, plans: &mut Vec<Plan>, refused: &mut Vec<SyncRefusal>) {
+    plans.retain(|plan| {
+        if live.manifest.skills.contains_key(&plan.name) {
+            return true;
+        }
+        match fsx::stat_at(state.root(), &plan.name) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => true,
+            _ => {
+                let message = format!(
+                    "the synced directory already holds `{}`, which no sync made; it is kept, and the skill left out",
+                    plan.name.escape_debug()
+                );
+                refused.push(refusal(&plan.name, &plan.dir, NAME_TAKEN, message, true));
+                false
+            }
+        }
+    });
 }
 
 /// Writes the files of `plans` into `build`: hard links to live files that
 /// are still as written and whose version is unchanged, reads for the
 /// rest. Records every file in `next`; leaves out, and reports, files
 /// refused when read and skills over their byte bounds.
+#[allow(clippy::too_many_arguments)]
 async fn fill(
     catalog: &Catalog,
     plans: &[Plan],
+    state: &State,
     live: &Live,
     build: &mut Build<'_>,
     next: &mut Manifest,
     options: &SyncOptions,
     refused: &mut Vec<SyncRefusal>,
 ) -> Result<SyncReport> {
-    let reusable = match live {
-        Live::Ours { root, manifest, survey } if manifest.keep_modes == options.keep_modes => {
-            Some((root, manifest, survey))
-        }
-        _ => None,
-    };
+    let root = state.root();
+    let reusable = (live.keep_modes == Some(options.keep_modes)).then_some((&root, &live.manifest, &live.survey));
     let mut report = SyncReport::default();
     let mut linked: std::collections::HashSet<String> = std::collections::HashSet::new();
     let mut bytes: BTreeMap<&str, u64> = BTreeMap::new();
@@ -322,7 +362,7 @@ async fn fill(
                 && let Some(record) = manifest.file(&local)
                 && file.version.as_ref().is_some_and(|v| v.as_str() == record.version)
                 && survey.intact.contains(&local)
-                && let Some(written) = build.link_from(rustix::fd::AsFd::as_fd(root), &local, record)
+                && let Some(written) = build.link_from(*root, &local, record)
             {
                 linked.insert(local);
                 *bytes.entry(&plan.name).or_default() += record.size;
@@ -437,7 +477,7 @@ async fn fill(
                 build.remove_skill(&name);
                 continue;
             }
-            match carry_over(build, rustix::fd::AsFd::as_fd(root), &name, old, survey, &mut linked)? {
+            match carry_over(build, *root, &name, old, survey, &mut linked)? {
                 Some(kept) => {
                     next.skills.insert(name, kept);
                 }

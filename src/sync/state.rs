@@ -1,63 +1,65 @@
-//! The synced directory `DIR` and its state directory `.NAME.skillstore`
-//! beside it: opened once as handles, checked, locked, and classified.
+//! The synced directory `DIR` and its private state: opened once as
+//! handles, checked, locked, and what `DIR` holds recognized skill by
+//! skill.
 //!
-//! The state directory holds the lock, one manifest per generation
-//! (`manifest-ID.json`), generations being built (`build-ID`), the
-//! generation last replaced (`retired-ID`, kept until the next switch so a
-//! reader that opened it can finish) and trees kept because they hold
-//! files sync did not write (`kept-ID`). It must be a directory made by
-//! the caller and private to it (no group or other permission bits):
-//! state someone else could have made or changed is refused, since a
-//! forged manifest would make sync take a user's files for its own.
+//! `DIR` is never moved or replaced: each skill directory in it is switched
+//! with one `renameat2`. The state sits where it shares `DIR`'s
+//! filesystem: beside `DIR` as `.NAME.skillstore`, or, when `DIR` is a
+//! mount point (a volume's root), inside it as `..skillstore`. It holds
+//! the lock, one manifest per generation (`manifest-ID.json`), generations
+//! being built (`build-ID`), the skill directories last replaced
+//! (`retired-ID`, kept until the next switch so a reader that opened them
+//! can finish) and trees kept because they hold files sync did not write
+//! (`kept-ID`). It must be a directory made by the caller and private to
+//! it (no group or other permission bits): state someone else could have
+//! made or changed is refused, since a forged manifest would make sync
+//! take a user's files for its own.
 
+use std::collections::BTreeSet;
 use std::ffi::{OsStr, OsString};
 use std::io::{self, Read, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::{AtFlags, FileType, FlockOperation, Mode, OFlags, RenameFlags, StatxAttributes, StatxFlags};
 use skillstore_backends::ErrorKind;
 
-use super::fsx::{birth, io_error, is_root, kind, names, open_dir, remove_all, stat_at};
-use super::manifest::{FORMAT, Manifest};
-use super::survey::{Known, Survey, remove_owned, survey};
+use super::fsx::{io_error, kind, names, open_dir, remove_all, stat_at};
+use super::manifest::{FORMAT, FORMAT_WHOLE, Manifest};
+use super::survey::{Known, Survey, is_skill_dir, remove_owned, remove_skills, survey_live};
 use crate::error::{Error, Result};
 
-/// What `DIR` holds before a sync.
+/// The state's name inside a `DIR` that is a mount point.
+pub(crate) const INSIDE: &str = "..skillstore";
+
+/// What `DIR` holds before a sync: the skill directories an earlier sync
+/// wrote, recognized against the manifests, and how they compare with
+/// them (nothing foreign inside them; files may have been changed or
+/// removed). Anything else at its top level is the user's and is left
+/// alone.
 #[derive(Debug)]
-pub(crate) enum Live {
-    /// Nothing: the first sync creates it.
-    Absent,
-    /// An empty directory of the caller's that no sync wrote: replaced
-    /// like a generation, and removed later only while still empty. The
-    /// manifest describes just that directory.
-    Empty { root: OwnedFd, manifest: Manifest },
-    /// A generation this module wrote, with how it compares with its
-    /// manifest now (nothing foreign; files may have been changed or
-    /// removed).
-    Ours {
-        root: OwnedFd,
-        manifest: Manifest,
-        survey: Survey,
-    },
+pub(crate) struct Live {
+    /// The skills found, with their records (from whichever manifest
+    /// recognized each directory); the identifier is the manifest's when
+    /// one manifest describes them all ([`Live::single`]).
+    pub(crate) manifest: Manifest,
+    /// How they compare with their records.
+    pub(crate) survey: Survey,
+    /// Whether their files were written with `keep_modes`, when all were
+    /// written alike.
+    pub(crate) keep_modes: Option<bool>,
+    /// True when one manifest describes exactly the skills found.
+    pub(crate) single: bool,
 }
 
-impl Live {
-    /// The live tree's handle and manifest, unless `DIR` is absent.
-    pub(crate) fn tree(&self) -> Option<(BorrowedFd<'_>, &Manifest)> {
-        match self {
-            Live::Absent => None,
-            Live::Empty { root, manifest } | Live::Ours { root, manifest, .. } => Some((root.as_fd(), manifest)),
-        }
-    }
-}
-
-/// A locked sync target: handles on `DIR`'s parent and the state directory.
+/// A locked sync target: handles on `DIR` and the state directory.
 #[derive(Debug)]
 pub(crate) struct State {
-    parent: OwnedFd,
-    target: OsString,
+    root: OwnedFd,
+    path: PathBuf,
     dir: OwnedFd,
+    /// The state's name in `DIR`, when it is inside it.
+    inside: Option<OsString>,
     /// The state directory's name, for messages.
     shown: String,
     /// Holds the lock while the target is open.
@@ -78,124 +80,169 @@ impl Drop for SyncLock {
 }
 
 impl State {
-    /// Opens `dir`'s parent and the state directory beside `dir` (creating
-    /// it, private, when absent) and takes the target's lock without
-    /// waiting: two syncs of one directory never interleave. Refused,
-    /// before anything is written: a target that is not a directory or is
-    /// a mount point, state that is not a private directory of the caller,
-    /// a lock that is not a regular file of the caller's, and (when there
-    /// is no state yet) a target holding anything.
+    /// Opens `DIR` (creating it when absent, in a directory that must
+    /// exist) and the state (creating it, private, when absent), and takes
+    /// the target's lock without waiting: two syncs of one directory never
+    /// interleave. `DIR` may be a mount point and may hold files of its
+    /// own. Refused, before anything is written: a target that is not a
+    /// directory (a link to one included), state that is not a private
+    /// directory of the caller, and a lock that is not a regular file of
+    /// the caller's.
     pub(crate) fn open(dir: &Path) -> Result<State> {
-        let (parent, target) = split(dir)?;
+        let (parent_path, target) = split(dir)?;
         let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
-        let parent = rustix::fs::open(parent, flags, Mode::empty()).map_err(|e| {
+        let parent = rustix::fs::open(parent_path, flags, Mode::empty()).map_err(|e| {
             let what = format!(
                 "cannot open {}, the directory that holds the sync target (sync makes the target, not the directories above it)",
-                parent.display()
+                parent_path.display()
             );
             io_error(&what, e.into())
         })?;
-        check_target(parent.as_fd(), &target)?;
-
-        let mut state_name = OsString::from(".");
-        state_name.push(&target);
-        state_name.push(".skillstore");
-        let shown = state_name.to_string_lossy().escape_debug().to_string();
-        let dir = match open_dir(parent.as_fd(), &state_name) {
+        if !check_target(parent.as_fd(), &target)? {
+            match rustix::fs::mkdirat(parent.as_fd(), &target, Mode::from_raw_mode(0o755)) {
+                Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+                Err(e) => return Err(io_error("cannot create the sync target", e.into())),
+            }
+        }
+        let root = match open_dir(parent.as_fd(), &target) {
+            Ok(root) => root,
+            Err(e) if is_not_a_directory(&e) => return Err(not_a_directory()),
+            Err(e) => return Err(io_error("cannot open the sync target", e)),
+        };
+        let (holder, state_name, inside) = if is_mount_root(root.as_fd(), parent.as_fd()) {
+            (root.as_fd(), OsString::from(INSIDE), Some(OsString::from(INSIDE)))
+        } else {
+            let mut name = OsString::from(".");
+            name.push(&target);
+            name.push(".skillstore");
+            (parent.as_fd(), name, None)
+        };
+        let shown = match &inside {
+            Some(name) => format!("{}/{}", target.to_string_lossy().escape_debug(), name.to_string_lossy()),
+            None => state_name.to_string_lossy().escape_debug().to_string(),
+        };
+        let state = match open_dir(holder, &state_name) {
             Ok(fd) => fd,
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                if let Ok(root) = open_dir(parent.as_fd(), &target) {
-                    let found = names(root.as_fd()).map_err(|e| io_error("cannot list the sync target", e))?;
-                    if !found.is_empty() {
-                        return Err(foreign(&top_level(&found)));
-                    }
-                }
-                match rustix::fs::mkdirat(parent.as_fd(), &state_name, Mode::from_raw_mode(0o700)) {
+                match rustix::fs::mkdirat(holder, &state_name, Mode::from_raw_mode(0o700)) {
                     Ok(()) | Err(rustix::io::Errno::EXIST) => {}
-                    Err(e) => return Err(io_error("cannot create the sync state beside the target", e.into())),
+                    Err(e) => return Err(io_error("cannot create the sync state", e.into())),
                 }
-                open_dir(parent.as_fd(), &state_name).map_err(|e| state_refused(&shown, e))?
+                open_dir(holder, &state_name).map_err(|e| state_refused(&shown, e))?
             }
             Err(e) => return Err(state_refused(&shown, e)),
         };
-        let st = rustix::fs::fstat(&dir).map_err(|e| io_error("cannot read the sync state", e.into()))?;
+        let st = rustix::fs::fstat(&state).map_err(|e| io_error("cannot read the sync state", e.into()))?;
         let me = rustix::process::geteuid().as_raw();
         if st.st_uid != me || st.st_mode & 0o077 != 0 {
             return Err(Error::Usage(format!(
-                "the sync state beside the target (`{shown}`) was not made by this user, or others may change it \
+                "the sync state (`{shown}`) was not made by this user, or others may change it \
                  (it must be private, mode 0700); refusing to use it: remove it if no sync of yours made it"
             )));
         }
-        let lock = open_lock(dir.as_fd(), me)?;
+        let lock = open_lock(state.as_fd(), me)?;
         Ok(State {
-            parent,
-            target,
-            dir,
+            root,
+            path: dir.to_path_buf(),
+            dir: state,
+            inside,
             shown,
             _lock: lock,
         })
     }
 
-    /// The state directory.
-    pub(crate) fn fd(&self) -> BorrowedFd<'_> {
-        self.dir.as_fd()
+    /// `DIR`.
+    pub(crate) fn root(&self) -> BorrowedFd<'_> {
+        self.root.as_fd()
     }
 
-    /// A path inside the state directory as shown in reports.
-    pub(crate) fn shown(&self, name: &str) -> String {
-        format!("{}/{name}", self.shown)
-    }
-
-    /// What `DIR` holds, recognized against `manifests` (newest first).
-    /// Refused: a target holding anything no sync wrote (named in the
-    /// message), and an empty directory of another user.
-    pub(crate) fn live(&self, manifests: &[Manifest]) -> Result<Live> {
-        let root = match open_dir(self.parent.as_fd(), &self.target) {
-            Ok(root) => root,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Live::Absent),
-            Err(e) if is_not_a_directory(&e) => return Err(not_a_directory()),
-            Err(e) => return Err(io_error("cannot open the sync target", e)),
+    /// Refuses to switch when the path of `DIR` no longer names the
+    /// directory this sync opened (moved aside or replaced meanwhile).
+    pub(crate) fn check_in_place(&self) -> Result<()> {
+        let moved = || {
+            Error::Usage(
+                "the sync target was moved or replaced while the generation was built; nothing was switched".into(),
+            )
         };
-        check_target(self.parent.as_fd(), &self.target)?;
-        let st = rustix::fs::fstat(&root).map_err(|e| io_error("cannot read the sync target", e.into()))?;
-        let known = Known::of(manifests);
-        let mut best: Option<(usize, Survey)> = None;
-        let mut refusal: Option<Survey> = None;
-        for (i, manifest) in manifests.iter().enumerate() {
-            if !is_root(root.as_fd(), &st, manifest) {
+        let now = rustix::fs::statx(
+            rustix::fs::CWD,
+            &self.path,
+            AtFlags::SYMLINK_NOFOLLOW,
+            StatxFlags::BASIC_STATS,
+        )
+        .map_err(|_| moved())?;
+        let held = rustix::fs::fstat(&self.root).map_err(|e| io_error("cannot read the sync target", e.into()))?;
+        #[allow(clippy::unnecessary_cast)]
+        let same = now.stx_ino == held.st_ino as u64
+            && rustix::fs::makedev(now.stx_dev_major, now.stx_dev_minor) == held.st_dev as u64;
+        if same { Ok(()) } else { Err(moved()) }
+    }
+
+    /// The skill directories of `DIR` an earlier sync wrote, recognized
+    /// against `manifests` (newest first). Refused: a skill directory
+    /// holding anything no sync wrote (named in the message).
+    pub(crate) fn live(&self, manifests: &[Manifest]) -> Result<Live> {
+        let found = names(self.root()).map_err(|e| io_error("cannot list the sync target", e))?;
+        let mut composite = Manifest::new(false);
+        composite.id = String::new();
+        let mut from: BTreeSet<&str> = BTreeSet::new();
+        let mut modes: BTreeSet<bool> = BTreeSet::new();
+        for name in &found {
+            if Some(name) == self.inside.as_ref() {
                 continue;
             }
-            let found =
-                survey(root.as_fd(), manifest, &known).map_err(|e| io_error("cannot read the sync target", e))?;
-            if !found.is_own() {
-                refusal.get_or_insert(found);
-            } else if best.as_ref().is_none_or(|(_, b)| found.intact.len() > b.intact.len()) {
-                best = Some((i, found));
+            let Some(skill) = name.to_str() else { continue };
+            let Ok(st) = stat_at(self.root(), name) else { continue };
+            let Some(manifest) = manifests.iter().find(|m| is_skill_dir(self.root(), skill, &st, m)) else {
+                continue;
+            };
+            composite
+                .skills
+                .insert(skill.to_owned(), manifest.skills[skill].clone());
+            let below = format!("{skill}/");
+            for (dir, ino) in &manifest.dirs {
+                if dir == skill || dir.starts_with(&below) {
+                    composite.dirs.insert(dir.clone(), *ino);
+                }
             }
+            if let Some(birth) = manifest.births.get(skill) {
+                composite.births.insert(skill.to_owned(), *birth);
+            }
+            from.insert(&manifest.id);
+            modes.insert(manifest.keep_modes);
         }
-        if let Some((i, survey)) = best {
-            return Ok(Live::Ours {
-                root,
-                manifest: manifests[i].clone(),
-                survey,
-            });
+        let known = Known::of(manifests);
+        let survey = survey_live(self.root(), &composite, &known, self.inside.as_deref())
+            .map_err(|e| io_error("cannot read the sync target", e))?;
+        if survey.foreign_count > 0 {
+            return Err(foreign(&survey.foreign_list()));
         }
-        if let Some(found) = refusal {
-            return Err(foreign(&found.foreign_list()));
+        // One manifest describes them all: the one every directory came
+        // from, or for no skills at all one of an empty generation (a
+        // retired generation's manifest always has skills).
+        let whole = match from.len() {
+            0 => manifests.iter().find(|m| m.skills.is_empty()),
+            1 => manifests
+                .iter()
+                .find(|m| from.contains(m.id.as_str()) && m.skills.keys().eq(composite.skills.keys())),
+            _ => None,
+        };
+        let single = whole.is_some();
+        let keep_modes = match whole {
+            Some(m) => Some(m.keep_modes),
+            None if modes.len() == 1 => modes.first().copied(),
+            None => None,
+        };
+        if let Some(m) = whole {
+            composite.id = m.id.clone();
         }
-        let found = names(root.as_fd()).map_err(|e| io_error("cannot list the sync target", e))?;
-        if !found.is_empty() {
-            return Err(foreign(&top_level(&found)));
-        }
-        if st.st_uid != rustix::process::geteuid().as_raw() {
-            return Err(Error::Usage(
-                "the sync target is an empty directory of another user; a sync only replaces its caller's".into(),
-            ));
-        }
-        let mut manifest = Manifest::new(false);
-        manifest.dirs.insert(String::new(), super::fsx::ino(&st));
-        manifest.root_birth = birth(root.as_fd());
-        Ok(Live::Empty { root, manifest })
+        composite.keep_modes = keep_modes.unwrap_or(false);
+        Ok(Live {
+            manifest: composite,
+            survey,
+            keep_modes,
+            single,
+        })
     }
 
     /// Every readable manifest in the state, newest first.
@@ -221,6 +268,16 @@ impl State {
         Ok(out)
     }
 
+    /// The state directory.
+    pub(crate) fn fd(&self) -> BorrowedFd<'_> {
+        self.dir.as_fd()
+    }
+
+    /// A path inside the state directory as shown in reports.
+    pub(crate) fn shown(&self, name: &str) -> String {
+        format!("{}/{name}", self.shown)
+    }
+
     fn read_manifest(&self, name: &OsStr) -> Option<Manifest> {
         let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
         let fd = rustix::fs::openat(self.fd(), name, flags, Mode::empty()).ok()?;
@@ -231,7 +288,7 @@ impl State {
         std::fs::File::from(fd).read_to_end(&mut bytes).ok()?;
         serde_json::from_slice::<Manifest>(&bytes)
             .ok()
-            .filter(|m| m.format == FORMAT)
+            .filter(|m| m.format == FORMAT || m.format == FORMAT_WHOLE)
     }
 
     /// Writes `manifest` whole under its name (a temporary file, synced,
@@ -279,18 +336,24 @@ impl State {
         )?)
     }
 
-    /// Removes what sync wrote of the state's tree `name`, as `manifest`
-    /// records it; a tree that keeps anything is renamed `kept-ID`, and its
-    /// shown name returned. Also returns the inodes unlinked.
+    /// Removes what sync wrote of the state's tree `name`: a whole
+    /// generation of the earlier layout as its manifest records it, or
+    /// skill directories as the manifests in `manifests` record them; a
+    /// tree that keeps anything is renamed `kept-ID`, and its shown name
+    /// returned. Also returns the inodes unlinked.
     pub(crate) fn remove_tree(
         &self,
         name: &str,
         manifest: Option<&Manifest>,
+        manifests: &[Manifest],
         known: &Known,
         id: &str,
     ) -> (Option<String>, std::collections::HashSet<u64>) {
         let removal = match manifest {
-            Some(manifest) => remove_owned(self.fd(), OsStr::new(name), manifest, known),
+            Some(manifest) if manifest.format == FORMAT_WHOLE => {
+                remove_owned(self.fd(), OsStr::new(name), manifest, known)
+            }
+            Some(_) => remove_skills(self.fd(), OsStr::new(name), manifests, known),
             None => Ok(Default::default()),
         };
         let (complete, unlinked) = match removal {
@@ -318,29 +381,22 @@ impl State {
         }
     }
 
-    /// Puts the state's tree `build` where `DIR` is: exchanged with the
-    /// live tree, or moved into place when there is none.
-    pub(crate) fn switch(&self, build: &str, exchange: bool) -> Result<()> {
+    /// Moves the skill directory `name` of the state's tree `tree` into
+    /// `DIR`: exchanged with `DIR/name` in one step, or put where nothing
+    /// is (never over anything).
+    pub(crate) fn swap_in(&self, tree: BorrowedFd<'_>, name: &str, exchange: bool) -> Result<()> {
         let flags = if exchange {
             RenameFlags::EXCHANGE
         } else {
             RenameFlags::NOREPLACE
         };
-        rustix::fs::renameat_with(self.fd(), build, self.parent.as_fd(), &self.target, flags).map_err(|e| match e {
-            rustix::io::Errno::INVAL | rustix::io::Errno::NOSYS => {
-                Error::Backend(skillstore_backends::Error::new(ErrorKind::Unsupported).with_detail(
-                    "the filesystem of the sync target cannot exchange directories atomically (renameat2)",
-                ))
-            }
-            rustix::io::Errno::BUSY => mount_point(),
-            rustix::io::Errno::EXIST if !exchange => {
-                Error::Usage("the sync target appeared while the generation was built; nothing was switched".into())
-            }
-            rustix::io::Errno::NOENT if exchange => {
-                Error::Usage("the sync target was removed while the generation was built; nothing was switched".into())
-            }
-            other => io_error("cannot switch in the new generation", other.into()),
-        })
+        rustix::fs::renameat_with(tree, name, self.root(), name, flags).map_err(|e| switch_error(e, name, exchange))
+    }
+
+    /// Moves the skill directory `DIR/name` into the state's tree `tree`.
+    pub(crate) fn move_out(&self, tree: BorrowedFd<'_>, name: &str) -> Result<()> {
+        rustix::fs::renameat_with(self.root(), name, tree, name, RenameFlags::NOREPLACE)
+            .map_err(|e| switch_error(e, name, true))
     }
 
     /// Opens the state's tree `name`.
@@ -375,34 +431,51 @@ fn split(dir: &Path) -> Result<(&Path, OsString)> {
     Ok((parent, name))
 }
 
-/// Refuses a target that is not a directory, or is a mount point (a
-/// switch replaces the directory, which a mount point cannot be; a bind
-/// mount of it would keep showing the generation it was made on).
-fn check_target(parent: BorrowedFd<'_>, target: &OsStr) -> Result<()> {
-    let flags = AtFlags::SYMLINK_NOFOLLOW | AtFlags::NO_AUTOMOUNT;
-    match rustix::fs::statx(parent, target, flags, StatxFlags::BASIC_STATS) {
-        Ok(st) => {
-            if FileType::from_raw_mode(u32::from(st.stx_mode)) != FileType::Directory {
-                return Err(not_a_directory());
-            }
-            if st.stx_attributes_mask.contains(StatxAttributes::MOUNT_ROOT)
-                && st.stx_attributes.contains(StatxAttributes::MOUNT_ROOT)
-            {
-                return Err(mount_point());
-            }
-            Ok(())
+/// True when the target exists (then it is a directory); refuses a file,
+/// a link or anything else in its place.
+fn check_target(parent: BorrowedFd<'_>, target: &OsStr) -> Result<bool> {
+    match stat_at(parent, target) {
+        Ok(st) if kind(&st) == FileType::Directory => Ok(true),
+        Ok(_) => Err(not_a_directory()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(io_error("cannot look at the sync target", e)),
+    }
+}
+
+/// True when `root` is the root of a mount (a volume's root, a bind
+/// mount): nothing can be renamed into or out of it from beside it.
+fn is_mount_root(root: BorrowedFd<'_>, parent: BorrowedFd<'_>) -> bool {
+    match rustix::fs::statx(root, "", AtFlags::EMPTY_PATH, StatxFlags::BASIC_STATS) {
+        Ok(st) if st.stx_attributes_mask.contains(StatxAttributes::MOUNT_ROOT) => {
+            st.stx_attributes.contains(StatxAttributes::MOUNT_ROOT)
         }
-        Err(rustix::io::Errno::NOENT) => Ok(()),
-        // No statx: compare devices, which finds mounts of other filesystems.
-        Err(rustix::io::Errno::NOSYS) => match stat_at(parent, target) {
-            Ok(st) if kind(&st) != FileType::Directory => Err(not_a_directory()),
-            Ok(st) => match rustix::fs::fstat(parent) {
-                Ok(up) if up.st_dev != st.st_dev => Err(mount_point()),
-                _ => Ok(()),
-            },
-            Err(_) => Ok(()),
+        // No statx, or no answer: compare devices, which finds mounts of
+        // other filesystems.
+        _ => match (rustix::fs::fstat(root), rustix::fs::fstat(parent)) {
+            (Ok(st), Ok(up)) => st.st_dev != up.st_dev,
+            _ => false,
         },
-        Err(e) => Err(io_error("cannot look at the sync target", e.into())),
+    }
+}
+
+fn switch_error(e: rustix::io::Errno, name: &str, exchange: bool) -> Error {
+    let name = name.escape_debug();
+    match e {
+        rustix::io::Errno::INVAL | rustix::io::Errno::NOSYS => Error::Backend(
+            skillstore_backends::Error::new(ErrorKind::Unsupported)
+                .with_detail("the filesystem of the sync target cannot exchange directories atomically (renameat2)"),
+        ),
+        rustix::io::Errno::BUSY => Error::Usage(format!(
+            "`{name}` in the sync target is a mount point; a sync switches skill directories, which a mount point \
+             cannot be: nothing was switched"
+        )),
+        rustix::io::Errno::EXIST | rustix::io::Errno::NOTEMPTY if !exchange => Error::Usage(format!(
+            "`{name}` appeared in the sync target while the generation was built; nothing was switched"
+        )),
+        rustix::io::Errno::NOENT => Error::Usage(format!(
+            "`{name}` was removed from the sync target while the generation was built; nothing was switched"
+        )),
+        other => io_error("cannot switch in the new generation", other.into()),
     }
 }
 
@@ -436,10 +509,10 @@ fn open_lock(state: BorrowedFd<'_>, me: u32) -> Result<SyncLock> {
 fn state_refused(shown: &str, e: io::Error) -> Error {
     if is_not_a_directory(&e) {
         Error::Usage(format!(
-            "the sync state beside the target (`{shown}`) is not a directory; refusing to use it"
+            "the sync state (`{shown}`) is not a directory; refusing to use it"
         ))
     } else {
-        io_error("cannot open the sync state beside the target", e)
+        io_error("cannot open the sync state", e)
     }
 }
 
@@ -454,32 +527,10 @@ fn not_a_directory() -> Error {
     Error::Usage("the sync target exists and is not a directory; refusing to replace it".into())
 }
 
-fn mount_point() -> Error {
-    Error::Usage(
-        "the sync target is a mount point; a sync replaces the directory whole, which a mount point cannot be: \
-         sync to a directory inside it, or mount the directory holding the target instead"
-            .into(),
-    )
-}
-
 /// The error for a target holding what no sync wrote, naming it.
 pub(crate) fn foreign(list: &str) -> Error {
     Error::Usage(format!(
-        "the sync target holds files no sync wrote ({list}); a sync never moves or removes them: \
-         move them out, or sync to a new directory"
+        "a skill directory of the sync target holds files no sync wrote ({list}); a sync never moves or \
+         removes them: move them out, or sync to a new directory"
     ))
-}
-
-/// Top-level names for a message.
-fn top_level(found: &[OsString]) -> String {
-    let survey = Survey {
-        foreign_count: found.len(),
-        foreign: found
-            .iter()
-            .take(20)
-            .map(|n| n.to_string_lossy().escape_debug().to_string())
-            .collect(),
-        ..Survey::default()
-    };
-    survey.foreign_list()
 }

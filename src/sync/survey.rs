@@ -111,6 +111,100 @@ pub(crate) fn survey(root: BorrowedFd<'_>, manifest: &Manifest, known: &Known) -
     Ok(survey)
 }
 
+/// Compares the skill directories of `DIR` (at `root`) that `manifest`
+/// records with it. `DIR` itself is nobody's in particular: what else its
+/// top level holds (the user's files, the state named `skip`) is left out
+/// of the survey, never counted as foreign.
+pub(crate) fn survey_live(
+    root: BorrowedFd<'_>,
+    manifest: &Manifest,
+    known: &Known,
+    skip: Option<&OsStr>,
+) -> io::Result<Survey> {
+    let mut survey = Survey {
+        root_matches: true,
+        ..Survey::default()
+    };
+    for name in names(root)? {
+        if Some(name.as_os_str()) == skip {
+            continue;
+        }
+        let Some(relative) = name.to_str() else { continue };
+        if !manifest.skills.contains_key(relative) {
+            continue;
+        }
+        let st = match stat_at(root, &name) {
+            Ok(st) => st,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
+        };
+        if kind(&st) != FileType::Directory || manifest.dirs.get(relative) != Some(&ino(&st)) {
+            continue;
+        }
+        let sub = open_dir(root, &name)?;
+        visit(sub.as_fd(), relative, 1, manifest, known, &mut survey)?;
+    }
+    Ok(survey)
+}
+
+/// True when the directory `name` in `at` (with `st` its `lstat`) is the
+/// skill directory `name` that `manifest` recorded: the same inode, made
+/// at the same time where the filesystem says when, and this user's.
+pub(crate) fn is_skill_dir(at: BorrowedFd<'_>, name: &str, st: &Stat, manifest: &Manifest) -> bool {
+    kind(st) == FileType::Directory
+        && manifest.skills.contains_key(name)
+        && manifest.dirs.get(name) == Some(&ino(st))
+        && st.st_uid == rustix::process::geteuid().as_raw()
+        && manifest.births.get(name).is_none_or(|b| birth_at(at, name) == Some(*b))
+}
+
+/// Removes from the state's tree `name` in `at` (a directory only sync
+/// writes into) every skill directory some manifest recorded, as far as
+/// each is still what that manifest recorded, and the tree once empty.
+pub(crate) fn remove_skills(
+    at: BorrowedFd<'_>,
+    name: &OsStr,
+    manifests: &[Manifest],
+    known: &Known,
+) -> io::Result<Removal> {
+    let mut removal = Removal {
+        complete: true,
+        ..Removal::default()
+    };
+    let dir = match open_dir(at, name) {
+        Ok(dir) => dir,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(removal),
+        Err(e) => return Err(e),
+    };
+    for entry in names(dir.as_fd())? {
+        let st = match stat_at(dir.as_fd(), &entry) {
+            Ok(st) => st,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(e),
+        };
+        let owner = entry
+            .to_str()
+            .and_then(|skill| manifests.iter().find(|m| is_skill_dir(dir.as_fd(), skill, &st, m)));
+        let (Some(skill), Some(manifest)) = (entry.to_str(), owner) else {
+            removal.complete = false;
+            continue;
+        };
+        let sub = open_dir(dir.as_fd(), &entry)?;
+        remove_below(sub.as_fd(), skill, 1, manifest, known, &mut removal)?;
+        drop(sub);
+        remove_dir(dir.as_fd(), &entry, &mut removal)?;
+    }
+    drop(dir);
+    remove_dir(at, name, &mut removal)?;
+    Ok(removal)
+}
+
+fn birth_at(at: BorrowedFd<'_>, name: &str) -> Option<(i64, u32)> {
+    let flags = AtFlags::SYMLINK_NOFOLLOW;
+    let st = rustix::fs::statx(at, name, flags, rustix::fs::StatxFlags::BTIME).ok()?;
+    (st.stx_mask & rustix::fs::StatxFlags::BTIME.bits() != 0).then_some((st.stx_btime.tv_sec, st.stx_btime.tv_nsec))
+}
+
 fn visit(
     dir: BorrowedFd<'_>,
     prefix: &str,
