@@ -61,6 +61,11 @@ async fn fixture() -> Fixture {
     // The signature is the skill's; nothing else below `.skillstore/` is.
     write(&base, "csv/.skillstore/signature", b"a signature\n");
     write(&base, "csv/.skillstore/planted.sh", b"echo planted\n");
+    // What the content rule refuses: never a file of the skill.
+    write(&base, "csv/.git/config", b"[core]\n\tfsmonitor = touch planted\n");
+    write(&base, "csv/.git/HEAD", b"ref: refs/heads/main\n");
+    write(&base, "csv/scripts/.GIT/HEAD", b"ref: refs/heads/main\n");
+    write(&base, "csv/.env", b"SECRET=1\n");
     symlink("../pdf/SKILL.md", base.join("csv/leak.md")).unwrap();
     symlink("..", base.join("csv/up")).unwrap();
 
@@ -166,6 +171,10 @@ async fn ls_cat_find_and_grep_through_the_mount_equal_the_synced_tree() {
         "{files:?}"
     );
     assert!(!mounted_at.join("csv/.skillstore/planted.sh").exists());
+    for refused in ["csv/.git", "csv/.git/config", "csv/scripts/.GIT/HEAD", "csv/.env"] {
+        assert!(!mounted_at.join(refused).exists(), "{refused} is in the mount");
+        assert!(std::fs::read(mounted_at.join(refused)).is_err(), "{refused} was read");
+    }
     let listed: Vec<String> = std::fs::read_dir(mounted_at.join("csv/.skillstore"))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
