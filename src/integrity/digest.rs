@@ -129,6 +129,9 @@ struct Hashed {
     /// For a skill file (`SKILL.md`, `skill.md`), the YAML of its
     /// frontmatter as those bytes hold it (`None`: no closed frontmatter).
     head: Option<Arc<str>>,
+    /// That frontmatter parsed, once asked for ([`FileDigests::shown`]):
+    /// `Some(None)` when it holds no valid skill.
+    parsed: Option<Option<Arc<crate::skill::SkillMetadata>>>,
 }
 
 /// What the bytes of one version of a skill file (`SKILL.md`) were found
@@ -179,6 +182,7 @@ impl Entries {
                 kept.sha256 = sha256.to_owned();
                 kept.size = size;
                 kept.head = head;
+                kept.parsed = None;
             }
             None => {
                 versions.push(Hashed {
@@ -186,6 +190,7 @@ impl Entries {
                     sha256: sha256.to_owned(),
                     size,
                     head,
+                    parsed: None,
                 });
                 self.len += 1;
             }
@@ -214,6 +219,37 @@ impl FileDigests {
     /// digest was computed from, never from an index or cache entry.
     pub fn head(&self, path: &str, version: &Version) -> Option<HashedHead> {
         self.entries().head(path, version)
+    }
+
+    /// The skill the frontmatter of the skill file `path` at `version`
+    /// describes, as its hashed bytes hold it (parsed once per version, as
+    /// a catalog load parses it): `None` when those bytes were not hashed
+    /// here, `Some(None)` when they hold no closed frontmatter or no valid
+    /// skill.
+    pub fn shown(&self, path: &str, version: &Version) -> Option<Option<Arc<crate::skill::SkillMetadata>>> {
+        let yaml = {
+            let entries = self.entries();
+            let hashed = entries.by_path.get(path)?.iter().find(|h| h.version == *version)?;
+            if let Some(parsed) = &hashed.parsed {
+                return Some(parsed.clone());
+            }
+            hashed.head.clone()
+        };
+        let dir = path.rsplit('/').nth(1);
+        let parsed = yaml.and_then(|yaml| {
+            crate::skill::parse_frontmatter(&yaml, dir, crate::skill::Strictness::Lenient)
+                .skill
+                .map(Arc::new)
+        });
+        let mut entries = self.entries();
+        if let Some(hashed) = entries
+            .by_path
+            .get_mut(path)
+            .and_then(|versions| versions.iter_mut().find(|h| h.version == *version))
+        {
+            hashed.parsed = Some(parsed.clone());
+        }
+        Some(parsed)
     }
 
     /// Hashes `bytes`, the content of `path` at `version`, keeps and

@@ -334,18 +334,13 @@ fn shown_from_digested(
     catalog: &Catalog,
     winner: &Skill,
 ) -> std::result::Result<Option<Arc<crate::skill::SkillMetadata>>, String> {
-    let head = catalog
+    let shown = catalog
         .file_digests()
-        .head(winner.path.as_str(), &winner.version)
+        .shown(winner.path.as_str(), &winner.version)
         .ok_or_else(|| "its SKILL.md was not read by the check; it is not served".to_owned())?;
-    let yaml = head
-        .yaml
-        .ok_or_else(|| "its SKILL.md as checked has no frontmatter; it is not served".to_owned())?;
-    let dir = winner.path.parent().and_then(|d| d.file_name().map(str::to_owned));
-    let parsed = crate::skill::parse_frontmatter(&yaml, dir.as_deref(), crate::skill::Strictness::Lenient);
-    match parsed.skill {
-        Some(metadata) if metadata == *winner.metadata => Ok(None),
-        Some(metadata) if metadata.name == winner.name() => Ok(Some(Arc::new(metadata))),
+    match shown {
+        Some(metadata) if *metadata == *winner.metadata => Ok(None),
+        Some(metadata) if metadata.name == winner.name() => Ok(Some(metadata)),
         _ => Err(format!(
             "its SKILL.md as checked does not describe a skill named `{}`; it is not served",
             winner.name()
