@@ -24,7 +24,7 @@ use crate::index::Entries;
 pub const DEFAULT_CACHE_BYTES: u64 = 64 * 1024 * 1024;
 
 const FORMAT: &str = "skillstore-cache";
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 
 /// Where the cache lives and how large it may grow.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -26,7 +26,7 @@ use crate::index::{Entries, HeadEntry, INDEX_DIR, INDEX_FILE, MAX_INDEX_BYTES, R
 use crate::diagnostic::{Diagnostic, DiagnosticKind};
 use crate::error::{Error, Result};
 use crate::frontmatter::MAX_FRONTMATTER_BYTES;
-use crate::integrity::pin::{PinnedBackend, Pins};
+use crate::integrity::pin::{Claim, PinnedBackend, Pins};
 use crate::integrity::policy::Checked;
 use crate::integrity::{FileDigests, Integrity, SkillDigest};
 pub use crate::skill::SKILL_FILE;
@@ -220,8 +220,16 @@ struct Candidate {
     version: Option<Version>,
     /// Its size then, where known.
     size: Option<u64>,
-    /// Its frontmatter's YAML, kept where a local cache applies.
+    /// Its frontmatter's YAML, kept where a local cache applies or when
+    /// taken from an entry.
     yaml: Option<Arc<str>>,
+    /// The SHA-256 of the whole file, when it was read whole or an entry
+    /// named it.
+    sha256: Option<String>,
+    /// Whether its outcome was taken from an index or cache entry rather
+    /// than from its file: the entry is then held to the file whenever the
+    /// file is read whole ([`crate::integrity::pin::Claim`]).
+    from_entry: bool,
     outcome: Outcome,
 }
 
@@ -233,8 +241,37 @@ impl Candidate {
             version: None,
             size: None,
             yaml: None,
+            sha256: None,
+            from_entry: false,
             outcome: Outcome::NotASkill,
         }
+    }
+
+    /// True when its outcome came from an entry that the bytes of its
+    /// version, as hashed since, are known not to match.
+    fn refuted(&self, digests: &FileDigests) -> bool {
+        self.from_entry
+            && self.claim().is_some_and(|(claim, version)| {
+                digests
+                    .head(self.skill_md.as_str(), &version)
+                    .is_some_and(|head| !claim.agrees_with(&head))
+            })
+    }
+
+    /// The claim its entry makes of its file, with the version it names,
+    /// when its outcome came from an entry.
+    fn claim(&self) -> Option<(Claim, Version)> {
+        if !self.from_entry {
+            return None;
+        }
+        let version = self.version.clone()?;
+        let claim = Claim {
+            dir: self.skill_md.parent()?,
+            version: version.clone(),
+            sha256: self.sha256.clone(),
+            yaml: Arc::clone(self.yaml.as_ref()?),
+        };
+        Some((claim, version))
     }
 
     /// The path of its file relative to the source (`pdf/SKILL.md`).
@@ -291,6 +328,10 @@ struct Done {
     outcome: Outcome,
     /// The frontmatter's YAML, when the job was asked to keep it.
     yaml: Option<Arc<str>>,
+    /// The SHA-256 of the whole file, when kept and read whole.
+    sha256: Option<String>,
+    /// Whether the outcome is a previous one taken from an entry.
+    from_entry: bool,
 }
 
 /// A skill directory found by a deep listing: its name, its file's name
@@ -415,6 +456,7 @@ impl Catalog {
                     if let (Some((version, _)), Some(old)) = (&listed, known.get(dir_name.as_str()))
                         && old.version.as_ref() == Some(version)
                         && old.skill_md == skill_md
+                        && !old.refuted(&self.options.digests)
                     {
                         candidates.push((*old).clone());
                         continue;
@@ -431,12 +473,12 @@ impl Catalog {
                     && let Some(cache) = self.local_cache()
                 {
                     let cached = cache.load(location);
+                    let digests = &self.options.digests;
                     pending.retain(|(at, version, size)| {
                         let candidate = &mut candidates[*at];
                         match cached.get(&candidate.key()) {
                             Some(entry) if entry.version == *version && entry.size == *size => {
-                                take_entry(source, candidate, entry, true);
-                                false
+                                !take_entry(source, candidate, entry, true, digests)
                             }
                             _ => true,
                         }
@@ -445,7 +487,15 @@ impl Catalog {
                 if !pending.is_empty()
                     && let Some(listed_index) = &deep.index
                 {
-                    let used = apply_index(backend, source, listed_index, &mut candidates, &mut pending).await;
+                    let used = apply_index(
+                        backend,
+                        source,
+                        listed_index,
+                        &mut candidates,
+                        &mut pending,
+                        &self.options.digests,
+                    )
+                    .await;
                     cache_dirty |= used.0 > 0;
                     notes.extend(used.1);
                 }
@@ -500,6 +550,8 @@ impl Catalog {
             candidate.skill_md = done.path;
             candidate.outcome = done.outcome;
             candidate.yaml = done.yaml;
+            candidate.sha256 = done.sha256;
+            candidate.from_entry = done.from_entry;
         }
         if let Some(location) = &location
             && (read_any || cache_dirty)
@@ -511,6 +563,7 @@ impl Catalog {
                     let entry = HeadEntry {
                         version: c.version.clone()?,
                         size: c.size?,
+                        sha256: c.sha256.clone(),
                         yaml: c.yaml.as_deref()?.to_owned(),
                     };
                     Some((c.key(), entry))
@@ -561,10 +614,17 @@ impl Catalog {
     fn with_states(&self, states: Vec<SourceState>) -> Catalog {
         let (skills, index, mut diagnostics) = merge(&self.sources, &states, &self.options.filter);
         diagnostics.splice(0..0, self.options.standing.iter().cloned());
+        // Winners a check will digest show what the digested bytes hold
+        // ([`Catalog::set_checked`]); the others are held to their entries.
+        let mut pins = Pins::new();
+        if !self.options.integrity.as_ref().is_some_and(|i| i.is_active()) {
+            add_claims(&mut pins, &states, &skills, &Pins::new());
+        }
+        let pins = Arc::new(pins.forgetting_in(Arc::clone(&self.options.digests)));
         Catalog {
             storage: Arc::clone(&self.storage),
-            backend: served(&self.storage, Arc::new(Pins::new())),
-            pins: Arc::new(Pins::new()),
+            backend: served(&self.storage, Arc::clone(&pins)),
+            pins,
             sources: Arc::clone(&self.sources),
             options: Arc::clone(&self.options),
             states,
@@ -599,6 +659,7 @@ impl Catalog {
             path: skill_md,
             outcome,
             yaml,
+            sha256,
             ..
         } = run_batch(&*self.storage, &self.sources, &self.options, vec![job])
             .await
@@ -618,6 +679,8 @@ impl Catalog {
                     candidates[i].skill_md = skill_md;
                     candidates[i].outcome = outcome;
                     candidates[i].yaml = yaml;
+                    candidates[i].sha256 = sha256;
+                    candidates[i].from_entry = false;
                 }
                 (Err(_), Outcome::NotASkill) => {}
                 (Err(i), _) if source.admits(dir_name) && dir_name != INDEX_DIR => candidates.insert(
@@ -628,6 +691,8 @@ impl Catalog {
                         version,
                         size,
                         yaml,
+                        sha256,
+                        from_entry: false,
                         outcome,
                     },
                 ),
@@ -713,11 +778,18 @@ impl Catalog {
 
     async fn digest_of(&self, listed: Result<SkillFiles>) -> Result<(SkillFiles, SkillDigest)> {
         let listed = listed?;
-        let digest = self
-            .options
-            .digests
-            .skill_digest(self.backend.as_ref(), &listed)
-            .await?;
+        let digests = &self.options.digests;
+        let digest = digests.skill_digest(self.backend.as_ref(), &listed).await?;
+        // A skill file hashed before (not read again) still holds the
+        // entry the catalog showed it from to what its bytes were.
+        for (file, digested) in listed.files.iter().zip(&digest.files) {
+            if crate::skill::is_skill_file_name(&digested.relative)
+                && let Some(version) = &digested.version
+                && let Some(head) = digests.head(file.path.as_str(), version)
+            {
+                self.pins.check_claim(&file.path, version, &head);
+            }
+        }
         Ok((listed, digest))
     }
 
@@ -771,6 +843,7 @@ impl Catalog {
     pub(crate) fn set_checked(&mut self, mut checked: HashMap<String, Checked>) {
         let files = checked.values().filter_map(|c| c.files.as_ref()).map(Vec::len).sum();
         let mut pins = Pins::with_capacity(checked.len(), files);
+        let mut notes = Vec::new();
         for skill in &mut self.skills {
             if let Some(found) = checked.remove(skill.name()) {
                 skill.digest = found.digest.as_deref().map(Arc::from);
@@ -778,9 +851,21 @@ impl Catalog {
                 if let Some(files) = found.files {
                     pins.pin(skill.dir(), files);
                 }
+                if let Some(shown) = found.shown {
+                    notes.push(Diagnostic::new(
+                        Severity::Warning,
+                        DiagnosticKind::IndexIgnored,
+                        Some(&skill.source),
+                        Some(&skill.path),
+                        "an index or cache entry does not describe this SKILL.md; what is shown is read from the checked file",
+                    ));
+                    skill.metadata = shown;
+                }
             }
         }
-        if !pins.is_empty() {
+        self.diagnostics.extend(notes);
+        add_claims(&mut pins, &self.states, &self.skills, &Pins::new());
+        if !pins.is_empty() || pins.claims().next().is_some() {
             let pins = Arc::new(
                 pins.forgetting_in(Arc::clone(&self.options.digests))
                     .checked_under(self.options.read_limit),
@@ -1009,7 +1094,7 @@ impl Catalog {
     /// ([`Catalog::is_withdrawn`]): a front end holding bytes of that skill
     /// read earlier (an open file) serves them no more.
     pub fn is_withdrawn_path(&self, path: &VPath) -> bool {
-        self.pins.withdrawn_count() > 0 && self.pins.skill_of(path).is_some_and(|dir| self.pins.is_withdrawn(dir))
+        self.pins.is_withdrawn_path(path)
     }
 
     /// Why the winner `name` is not served when it is withdrawn
@@ -1204,7 +1289,7 @@ async fn run_batch(
         for (mut job, stat) in checks.into_iter().zip(stats) {
             let old = job.previous.take().expect("partitioned on previous");
             match stat {
-                Ok(meta) if meta.version.is_some() && meta.version == old.version => {
+                Ok(meta) if meta.version.is_some() && meta.version == old.version && !old.refuted(&options.digests) => {
                     done.push(Done {
                         candidate: job.candidate,
                         version: old.version,
@@ -1212,6 +1297,8 @@ async fn run_batch(
                         path: job.skill_md,
                         outcome: old.outcome,
                         yaml: old.yaml,
+                        sha256: old.sha256,
+                        from_entry: old.from_entry,
                     });
                 }
                 Err(err) if matches!(err.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => {
@@ -1285,6 +1372,8 @@ async fn finish(
         path: path.clone(),
         outcome,
         yaml: None,
+        sha256: None,
+        from_entry: false,
     };
     let mut skill_md = job.skill_md.clone();
     let first = match first {
@@ -1337,6 +1426,9 @@ async fn finish(
             (parsed, second)
         }
     };
+    // A whole file's hash costs little next to its read, and lets the
+    // local cache say which bytes its entry describes.
+    let sha256 = (yaml.is_some() && blob.is_complete()).then(|| crate::integrity::sha256_hex(&blob.data));
     Done {
         candidate: job.candidate,
         version: Some(blob.version),
@@ -1344,6 +1436,8 @@ async fn finish(
         outcome: outcome_of_parse(source, &skill_md, with_name_warning(parsed, &skill_md)),
         path: skill_md,
         yaml,
+        sha256,
+        from_entry: false,
     }
 }
 
@@ -1367,8 +1461,19 @@ fn with_name_warning(mut parsed: Parsed, skill_md: &VPath) -> Parsed {
 /// Gives `candidate` the outcome of a frontmatter taken from the local
 /// cache or the index, exactly as a read of the file would give it. With
 /// `any_name` false (the index), only an entry describing a valid skill
-/// named after its directory is taken; `false` is returned otherwise.
-fn take_entry(source: &Source, candidate: &mut Candidate, entry: &HeadEntry, any_name: bool) -> bool {
+/// named after its directory is taken. An entry that the bytes of its
+/// version, as hashed before ([`FileDigests::head`]), do not match is never
+/// taken. `false` is returned when the entry is not taken.
+fn take_entry(
+    source: &Source,
+    candidate: &mut Candidate,
+    entry: &HeadEntry,
+    any_name: bool,
+    digests: &FileDigests,
+) -> bool {
+    if entry_refuted(&candidate.skill_md, entry, digests) {
+        return false;
+    }
     let parsed = parse_frontmatter(&entry.yaml, Some(&candidate.dir_name), Strictness::Lenient);
     let named_after_dir = parsed
         .skill
@@ -1380,12 +1485,47 @@ fn take_entry(source: &Source, candidate: &mut Candidate, entry: &HeadEntry, any
     candidate.version = Some(entry.version.clone());
     candidate.size = Some(entry.size);
     candidate.yaml = Some(Arc::from(entry.yaml.as_str()));
+    candidate.sha256 = entry.sha256.clone();
+    candidate.from_entry = true;
     candidate.outcome = outcome_of_parse(
         source,
         &candidate.skill_md,
         with_name_warning(parsed, &candidate.skill_md),
     );
     true
+}
+
+/// True when the bytes of `skill_md` at the entry's version, as hashed
+/// before, are known not to be what the entry describes.
+fn entry_refuted(skill_md: &VPath, entry: &HeadEntry, digests: &FileDigests) -> bool {
+    digests.head(skill_md.as_str(), &entry.version).is_some_and(|head| {
+        head.yaml.as_deref() != Some(entry.yaml.as_str()) || entry.sha256.as_deref().is_some_and(|h| h != head.sha256)
+    })
+}
+
+/// Adds to `pins` the claims of the winners among `skills` whose outcome
+/// came from an entry, except those `pinned` holds (their check digested
+/// them).
+fn add_claims(pins: &mut Pins, states: &[SourceState], skills: &[Skill], pinned: &Pins) {
+    if !states.iter().any(|s| s.candidates.iter().any(|c| c.from_entry)) {
+        return;
+    }
+    let winners: std::collections::HashSet<&VPath> = skills
+        .iter()
+        .filter(|s| !pins.holds(&s.dir()) && !pinned.holds(&s.dir()))
+        .map(|s| &s.path)
+        .collect();
+    let mut found = Vec::new();
+    for candidate in states.iter().flat_map(|s| &s.candidates) {
+        if winners.contains(&candidate.skill_md)
+            && let Some((claim, _)) = candidate.claim()
+        {
+            found.push((candidate.skill_md.clone(), claim));
+        }
+    }
+    for (file, claim) in found {
+        pins.claim(file, claim);
+    }
 }
 
 /// Reads the source's index and takes from it every pending candidate
@@ -1398,6 +1538,7 @@ async fn apply_index(
     (_, listed_size): &(Version, u64),
     candidates: &mut [Candidate],
     pending: &mut Vec<(usize, Version, u64)>,
+    digests: &FileDigests,
 ) -> (usize, Option<Diagnostic>) {
     let path = source.path().join(INDEX_FILE).expect("the index's path fits");
     let note = |refused: Refused| {
@@ -1443,7 +1584,15 @@ async fn apply_index(
             *counts.entry("stale").or_default() += 1;
             return true;
         }
-        if take_entry(source, candidate, entry, false) {
+        if !entry.has_hash() {
+            *counts.entry("naming no hash of their file").or_default() += 1;
+            return true;
+        }
+        if entry_refuted(&candidate.skill_md, entry, digests) {
+            *counts.entry("found not to describe their file").or_default() += 1;
+            return true;
+        }
+        if take_entry(source, candidate, entry, false, digests) {
             taken += 1;
             false
         } else {

@@ -4,16 +4,26 @@
 //!
 //! The index is a hint, never an authority: a load takes an entry only when
 //! its version and size equal those the listing gives for that file now,
-//! and when the skill it describes is named after its directory. Whatever
-//! is wrong with it (stale, truncated, too large, another format, paths out
+//! when it names the SHA-256 of the file it describes, and when the skill
+//! it describes is named after its directory. Whatever is wrong with it
+//! (stale, truncated, too large, another format, no file hash, paths out
 //! of the source, a name that is not the directory's) only means those
 //! files are read, with a diagnostic. Writers update it with a conditional
 //! put; a writer that loses a race leaves entries that are stale, which the
 //! next writer replaces and every reader passes over.
 //!
+//! An entry taken is held to its file: whenever the file is read whole
+//! (a level-2 read, a digest) and its bytes at the entry's version do not
+//! hash to the entry's `sha256` or do not hold its `yaml`, the skill is
+//! withdrawn from the catalog and the next load reads the file
+//! ([`crate::integrity::pin`]). Under a lock or a signature check, what a
+//! catalog shows is parsed from the bytes the check digested, whatever an
+//! entry says.
+//!
 //! ```json
-//! {"format": "skillstore-index", "version": 1,
+//! {"format": "skillstore-index", "version": 2,
 //!  "entries": {"pdf/SKILL.md": {"version": "\"9b2c…\"", "size": 1834,
+//!                               "sha256": "3f1a…",
 //!                               "yaml": "name: pdf\ndescription: …\n"}}}
 //! ```
 
@@ -33,8 +43,9 @@ pub const INDEX_DIR: &str = ".skillstore";
 pub const INDEX_FILE: &str = ".skillstore/index.json";
 /// The format name written in every index.
 pub const INDEX_FORMAT: &str = "skillstore-index";
-/// The format version this build reads and writes.
-pub const INDEX_VERSION: u32 = 1;
+/// The format version this build reads and writes (version 1 entries
+/// name no file hash and are not trusted).
+pub const INDEX_VERSION: u32 = 2;
 /// The largest index read, in bytes; a larger one is not fetched.
 pub const MAX_INDEX_BYTES: u64 = 8 * 1024 * 1024;
 /// The most entries an index may hold; one with more is not used at all.
@@ -48,23 +59,36 @@ pub struct HeadEntry {
     pub version: Version,
     /// The file's size then, in bytes.
     pub size: u64,
+    /// The lowercase hex SHA-256 of the whole file then. Every index entry
+    /// names one (an entry without it is not taken); a local cache entry
+    /// names one when its file was read whole.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
     /// The YAML between the frontmatter's fences, exactly as in the file.
     pub yaml: String,
 }
 
 impl HeadEntry {
-    /// The entry for a file of these bytes and version, or `None` when its
-    /// frontmatter is not closed, not UTF-8 or absent (such a file is
-    /// always read).
+    /// The entry for a file of these (whole) bytes and version, with their
+    /// SHA-256, or `None` when its frontmatter is not closed, not UTF-8 or
+    /// absent (such a file is always read).
     pub fn of_file(data: &[u8], version: Version) -> Option<HeadEntry> {
         match scan(data, true) {
             Scan::Yaml(yaml) => Some(HeadEntry {
                 version,
                 size: data.len() as u64,
+                sha256: Some(crate::integrity::sha256_hex(data)),
                 yaml: yaml.to_owned(),
             }),
             _ => None,
         }
+    }
+
+    /// True when the entry names a file hash: 64 lowercase hex digits.
+    pub fn has_hash(&self) -> bool {
+        self.sha256
+            .as_deref()
+            .is_some_and(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
     }
 }
 

@@ -528,9 +528,10 @@ async fn hostile_indexes_are_never_trusted() {
     let truth = view(&Catalog::load(Arc::new(backend.clone()), sources(), options(None)).await);
     let pdf = backend.stat(&vpath("/team/skill-01/SKILL.md")).await.unwrap();
     let (version, size) = (pdf.version.unwrap(), pdf.size.unwrap());
-    let entry = |name: &str, version: &str, size: u64| json!({"version": version, "size": size, "yaml": format!("name: {name}\ndescription: forged\n")});
+    let hash = skillstore::integrity::sha256_hex(&skill_md("skill-01", "team 1"));
+    let entry = |name: &str, version: &str, size: u64| json!({"version": version, "size": size, "sha256": hash, "yaml": format!("name: {name}\ndescription: forged\n")});
     let doc = |entries: serde_json::Value| {
-        json!({"format": "skillstore-index", "version": 1, "entries": entries}).to_string()
+        json!({"format": "skillstore-index", "version": 2, "entries": entries}).to_string()
     };
     let mut huge = serde_json::Map::new();
     for i in 0..100_001 {
@@ -551,7 +552,11 @@ async fn hostile_indexes_are_never_trusted() {
         ("truncated", doc(json!({"skill-01/SKILL.md": entry("skill-01", v, size)}))[..60].to_owned()),
         (
             "other format version",
-            json!({"format": "skillstore-index", "version": 2, "entries": {"skill-01/SKILL.md": entry("skill-01", v, size)}}).to_string(),
+            json!({"format": "skillstore-index", "version": 1, "entries": {"skill-01/SKILL.md": {"version": v, "size": size, "yaml": "name: skill-01\ndescription: forged\n"}}}).to_string(),
+        ),
+        (
+            "no file hash",
+            doc(json!({"skill-01/SKILL.md": {"version": v, "size": size, "yaml": "name: skill-01\ndescription: forged\n"}})),
         ),
         ("other format", json!({"format": "something", "version": 1, "entries": {}}).to_string()),
         (
@@ -559,7 +564,7 @@ async fn hostile_indexes_are_never_trusted() {
             doc(json!({"../base/skill-01/SKILL.md": entry("skill-01", v, size), "/skill-01/SKILL.md": entry("skill-01", v, size), "a/b/SKILL.md": entry("b", v, size)})),
         ),
         ("name is not the directory's", doc(json!({"skill-01/SKILL.md": entry("skill-02", v, size)}))),
-        ("not a skill", doc(json!({"skill-01/SKILL.md": {"version": v, "size": size, "yaml": "name: skill-01\n"}}))),
+        ("not a skill", doc(json!({"skill-01/SKILL.md": {"version": v, "size": size, "sha256": hash, "yaml": "name: skill-01\n"}}))),
         ("wrong shape", doc(json!({"skill-01/SKILL.md": {"version": 7}}))),
         ("too many entries", json!({"format": "skillstore-index", "version": 1, "entries": huge}).to_string()),
         ("a million entries", million),

@@ -474,7 +474,7 @@ fn publish_writes_each_layers_index_at_the_listed_versions() {
             .unwrap_or_else(|e| panic!("{layer}: no index: {e}"));
         let index: Value = serde_json::from_slice(&index.data).unwrap();
         assert_eq!(index["format"], "skillstore-index", "{layer}");
-        assert_eq!(index["version"], 1, "{layer}");
+        assert_eq!(index["version"], 2, "{layer}");
         let entries = index["entries"].as_object().unwrap();
 
         let mut skill_files: Vec<String> = std::fs::read_dir(repo().join("examples/skills").join(layer))
@@ -492,6 +492,7 @@ fn publish_writes_each_layers_index_at_the_listed_versions() {
             );
             assert_eq!(entry["size"], listed.size.unwrap());
             assert_eq!(entry["size"], text.len());
+            assert_eq!(entry["sha256"], skillstore::integrity::sha256_hex(text.as_bytes()));
             let yaml = entry["yaml"].as_str().unwrap();
             assert!(
                 text.starts_with(&format!("---\n{yaml}")),

@@ -21,8 +21,8 @@
 //! version of it. Nothing is hashed unless a digest is asked for.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use sha2::{Digest, Sha256};
 use skillstore_backends::{SkillBackend, Version};
@@ -126,6 +126,29 @@ struct Hashed {
     version: Version,
     sha256: String,
     size: u64,
+    /// For a skill file (`SKILL.md`, `skill.md`), the YAML of its
+    /// frontmatter as those bytes hold it (`None`: no closed frontmatter).
+    head: Option<Arc<str>>,
+    /// That frontmatter parsed, once asked for ([`FileDigests::shown`]):
+    /// `Some(None)` when it holds no valid skill.
+    parsed: Option<Option<Arc<crate::skill::SkillMetadata>>>,
+}
+
+/// What the bytes of one version of a skill file (`SKILL.md`) were found
+/// to hold when they were hashed ([`FileDigests::head`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HashedHead {
+    /// The lowercase hex SHA-256 of the whole file.
+    pub sha256: String,
+    /// The YAML between its frontmatter's fences, exactly as in the file;
+    /// `None` when it has no closed UTF-8 frontmatter.
+    pub yaml: Option<Arc<str>>,
+}
+
+/// True for a path whose file name is a skill file's.
+fn is_skill_file(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    name == crate::skill::SKILL_FILE || name == crate::skill::LOWERCASE_SKILL_FILE
 }
 
 impl Entries {
@@ -137,7 +160,15 @@ impl Entries {
             .map(|h| (h.sha256.clone(), h.size))
     }
 
-    fn insert(&mut self, path: &str, version: &Version, sha256: &str, size: u64) {
+    fn head(&self, path: &str, version: &Version) -> Option<HashedHead> {
+        let hashed = self.by_path.get(path)?.iter().find(|h| h.version == *version)?;
+        Some(HashedHead {
+            sha256: hashed.sha256.clone(),
+            yaml: hashed.head.clone(),
+        })
+    }
+
+    fn insert(&mut self, path: &str, version: &Version, sha256: &str, size: u64, head: Option<Arc<str>>) {
         if self.len >= MAX_ENTRIES {
             self.by_path.clear();
             self.len = 0;
@@ -150,12 +181,16 @@ impl Entries {
             Some(kept) => {
                 kept.sha256 = sha256.to_owned();
                 kept.size = size;
+                kept.head = head;
+                kept.parsed = None;
             }
             None => {
                 versions.push(Hashed {
                     version: version.clone(),
                     sha256: sha256.to_owned(),
                     size,
+                    head,
+                    parsed: None,
                 });
                 self.len += 1;
             }
@@ -178,12 +213,58 @@ impl FileDigests {
         self.entries().get(path, version)
     }
 
+    /// What the bytes of the skill file `path` at `version` held when
+    /// they were hashed: their SHA-256 and frontmatter, when hashed before.
+    /// This is what a check shows of a skill: it comes from the bytes the
+    /// digest was computed from, never from an index or cache entry.
+    pub fn head(&self, path: &str, version: &Version) -> Option<HashedHead> {
+        self.entries().head(path, version)
+    }
+
+    /// The skill the frontmatter of the skill file `path` at `version`
+    /// describes, as its hashed bytes hold it (parsed once per version, as
+    /// a catalog load parses it): `None` when those bytes were not hashed
+    /// here, `Some(None)` when they hold no closed frontmatter or no valid
+    /// skill.
+    pub fn shown(&self, path: &str, version: &Version) -> Option<Option<Arc<crate::skill::SkillMetadata>>> {
+        let yaml = {
+            let entries = self.entries();
+            let hashed = entries.by_path.get(path)?.iter().find(|h| h.version == *version)?;
+            if let Some(parsed) = &hashed.parsed {
+                return Some(parsed.clone());
+            }
+            hashed.head.clone()
+        };
+        let dir = path.rsplit('/').nth(1);
+        let parsed = yaml.and_then(|yaml| {
+            crate::skill::parse_frontmatter(&yaml, dir, crate::skill::Strictness::Lenient)
+                .skill
+                .map(Arc::new)
+        });
+        let mut entries = self.entries();
+        if let Some(hashed) = entries
+            .by_path
+            .get_mut(path)
+            .and_then(|versions| versions.iter_mut().find(|h| h.version == *version))
+        {
+            hashed.parsed = Some(parsed.clone());
+        }
+        Some(parsed)
+    }
+
     /// Hashes `bytes`, the content of `path` at `version`, keeps and
-    /// returns the hex SHA-256 and size.
+    /// returns the hex SHA-256 and size. For a skill file (`SKILL.md`) the
+    /// frontmatter those bytes hold is kept too ([`FileDigests::head`]).
     pub fn compute(&self, path: &str, version: &Version, bytes: &[u8]) -> (String, u64) {
         let value = (sha256_hex(bytes), bytes.len() as u64);
+        let head = is_skill_file(path)
+            .then(|| match crate::skill::scan(bytes, true) {
+                crate::skill::Scan::Yaml(yaml) => Some(Arc::from(yaml)),
+                _ => None,
+            })
+            .flatten();
         self.computed.fetch_add(1, Ordering::Relaxed);
-        self.entries().insert(path, version, &value.0, value.1);
+        self.entries().insert(path, version, &value.0, value.1, head);
         value
     }
 

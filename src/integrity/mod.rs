@@ -21,6 +21,6 @@ pub mod sign;
 pub mod signature;
 pub mod verify;
 
-pub use digest::{DigestedFile, FileDigests, RESERVED_DIR, SkillDigest, digest_lines, sha256_hex};
+pub use digest::{DigestedFile, FileDigests, HashedHead, RESERVED_DIR, SkillDigest, digest_lines, sha256_hex};
 pub use lock::{LOCK_FILE, Lock, LockedGit, LockedSkill};
 pub use policy::{Integrity, SignaturePolicy, SignatureStatus};

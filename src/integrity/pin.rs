@@ -25,8 +25,17 @@
 //! the skill's `.skillstore/` other than its signature is not found
 //! ([`crate::skill_files::is_foreign`]), whatever the checks.
 //!
+//! A skill whose frontmatter a catalog took from an index or cache entry
+//! rather than from its file is *claimed* ([`Pins::claim`]): whenever its
+//! skill file is read whole at the entry's version (a level-2 read, a
+//! digest) and those bytes do not hold the entry's YAML or do not hash to
+//! its `sha256`, the skill is withdrawn as above (the read that found it
+//! is answered with the file's true bytes), and the bytes' frontmatter is
+//! kept in [`crate::integrity::FileDigests`], so the next load or refresh
+//! takes neither that entry nor what it showed.
+//!
 //! Every front end reads through [`crate::Catalog::backend`], so all of
-//! them inherit both rules.
+//! them inherit these rules.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -74,6 +83,42 @@ pub struct Pins {
     digests: Option<Arc<crate::integrity::FileDigests>>,
     /// The read limit the check read every checked file under.
     read_limit: u64,
+    /// What index or cache entries claim of skill files, by file.
+    claims: HashMap<VPath, Claim>,
+    /// The directories of the claimed skills.
+    claimed: std::collections::HashSet<VPath>,
+}
+
+/// What an index or cache entry a catalog showed a skill from claims of
+/// its skill file ([`Pins::claim`]).
+#[derive(Debug, Clone)]
+pub struct Claim {
+    /// The skill's directory.
+    pub dir: VPath,
+    /// The file's version the entry was taken for.
+    pub version: Version,
+    /// The SHA-256 (lowercase hex) the entry names, if any.
+    pub sha256: Option<String>,
+    /// The frontmatter's YAML the entry gives.
+    pub yaml: Arc<str>,
+}
+
+impl Claim {
+    /// True when `data`, the whole file at the claimed version, holds the
+    /// claimed frontmatter and, when a hash is claimed, has that hash.
+    fn holds(&self, data: &[u8]) -> bool {
+        matches!(crate::skill::scan(data, true), crate::skill::Scan::Yaml(yaml) if *yaml == *self.yaml)
+            && self
+                .sha256
+                .as_deref()
+                .is_none_or(|h| crate::integrity::digest::sha256_hex(data) == h)
+    }
+
+    /// True when `head`, what the bytes of the claimed version were found
+    /// to hold when hashed, is what the claim says.
+    pub fn agrees_with(&self, head: &crate::integrity::HashedHead) -> bool {
+        head.yaml.as_deref() == Some(&*self.yaml) && self.sha256.as_deref().is_none_or(|h| head.sha256 == h)
+    }
 }
 
 impl Default for Pins {
@@ -85,6 +130,8 @@ impl Default for Pins {
             withdrawn_count: AtomicUsize::new(0),
             digests: None,
             read_limit: skillstore_backends::DEFAULT_READ_LIMIT,
+            claims: HashMap::new(),
+            claimed: std::collections::HashSet::new(),
         }
     }
 }
@@ -127,7 +174,7 @@ impl Pins {
     /// directory itself). Does nothing for a directory not pinned; moves
     /// [`Pins::withdrawn_count`] the first time a skill is withdrawn.
     pub fn withdraw(&self, dir: &VPath, cause: &VPath) {
-        if !self.dirs.contains_key(dir) {
+        if !self.dirs.contains_key(dir) && !self.claimed.contains(dir) {
             return;
         }
         let newly = {
@@ -187,6 +234,75 @@ impl Pins {
         }
     }
 
+    /// Records that what the catalog shows of the skill at `dir` was taken
+    /// from an entry (index or local cache) for its skill file `file`
+    /// rather than read from the file: a whole read of `file` at that
+    /// claim's version whose bytes the claim does not describe withdraws
+    /// the skill.
+    pub fn claim(&mut self, file: VPath, claim: Claim) {
+        self.claimed.insert(claim.dir.clone());
+        self.claims.insert(file, claim);
+    }
+
+    /// The claims recorded, by skill file.
+    pub fn claims(&self) -> impl Iterator<Item = (&VPath, &Claim)> {
+        self.claims.iter()
+    }
+
+    /// Checks the claim on the skill file `path` against `head`, what its
+    /// bytes at `version` held when they were hashed (a digest that did
+    /// not read them again): the skill is withdrawn when they disagree.
+    /// Returns true when it was.
+    pub fn check_claim(&self, path: &VPath, version: &Version, head: &crate::integrity::HashedHead) -> bool {
+        match self.claims.get(path) {
+            Some(claim) if claim.version.same_as(version) && !claim.agrees_with(head) => {
+                self.withdraw_claimed(&claim.dir, path);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn withdraw_claimed(&self, dir: &VPath, path: &VPath) {
+        tracing::warn!(skill = %dir, file = %path, "an index or cache entry does not describe the file it names; the skill is withdrawn until a refresh reads the file");
+        self.withdraw(dir, path);
+    }
+
+    /// A whole read of a claimed skill file: when its bytes are not what
+    /// the claim says, they are kept as what that version holds and the
+    /// skill is withdrawn.
+    fn check_read(&self, path: &VPath, blob: &Blob) {
+        let Some(claim) = self.claims.get(path) else { return };
+        if blob.data.len() as u64 != blob.size || !claim.version.same_as(&blob.version) || claim.holds(&blob.data) {
+            return;
+        }
+        if let Some(digests) = &self.digests {
+            digests.compute(path.as_str(), &blob.version, &blob.data);
+        }
+        self.withdraw_claimed(&claim.dir, path);
+    }
+
+    /// The withdrawn skill directory (pinned or claimed) holding `path`.
+    fn withdrawn_holding(&self, path: &VPath) -> Option<VPath> {
+        if self.withdrawn_count.load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        let withdrawn = self.withdrawn.lock().unwrap_or_else(|e| e.into_inner());
+        let mut dir = path.parent();
+        while let Some(d) = dir.filter(|d| !d.is_root()) {
+            if withdrawn.contains_key(&d) {
+                return Some(d);
+            }
+            dir = d.parent();
+        }
+        None
+    }
+
+    /// True when `path` lies in a withdrawn skill, pinned or claimed.
+    pub fn is_withdrawn_path(&self, path: &VPath) -> bool {
+        self.withdrawn_holding(path).is_some()
+    }
+
     /// True when no skill is pinned.
     pub fn is_empty(&self) -> bool {
         self.dirs.is_empty()
@@ -234,7 +350,7 @@ impl Pins {
         if self.withdrawn_count.load(Ordering::Acquire) == 0 {
             return None;
         }
-        self.withdrawn_refusal(self.skill_of(path)?)
+        self.withdrawn_refusal(&self.withdrawn_holding(path)?)
     }
 
     /// Why a read of `path` may not be served before it is made: it lies
@@ -279,6 +395,9 @@ impl Pins {
         };
         if let Some(refused) = self.in_withdrawn(path) {
             return Err(refused);
+        }
+        if !self.claims.is_empty() {
+            self.check_read(path, &blob);
         }
         match self.files.get(path) {
             Some(pinned) if !pinned.admits(&blob) => {

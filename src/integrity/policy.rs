@@ -57,6 +57,10 @@ pub(crate) struct Checked {
     /// at and the SHA-256 of the bytes read, when a check computed the
     /// digest: reads are held to these.
     pub files: Option<Vec<(VPath, Version, String)>>,
+    /// What the catalog is to show of it, parsed from the SKILL.md bytes
+    /// the digest was computed from, when that differs from what the load
+    /// took (an index or cache entry that does not describe the file).
+    pub shown: Option<Arc<crate::skill::SkillMetadata>>,
 }
 
 /// What the signature check of one skill found.
@@ -267,6 +271,12 @@ impl Integrity {
                 "its SKILL.md changed while it was checked; it is not served until a load sees one version".into(),
             );
         }
+        // What the catalog shows is parsed from the bytes just digested,
+        // never from an entry the load may have taken for that version.
+        let shown = match shown_from_digested(catalog, winner) {
+            Ok(shown) => shown,
+            Err(why) => return refuse(winner, refused_kind, why),
+        };
         if let Some(entry) = entry
             && entry.digest != digest
         {
@@ -289,12 +299,65 @@ impl Integrity {
                 }
             },
         };
+        let mut files = files;
+        if entry.is_some() && self.signature_policy(&winner.source).is_none() {
+            // The lock pins the digest, which leaves the signature out: a
+            // signature is served only when it is a valid signature over
+            // that digest, as read by the check.
+            let signature = winner.dir().join(SIGNATURE_FILE).ok();
+            if let Some(signature) = signature
+                && let Some(at) = files.iter().position(|(path, _, _)| *path == signature)
+            {
+                let valid = match catalog.read_file(winner.name(), SIGNATURE_FILE).await {
+                    Ok(bytes) => crate::integrity::sha256_hex(&bytes) == files[at].2 && signs_digest(&bytes, &digest),
+                    Err(_) => false,
+                };
+                if !valid {
+                    files.remove(at);
+                }
+            }
+        }
         Ok(Checked {
             digest: Some(digest),
             signer,
             files: Some(files),
+            shown,
         })
     }
+}
+
+/// What the catalog is to show of `winner`: `None` when the frontmatter
+/// its SKILL.md's digested bytes hold parses to what the load took, else
+/// that parse; an error when those bytes hold no valid skill of the
+/// winner's name.
+fn shown_from_digested(
+    catalog: &Catalog,
+    winner: &Skill,
+) -> std::result::Result<Option<Arc<crate::skill::SkillMetadata>>, String> {
+    let shown = catalog
+        .file_digests()
+        .shown(winner.path.as_str(), &winner.version)
+        .ok_or_else(|| "its SKILL.md was not read by the check; it is not served".to_owned())?;
+    match shown {
+        Some(metadata) if *metadata == *winner.metadata => Ok(None),
+        Some(metadata) if metadata.name == winner.name() => Ok(Some(metadata)),
+        _ => Err(format!(
+            "its SKILL.md as checked does not describe a skill named `{}`; it is not served",
+            winner.name()
+        )),
+    }
+}
+
+/// True when `signature` is a skillstore SSH signature over `digest` that
+/// verifies under the key it carries (whoever that is).
+fn signs_digest(signature: &[u8], digest: &str) -> bool {
+    let Ok(sig) = ssh_key::SshSig::from_pem(signature) else {
+        return false;
+    };
+    sig.namespace() == crate::integrity::signature::NAMESPACE
+        && ssh_key::PublicKey::new(sig.public_key().clone(), "")
+            .verify(crate::integrity::signature::NAMESPACE, digest.as_bytes(), &sig)
+            .is_ok()
 }
 
 /// What a check decided for one winner: served with what it found, or
