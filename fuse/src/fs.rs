@@ -195,6 +195,12 @@ impl Inner {
                 source,
             });
         }
+        // What the content rule refuses is no part of the skill: not even
+        // a directory to look up (the reserved directory holds the
+        // signature).
+        if rest != skillstore::content::RESERVED_DIR && skillstore::content::refusal(rest).is_some() {
+            return Err(Errno::ENOENT);
+        }
         let path = skill_dir.join(rest).map_err(|_| Errno::ENOENT)?;
         Ok(Resolved {
             skill_dir,
@@ -272,10 +278,11 @@ impl Inner {
                     if children.len() == self.options.max_entries {
                         break;
                     }
-                    // Below `.skillstore/`, only the signature is the skill's.
+                    // Nothing the content rule refuses is listed; the
+                    // reserved directory is, for the signature it holds.
                     if let Ok(path) = resolved.path.join(&e.name)
-                        && e.kind == EntryKind::File
                         && let Some(relative) = path.strip_prefix(&resolved.skill_dir)
+                        && relative.relative_str() != skillstore::content::RESERVED_DIR
                         && skillstore::skill_files::is_foreign(relative.relative_str())
                     {
                         continue;

@@ -141,7 +141,10 @@ async fn door(State(sessions): State<Arc<Sessions>>, mut request: Request, next:
         .and_then(|()| service.authenticate(request.headers()))
     {
         Ok(caller) => caller,
-        Err(err) => return err.into_response(),
+        Err(err) => {
+            let has_body = crate::http::front::declares_body(request.headers());
+            return crate::http::front::unread_body_closes(err.into_response(), has_body);
+        }
     };
     request.extensions_mut().insert(caller.clone());
     sessions.run(&caller, request, next).await

@@ -374,6 +374,44 @@ async fn session_request(
     r.status().as_u16()
 }
 
+/// Finding: on one kept-alive connection, the server answered a few 429
+/// `too_many_sessions` and then closed the connection without a word, so
+/// the client met a broken pipe on its next request. A refusal given
+/// before the request's body is read says `Connection: close`, and the
+/// connection is closed after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refusal_before_the_body_is_read_says_the_connection_closes() {
+    let dir = tempfile::tempdir().unwrap();
+    let limits = Limits {
+        mcp_sessions_per_token: 1,
+        ..Limits::default()
+    };
+    let server = Served::start(two_tenants(dir.path(), limits)).await;
+    let client = reqwest::Client::new();
+    assert_eq!(initialize(&client, &server.base, ACME).await.0, 200);
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+    .to_string();
+    for token in [ACME, "no-such-token"] {
+        let mut stream = TcpStream::connect(addr(&server)).await.unwrap();
+        let request = format!(
+            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {token}\r\n\
+             Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n\
+             Content-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut answer = Vec::new();
+        let read = tokio::time::timeout(Duration::from_secs(20), stream.read_to_end(&mut answer)).await;
+        assert!(read.is_ok(), "the connection was kept open after the refusal");
+        let head = String::from_utf8_lossy(&answer).to_ascii_lowercase();
+        let status = if token == ACME { "429" } else { "401" };
+        assert!(head.starts_with(&format!("http/1.1 {status}")), "{head}");
+        assert!(head.contains("\r\nconnection: close\r\n"), "{head}");
+    }
+    server.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn finding_4_mcp_sessions_and_answers_are_bounded() {
     let dir = tempfile::tempdir().unwrap();

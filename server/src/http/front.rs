@@ -53,13 +53,14 @@ pub(crate) async fn guard(State(state): State<AppState>, mut request: Request, n
     let _in_flight = service.metrics.begin();
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
+    let has_body = declares_body(request.headers());
     let admitted = admit(&state, &route, &mut request);
     let tenant = request
         .extensions()
         .get::<crate::service::Caller>()
         .map(|c| c.tenant.name().to_owned());
     let response = match admitted {
-        Err(refused) => refused.into_response(),
+        Err(refused) => unread_body_closes(refused.into_response(), has_body),
         Ok(Door::Public | Door::Metrics) => next.run(request).await,
         Ok(_) => match state.permits.clone().acquire_owned().await {
             Ok(_permit) => match tokio::time::timeout(service.limits.request_timeout, next.run(request)).await {
@@ -73,6 +74,31 @@ pub(crate) async fn guard(State(state): State<AppState>, mut request: Request, n
     let status = response.status().as_u16();
     service.metrics.request(&route, status, started.elapsed());
     super::log_request(&method, &path, tenant.as_deref(), status, started);
+    response
+}
+
+/// True when a request's headers announce a body (a length over zero, or
+/// a transfer coding).
+pub(crate) fn declares_body(headers: &axum::http::HeaderMap) -> bool {
+    headers.contains_key(axum::http::header::TRANSFER_ENCODING)
+        || headers
+            .get(axum::http::header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.trim() != "0")
+}
+
+/// `response` to a request refused before its body was read: when the
+/// request announced a body, the connection cannot be kept without
+/// reading it, so it is closed after this answer, and the answer says so
+/// (`Connection: close`) instead of leaving the client to find a broken
+/// pipe on its next request.
+pub(crate) fn unread_body_closes(mut response: Response, has_body: bool) -> Response {
+    if has_body {
+        response.headers_mut().insert(
+            axum::http::header::CONNECTION,
+            axum::http::HeaderValue::from_static("close"),
+        );
+    }
     response
 }
 

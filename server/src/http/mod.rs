@@ -4,7 +4,7 @@
 
 mod conditional;
 pub mod discovery;
-mod front;
+pub(crate) mod front;
 mod listen;
 pub mod openapi;
 pub mod origin;

@@ -176,12 +176,14 @@ impl Sessions {
                     .metrics
                     .mcp_sessions_refused
                     .fetch_add(1, Ordering::Relaxed);
-                return ApiError::new(
+                let has_body = crate::http::front::declares_body(request.headers());
+                let refused = ApiError::new(
                     StatusCode::TOO_MANY_REQUESTS,
                     "too_many_sessions",
                     "too many MCP sessions are open; close one (DELETE /mcp) or wait for idle ones to expire",
                 )
                 .into_response();
+                return crate::http::front::unread_body_closes(refused, has_body);
             }
             *table.opening.entry(caller.token).or_default() += 1;
         }
