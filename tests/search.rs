@@ -272,3 +272,102 @@ async fn the_cache_keeps_the_most_recently_opened_indexes() {
     }
     assert_eq!(count(), skillstore::search::MAX_CACHED_INDEXES);
 }
+
+/// What a new process finds for `word`: a fresh catalog of `backend` and
+/// the index kept for `identity` in the local cache.
+async fn search_anew(
+    backend: std::sync::Arc<dyn SkillBackend>,
+    settings: &CacheSettings,
+    identity: &str,
+    word: &str,
+) -> Vec<String> {
+    let catalog = Catalog::load(backend, sources(&["/base"]), LoadOptions::default()).await;
+    let index = SearchIndex::open_cached(settings, identity);
+    assert!(index.is_cached());
+    index.refresh(&catalog).await.unwrap();
+    let hits = index.search(&catalog, word, options(5)).unwrap();
+    hits.into_iter().map(|h| h.name).collect()
+}
+
+fn about(word: &str) -> Vec<u8> {
+    md("alpha", "Alpha.", &format!("# Alpha\n\nAbout {word}.\n"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cached_index_follows_content_changed_behind_every_kind() {
+    use skillstore::backends::testkit::git_repo::{CommittingGit, git};
+    use skillstore::backends::testkit::s3_server::S3TestServer;
+    use skillstore::backends::{FsBackend, ObjectStoreBackend};
+    use std::sync::Arc;
+
+    let cache = tempfile::tempdir().unwrap();
+    let settings = CacheSettings {
+        dir: Some(cache.path().to_owned()),
+        ..CacheSettings::default()
+    };
+    let path = "/base/alpha/SKILL.md";
+
+    // A directory: each process opens it afresh.
+    let dir = tempfile::tempdir().unwrap();
+    let fs = || Arc::new(FsBackend::new(dir.path()).unwrap()) as Arc<dyn SkillBackend>;
+    put(&*fs(), path, about("zeppelin")).await;
+    assert_eq!(search_anew(fs(), &settings, "dir", "zeppelin").await, ["alpha"]);
+    put(&*fs(), path, about("quokka")).await;
+    assert_eq!(search_anew(fs(), &settings, "dir", "quokka").await, ["alpha"]);
+    assert!(search_anew(fs(), &settings, "dir", "zeppelin").await.is_empty());
+
+    // S3 (the in-process server): a new client each time.
+    let server = S3TestServer::shared();
+    let bucket = server.create_bucket();
+    let s3 = || Arc::new(ObjectStoreBackend::new(server.store(&bucket), "skills").unwrap()) as Arc<dyn SkillBackend>;
+    put(&*s3(), path, about("zeppelin")).await;
+    assert_eq!(search_anew(s3(), &settings, "s3", "zeppelin").await, ["alpha"]);
+    put(&*s3(), path, about("quokka")).await;
+    assert_eq!(search_anew(s3(), &settings, "s3", "quokka").await, ["alpha"]);
+    assert!(search_anew(s3(), &settings, "s3", "zeppelin").await.is_empty());
+
+    // Git: each write committed by the real `git`; each process reads the
+    // last commit.
+    let repo = tempfile::tempdir().unwrap();
+    git(repo.path(), &["init", "-q"]);
+    git(repo.path(), &["commit", "-q", "--allow-empty", "-m", "empty"]);
+    let committing = CommittingGit::new(repo.path());
+    let head = || Arc::new(committing.current()) as Arc<dyn SkillBackend>;
+    put(&committing, path, about("zeppelin")).await;
+    assert_eq!(search_anew(head(), &settings, "git", "zeppelin").await, ["alpha"]);
+    put(&committing, path, about("quokka")).await;
+    assert_eq!(search_anew(head(), &settings, "git", "quokka").await, ["alpha"]);
+    assert!(search_anew(head(), &settings, "git", "zeppelin").await.is_empty());
+
+    // A memory file is numbered afresh in each process: its namespace is
+    // indexed in memory, never from the cache.
+    let files = tempfile::tempdir().unwrap();
+    let file = files.path().join("skills.json");
+    let write_memory = async |word: &str| {
+        let memory = skillstore::backends::MemoryBackend::new();
+        put(&memory, path, about(word)).await;
+        std::fs::write(&file, memory.to_json().unwrap()).unwrap();
+    };
+    let config = skillstore::Config::parse(&format!(
+        "mounts:\n  - at: /\n    location: \"memory:{}\"\nsources:\n  - path: /base\ncache:\n  dir: \"{}\"\n",
+        file.display(),
+        cache.path().display()
+    ))
+    .unwrap();
+    let memory_search = |word: &'static str| {
+        let config = config.clone();
+        async move {
+            let namespace = config.open().unwrap();
+            let catalog = namespace.load().await;
+            let index = namespace.search_index_for(&catalog).await.unwrap();
+            assert!(!index.is_cached());
+            let hits = index.search(&catalog, word, options(5)).unwrap();
+            hits.into_iter().map(|h| h.name).collect::<Vec<_>>()
+        }
+    };
+    write_memory("zeppelin").await;
+    assert_eq!(memory_search("zeppelin").await, ["alpha"]);
+    write_memory("quokka").await;
+    assert_eq!(memory_search("quokka").await, ["alpha"]);
+    assert!(memory_search("zeppelin").await.is_empty());
+}
