@@ -371,3 +371,85 @@ async fn the_cached_index_follows_content_changed_behind_every_kind() {
     assert_eq!(memory_search("quokka").await, ["alpha"]);
     assert!(memory_search("zeppelin").await.is_empty());
 }
+
+fn aged_file(path: &std::path::Path, bytes: usize, age_secs: u64) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, vec![b'x'; bytes]).unwrap();
+    set_age(path, age_secs);
+}
+
+fn set_age(path: &std::path::Path, age_secs: u64) {
+    let when = std::time::SystemTime::now() - std::time::Duration::from_secs(age_secs);
+    std::fs::File::open(path).unwrap().set_modified(when).unwrap();
+}
+
+/// The bytes of the regular files under `dir`.
+fn bytes_under(dir: &std::path::Path) -> u64 {
+    let mut total = 0;
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(current) = pending.pop() {
+        for entry in std::fs::read_dir(&current).unwrap() {
+            let meta = std::fs::symlink_metadata(entry.as_ref().unwrap().path()).unwrap();
+            if meta.is_dir() {
+                pending.push(entry.unwrap().path());
+            } else if meta.is_file() {
+                total += meta.len();
+            }
+        }
+    }
+    total
+}
+
+#[test]
+fn the_trim_bounds_every_directory_of_the_cache_oldest_first() {
+    use skillstore::cache::LocalCache;
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("cache");
+    let open = |max_bytes| {
+        LocalCache::open(&CacheSettings {
+            dir: Some(dir.clone()),
+            max_bytes,
+        })
+        .unwrap()
+    };
+    open(1 << 30);
+    // Oldest first: a repository being fetched (its lock held), a
+    // frontmatter file, a search index, a discovery blob, an idle
+    // repository, a newer discovery blob.
+    aged_file(&dir.join("git/busy.git/objects/pack"), 3000, 0);
+    aged_file(&dir.join("git/busy.lock"), 0, 60);
+    aged_file(&dir.join("0123456789abcdef0123456789abcdef.json"), 3000, 50);
+    aged_file(&dir.join("search-1-abc/segment"), 3000, 0);
+    set_age(&dir.join("search-1-abc"), 40);
+    aged_file(&dir.join("discovery/endpoint/old-blob"), 3000, 30);
+    aged_file(&dir.join("git/idle.git/objects/pack"), 3000, 0);
+    aged_file(&dir.join("git/idle.lock"), 0, 20);
+    aged_file(&dir.join("discovery/endpoint/new-blob"), 3000, 10);
+    assert_eq!(bytes_under(&dir), 18_000);
+
+    let held = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(dir.join("git/busy.lock"))
+        .unwrap();
+    rustix::fs::flock(&held, rustix::fs::FlockOperation::NonBlockingLockExclusive).unwrap();
+    open(10_000).trim();
+    assert!(bytes_under(&dir) <= 10_000, "{}", bytes_under(&dir));
+    assert!(
+        dir.join("git/busy.git/objects/pack").exists(),
+        "a repository being fetched is kept"
+    );
+    assert!(!dir.join("0123456789abcdef0123456789abcdef.json").exists());
+    assert!(!dir.join("search-1-abc").exists());
+    assert!(!dir.join("discovery/endpoint/old-blob").exists());
+    assert!(dir.join("git/idle.git").exists(), "newer than what had to go");
+    assert!(dir.join("discovery/endpoint/new-blob").exists());
+
+    // Once its lock is free, the oldest repository goes first.
+    drop(held);
+    open(6_000).trim();
+    assert!(!dir.join("git/busy.git").exists());
+    assert!(!dir.join("git/busy.lock").exists());
+    assert!(dir.join("git/idle.git").exists());
+    assert!(bytes_under(&dir) <= 6_000);
+}
