@@ -251,7 +251,7 @@ impl LocalCache {
         if total <= self.max_bytes {
             return;
         }
-        units.sort_by(|a, b| a.modified.cmp(&b.modified));
+        units.sort_by_key(|a| a.modified);
         for unit in units {
             if total <= self.max_bytes {
                 break;
