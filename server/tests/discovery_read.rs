@@ -703,7 +703,7 @@ async fn a_discovery_load_is_bounded_in_total_bytes() {
         assert_eq!(backend.list(&VPath::root()).await.unwrap().len(), 10);
         let mut loaded = 0;
         for i in 0..10 {
-            let path = VPath::new(&format!("/s{i}/SKILL.md")).unwrap();
+            let path = VPath::new(format!("/s{i}/SKILL.md")).unwrap();
             match backend.read(&path, Default::default()).await {
                 Ok(blob) => {
                     assert_eq!(blob.data.len(), SIZE);
@@ -741,7 +741,7 @@ async fn a_discovery_load_is_bounded_in_total_bytes() {
         std::fs::remove_file(&blobs[1]).unwrap();
         let before = counts.artifacts.load(Ordering::SeqCst);
         for i in 0..3 {
-            let path = VPath::new(&format!("/s{i}/SKILL.md")).unwrap();
+            let path = VPath::new(format!("/s{i}/SKILL.md")).unwrap();
             let blob = backend.read(&path, Default::default()).await.unwrap();
             assert!(blob.data.starts_with(skill_md(&format!("s{i}"), "Bulk.").as_bytes()));
             assert_eq!(blob.data.len(), SIZE);
