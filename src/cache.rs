@@ -5,8 +5,10 @@
 //! (checked on every read, so a hash collision is a miss) and its entries
 //! keyed by path and version. The directory is private to its user (0700,
 //! files 0600); files are written to a temporary name and renamed, so two
-//! processes writing at once leave one complete file; the directory is
-//! trimmed to a size bound, oldest files first. Any file that is missing,
+//! processes writing at once leave one complete file; everything under
+//! the directory (these files, search indexes, discovery blobs, Git
+//! repositories) is trimmed to one size bound, oldest first
+//! ([`LocalCache::trim`]). Any file that is missing,
 //! unreadable, corrupt or for another location is a miss: the cache only
 //! ever saves time. An entry is used only when its version and size equal
 //! the listing's for that file.
@@ -168,28 +170,166 @@ impl LocalCache {
         Ok(())
     }
 
-    /// Deletes the oldest cache files until the rest fit the bound.
-    fn trim(&self) {
+    /// The bound on the directory's size, in bytes.
+    pub fn max_bytes(&self) -> u64 {
+        self.max_bytes
+    }
+
+    /// Brings everything under the cache directory within its bound,
+    /// oldest first: frontmatter files, each search index directory
+    /// (`search-*`, whole), each blob of `discovery/`, and each repository
+    /// of `git/` (whole, and only while no other process holds its lock:
+    /// one being fetched is never removed). Links are never followed, and
+    /// what is not the cache's own is counted but never removed. What a
+    /// running process finds removed only costs it a read again: a search
+    /// index is rebuilt, a discovery file fetched again.
+    pub fn trim(&self) {
+        let mut total = 0u64;
+        let mut units: Vec<Unit> = Vec::new();
         let Ok(read) = std::fs::read_dir(&self.dir) else { return };
-        let mut files: Vec<(std::time::SystemTime, u64, PathBuf)> = read
-            .filter_map(|e| e.ok())
-            .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
-            .filter_map(|e| {
-                let meta = e.metadata().ok()?;
-                Some((meta.modified().ok()?, meta.len(), e.path()))
-            })
-            .collect();
-        let mut total: u64 = files.iter().map(|f| f.1).sum();
-        files.sort();
-        for (_, size, path) in files {
+        for entry in read.filter_map(|e| e.ok()) {
+            let path = entry.path();
+            let Ok(meta) = std::fs::symlink_metadata(&path) else {
+                continue;
+            };
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if meta.is_file() {
+                total += meta.len();
+                units.push(Unit::new(&meta, meta.len(), path, Removal::File));
+            } else if !meta.is_dir() {
+                continue;
+            } else if name.starts_with("search-") {
+                let bytes = tree_bytes(&path);
+                total += bytes;
+                units.push(Unit::new(&meta, bytes, path, Removal::Dir));
+            } else if name == "discovery" {
+                for endpoint in std::fs::read_dir(&path).into_iter().flatten().filter_map(|e| e.ok()) {
+                    let endpoint = endpoint.path();
+                    if !std::fs::symlink_metadata(&endpoint).is_ok_and(|m| m.is_dir()) {
+                        continue;
+                    }
+                    for blob in std::fs::read_dir(&endpoint)
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|e| e.ok())
+                    {
+                        let Ok(meta) = std::fs::symlink_metadata(blob.path()) else {
+                            continue;
+                        };
+                        if meta.is_file() {
+                            total += meta.len();
+                            units.push(Unit::new(&meta, meta.len(), blob.path(), Removal::File));
+                        }
+                    }
+                }
+            } else if name == "git" {
+                for repo in std::fs::read_dir(&path).into_iter().flatten().filter_map(|e| e.ok()) {
+                    let repo_path = repo.path();
+                    let Ok(meta) = std::fs::symlink_metadata(&repo_path) else {
+                        continue;
+                    };
+                    let repo_name = repo.file_name().to_string_lossy().into_owned();
+                    if meta.is_file() {
+                        total += meta.len();
+                        continue;
+                    }
+                    let Some(key) = repo_name.strip_suffix(".git").filter(|_| meta.is_dir()) else {
+                        continue;
+                    };
+                    let bytes = tree_bytes(&repo_path);
+                    total += bytes;
+                    let lock = path.join(format!("{key}.lock"));
+                    // The lock's time is the repository's last use.
+                    let used = std::fs::symlink_metadata(&lock).unwrap_or(meta);
+                    units.push(Unit::new(&used, bytes, repo_path, Removal::Git(lock)));
+                }
+            } else {
+                total += tree_bytes(&path);
+            }
+        }
+        if total <= self.max_bytes {
+            return;
+        }
+        units.sort_by_key(|a| a.modified);
+        for unit in units {
             if total <= self.max_bytes {
                 break;
             }
-            if std::fs::remove_file(&path).is_ok() {
-                total -= size;
+            if unit.remove() {
+                total = total.saturating_sub(unit.bytes);
             }
         }
     }
+}
+
+/// One thing the trim may remove as a whole.
+struct Unit {
+    modified: std::time::SystemTime,
+    bytes: u64,
+    path: PathBuf,
+    how: Removal,
+}
+
+enum Removal {
+    File,
+    Dir,
+    /// A cached Git repository and its lock file.
+    Git(PathBuf),
+}
+
+impl Unit {
+    fn new(meta: &std::fs::Metadata, bytes: u64, path: PathBuf, how: Removal) -> Unit {
+        Unit {
+            modified: meta.modified().unwrap_or(std::time::UNIX_EPOCH),
+            bytes,
+            path,
+            how,
+        }
+    }
+
+    fn remove(&self) -> bool {
+        match &self.how {
+            Removal::File => std::fs::remove_file(&self.path).is_ok(),
+            Removal::Dir => std::fs::remove_dir_all(&self.path).is_ok(),
+            Removal::Git(lock) => {
+                let Ok(file) = std::fs::OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+                    .open(lock)
+                else {
+                    // No lock file: no fetch has run or is running.
+                    return std::fs::remove_dir_all(&self.path).is_ok();
+                };
+                if rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive).is_err() {
+                    return false;
+                }
+                let removed = std::fs::remove_dir_all(&self.path).is_ok();
+                let _ = std::fs::remove_file(lock);
+                removed
+            }
+        }
+    }
+}
+
+/// The bytes of the regular files under `dir`, links not followed.
+fn tree_bytes(dir: &Path) -> u64 {
+    let mut total = 0;
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(current) = pending.pop() {
+        for entry in std::fs::read_dir(&current).into_iter().flatten().filter_map(|e| e.ok()) {
+            let Ok(meta) = std::fs::symlink_metadata(entry.path()) else {
+                continue;
+            };
+            if meta.is_dir() {
+                pending.push(entry.path());
+            } else if meta.is_file() {
+                total += meta.len();
+            }
+        }
+    }
+    total
 }
 
 /// Reads a regular file of at most `limit` bytes, never through a link.

@@ -18,6 +18,7 @@
 //! limits:
 //!   max_file_bytes: 10485760
 //!   concurrency: 32
+//!   max_discovery_bytes: 536870912 # one discovery endpoint's skills, together
 //! prompt:
 //!   style: markdown
 //!   max_chars: 40000
@@ -184,6 +185,11 @@ pub struct LimitsConfig {
     /// Reads in flight at once (default 32).
     #[serde(default)]
     pub concurrency: Option<usize>,
+    /// The most bytes the skills of one discovery endpoint may hold
+    /// together in one load, downloads in flight included (default 512
+    /// MiB); an entry past it is refused with a diagnostic.
+    #[serde(default)]
+    pub max_discovery_bytes: Option<u64>,
 }
 
 /// Prompt settings.

@@ -367,6 +367,7 @@ impl Opened {
         read_limit: u64,
         cache: Option<&crate::cache::CacheSettings>,
         allow_http: bool,
+        discovery_bytes: Option<u64>,
     ) -> Result<Opened> {
         match location {
             Location::Dir(path) => FsBackend::with_policy(path, policy)
@@ -383,13 +384,17 @@ impl Opened {
             }
             Location::Discovery(url) => {
                 let unpack = Arc::new(crate::archive::RootedUnpack::new(read_limit));
-                skillstore_backends::DiscoveryBackend::new(url, unpack, Default::default(), allow_http)
-                    .map(
-                        |b| match cache.and_then(|c| c.resolved_dir().map(|d| (d, c.max_bytes))) {
-                            Some((dir, max_bytes)) => b.with_cache(dir.join("discovery"), max_bytes),
-                            None => b,
-                        },
-                    )
+                let mut limits = skillstore_backends::DiscoveryLimits::default();
+                if let Some(max) = discovery_bytes {
+                    limits.max_total_bytes = max;
+                }
+                // Files are kept in the private cache directory (checked as
+                // the frontmatter cache is), else in memory under the bound.
+                skillstore_backends::DiscoveryBackend::new(url, unpack, limits, allow_http)
+                    .map(|b| match cache.and_then(crate::cache::LocalCache::open) {
+                        Some(local) => b.with_cache(local.dir().join("discovery"), local.max_bytes()),
+                        None => b,
+                    })
                     .map(|b| Opened::Discovery(Arc::new(b)))
                     .map_err(|e| Error::Usage(format!("cannot use `{location}`: {e}")))
             }
@@ -484,7 +489,7 @@ impl Location {
                 "`{self}` is a Git repository, which is read-only; write to a directory or an s3:// location"
             )));
         }
-        Ok(match Opened::open(self, policy, read_limit, None, false)? {
+        Ok(match Opened::open(self, policy, read_limit, None, false, None)? {
             Opened::Fs(b) => Arc::new(b),
             Opened::Object(b) => Arc::new(b),
             Opened::Memory(b) => b,
@@ -540,7 +545,14 @@ pub(crate) fn assemble(config: &Config, writable_names: &[String]) -> Result<Nam
                          use https://, or set `allow_http: true` on the mount"
                     )));
                 }
-                Opened::open(&location, policy, read_limit, cache.as_ref(), m.allow_http)?
+                Opened::open(
+                    &location,
+                    policy,
+                    read_limit,
+                    cache.as_ref(),
+                    m.allow_http,
+                    config.limits.max_discovery_bytes,
+                )?
             }
         };
         mounts.retain(|existing| existing.at != at);
@@ -550,6 +562,14 @@ pub(crate) fn assemble(config: &Config, writable_names: &[String]) -> Result<Nam
             policy,
             opened,
         });
+    }
+    // What the mounts just fetched is the newest there, so trimmed last.
+    if mounts
+        .iter()
+        .any(|m| matches!(m.opened, Opened::Discovery(_) | Opened::Git { .. }))
+        && let Some(local) = cache.as_ref().and_then(crate::cache::LocalCache::open)
+    {
+        local.trim();
     }
 
     let mut sources: Vec<(Source, Option<SymlinkPolicy>)> = Vec::with_capacity(config.sources.len());

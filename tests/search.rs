@@ -272,3 +272,184 @@ async fn the_cache_keeps_the_most_recently_opened_indexes() {
     }
     assert_eq!(count(), skillstore::search::MAX_CACHED_INDEXES);
 }
+
+/// What a new process finds for `word`: a fresh catalog of `backend` and
+/// the index kept for `identity` in the local cache.
+async fn search_anew(
+    backend: std::sync::Arc<dyn SkillBackend>,
+    settings: &CacheSettings,
+    identity: &str,
+    word: &str,
+) -> Vec<String> {
+    let catalog = Catalog::load(backend, sources(&["/base"]), LoadOptions::default()).await;
+    let index = SearchIndex::open_cached(settings, identity);
+    assert!(index.is_cached());
+    index.refresh(&catalog).await.unwrap();
+    let hits = index.search(&catalog, word, options(5)).unwrap();
+    hits.into_iter().map(|h| h.name).collect()
+}
+
+fn about(word: &str) -> Vec<u8> {
+    md("alpha", "Alpha.", &format!("# Alpha\n\nAbout {word}.\n"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cached_index_follows_content_changed_behind_every_kind() {
+    use skillstore::backends::testkit::git_repo::{CommittingGit, git};
+    use skillstore::backends::testkit::s3_server::S3TestServer;
+    use skillstore::backends::{FsBackend, ObjectStoreBackend};
+    use std::sync::Arc;
+
+    let cache = tempfile::tempdir().unwrap();
+    let settings = CacheSettings {
+        dir: Some(cache.path().to_owned()),
+        ..CacheSettings::default()
+    };
+    let path = "/base/alpha/SKILL.md";
+
+    // A directory: each process opens it afresh.
+    let dir = tempfile::tempdir().unwrap();
+    let fs = || Arc::new(FsBackend::new(dir.path()).unwrap()) as Arc<dyn SkillBackend>;
+    put(&*fs(), path, about("zeppelin")).await;
+    assert_eq!(search_anew(fs(), &settings, "dir", "zeppelin").await, ["alpha"]);
+    put(&*fs(), path, about("quokka")).await;
+    assert_eq!(search_anew(fs(), &settings, "dir", "quokka").await, ["alpha"]);
+    assert!(search_anew(fs(), &settings, "dir", "zeppelin").await.is_empty());
+
+    // S3 (the in-process server): a new client each time.
+    let server = S3TestServer::shared();
+    let bucket = server.create_bucket();
+    let s3 = || Arc::new(ObjectStoreBackend::new(server.store(&bucket), "skills").unwrap()) as Arc<dyn SkillBackend>;
+    put(&*s3(), path, about("zeppelin")).await;
+    assert_eq!(search_anew(s3(), &settings, "s3", "zeppelin").await, ["alpha"]);
+    put(&*s3(), path, about("quokka")).await;
+    assert_eq!(search_anew(s3(), &settings, "s3", "quokka").await, ["alpha"]);
+    assert!(search_anew(s3(), &settings, "s3", "zeppelin").await.is_empty());
+
+    // Git: each write committed by the real `git`; each process reads the
+    // last commit.
+    let repo = tempfile::tempdir().unwrap();
+    git(repo.path(), &["init", "-q"]);
+    git(repo.path(), &["commit", "-q", "--allow-empty", "-m", "empty"]);
+    let committing = CommittingGit::new(repo.path());
+    let head = || Arc::new(committing.current()) as Arc<dyn SkillBackend>;
+    put(&committing, path, about("zeppelin")).await;
+    assert_eq!(search_anew(head(), &settings, "git", "zeppelin").await, ["alpha"]);
+    put(&committing, path, about("quokka")).await;
+    assert_eq!(search_anew(head(), &settings, "git", "quokka").await, ["alpha"]);
+    assert!(search_anew(head(), &settings, "git", "zeppelin").await.is_empty());
+
+    // A memory file is numbered afresh in each process: its namespace is
+    // indexed in memory, never from the cache.
+    let files = tempfile::tempdir().unwrap();
+    let file = files.path().join("skills.json");
+    let write_memory = async |word: &str| {
+        let memory = skillstore::backends::MemoryBackend::new();
+        put(&memory, path, about(word)).await;
+        std::fs::write(&file, memory.to_json().unwrap()).unwrap();
+    };
+    let config = skillstore::Config::parse(&format!(
+        "mounts:\n  - at: /\n    location: \"memory:{}\"\nsources:\n  - path: /base\ncache:\n  dir: \"{}\"\n",
+        file.display(),
+        cache.path().display()
+    ))
+    .unwrap();
+    let memory_search = |word: &'static str| {
+        let config = config.clone();
+        async move {
+            let namespace = config.open().unwrap();
+            let catalog = namespace.load().await;
+            let index = namespace.search_index_for(&catalog).await.unwrap();
+            assert!(!index.is_cached());
+            let hits = index.search(&catalog, word, options(5)).unwrap();
+            hits.into_iter().map(|h| h.name).collect::<Vec<_>>()
+        }
+    };
+    write_memory("zeppelin").await;
+    assert_eq!(memory_search("zeppelin").await, ["alpha"]);
+    write_memory("quokka").await;
+    assert_eq!(memory_search("quokka").await, ["alpha"]);
+    assert!(memory_search("zeppelin").await.is_empty());
+}
+
+fn aged_file(path: &std::path::Path, bytes: usize, age_secs: u64) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, vec![b'x'; bytes]).unwrap();
+    set_age(path, age_secs);
+}
+
+fn set_age(path: &std::path::Path, age_secs: u64) {
+    let when = std::time::SystemTime::now() - std::time::Duration::from_secs(age_secs);
+    std::fs::File::open(path).unwrap().set_modified(when).unwrap();
+}
+
+/// The bytes of the regular files under `dir`.
+fn bytes_under(dir: &std::path::Path) -> u64 {
+    let mut total = 0;
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(current) = pending.pop() {
+        for entry in std::fs::read_dir(&current).unwrap() {
+            let meta = std::fs::symlink_metadata(entry.as_ref().unwrap().path()).unwrap();
+            if meta.is_dir() {
+                pending.push(entry.unwrap().path());
+            } else if meta.is_file() {
+                total += meta.len();
+            }
+        }
+    }
+    total
+}
+
+#[test]
+fn the_trim_bounds_every_directory_of_the_cache_oldest_first() {
+    use skillstore::cache::LocalCache;
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("cache");
+    let open = |max_bytes| {
+        LocalCache::open(&CacheSettings {
+            dir: Some(dir.clone()),
+            max_bytes,
+        })
+        .unwrap()
+    };
+    open(1 << 30);
+    // Oldest first: a repository being fetched (its lock held), a
+    // frontmatter file, a search index, a discovery blob, an idle
+    // repository, a newer discovery blob.
+    aged_file(&dir.join("git/busy.git/objects/pack"), 3000, 0);
+    aged_file(&dir.join("git/busy.lock"), 0, 60);
+    aged_file(&dir.join("0123456789abcdef0123456789abcdef.json"), 3000, 50);
+    aged_file(&dir.join("search-1-abc/segment"), 3000, 0);
+    set_age(&dir.join("search-1-abc"), 40);
+    aged_file(&dir.join("discovery/endpoint/old-blob"), 3000, 30);
+    aged_file(&dir.join("git/idle.git/objects/pack"), 3000, 0);
+    aged_file(&dir.join("git/idle.lock"), 0, 20);
+    aged_file(&dir.join("discovery/endpoint/new-blob"), 3000, 10);
+    assert_eq!(bytes_under(&dir), 18_000);
+
+    let held = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(dir.join("git/busy.lock"))
+        .unwrap();
+    rustix::fs::flock(&held, rustix::fs::FlockOperation::NonBlockingLockExclusive).unwrap();
+    open(10_000).trim();
+    assert!(bytes_under(&dir) <= 10_000, "{}", bytes_under(&dir));
+    assert!(
+        dir.join("git/busy.git/objects/pack").exists(),
+        "a repository being fetched is kept"
+    );
+    assert!(!dir.join("0123456789abcdef0123456789abcdef.json").exists());
+    assert!(!dir.join("search-1-abc").exists());
+    assert!(!dir.join("discovery/endpoint/old-blob").exists());
+    assert!(dir.join("git/idle.git").exists(), "newer than what had to go");
+    assert!(dir.join("discovery/endpoint/new-blob").exists());
+
+    // Once its lock is free, the oldest repository goes first.
+    drop(held);
+    open(6_000).trim();
+    assert!(!dir.join("git/busy.git").exists());
+    assert!(!dir.join("git/busy.lock").exists());
+    assert!(dir.join("git/idle.git").exists());
+    assert!(bytes_under(&dir) <= 6_000);
+}

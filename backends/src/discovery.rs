@@ -18,13 +18,22 @@
 //!
 //! **Refresh.** Listing the root revalidates the index (`If-None-Match`
 //! with its ETag: one request when nothing changed) and downloads only the
-//! entries whose digest changed. With a cache directory
-//! ([`DiscoveryBackend::with_cache`]), verified artifacts are kept on disk
-//! by digest, so a new process downloads only what it has not verified
-//! before; a cached artifact is checked against its digest again before
-//! use. Verified files are held in memory and
-//! read from there under every read guard of [`MemoryBackend`], so a
-//! file's version is stable while its entry's digest is.
+//! entries whose digest changed. A 0.1 entry has no digest: each of its
+//! files is revalidated at every listing of the root (`If-None-Match` /
+//! `If-Modified-Since` with what the endpoint last said of it, or fetched
+//! again when it said nothing), so a changed file is seen though the
+//! index is not.
+//!
+//! **What a load holds.** Every file's version is `sha256:` of its bytes,
+//! so a version changes exactly when content does, in every process. One
+//! load holds at most [`DiscoveryLimits::max_total_bytes`] of files (and
+//! of downloads in flight); an entry past it is refused with that reason.
+//! With a cache directory ([`DiscoveryBackend::with_cache`]), verified
+//! artifacts and the files unpacked from them are kept there, named by
+//! their SHA-256, and read from there: each read hashes the bytes again
+//! and serves them only when they match, and a blob found missing or
+//! changed makes its entry load again. Without one, files are held in
+//! memory, under the same bound.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -36,10 +45,13 @@ use bytes::Bytes;
 use futures::StreamExt;
 use sha2::{Digest, Sha256};
 
-use crate::backend::{Blob, Capabilities, Entry, Listing, Metadata, PutMode, ReadOptions, SkillBackend};
+use crate::backend::{Blob, Capabilities, Entry, Listing, Metadata, ReadOptions, SkillBackend, Version};
 use crate::error::{Error, ErrorKind, Result};
-use crate::memory::MemoryBackend;
 use crate::vpath::VPath;
+
+mod store;
+
+use store::{BlobDir, Budget, Held, HeldFile, hex};
 
 /// The `$schema` of a 0.2.0 index.
 pub const SCHEMA_V2: &str = "https://schemas.agentskills.io/discovery/0.2.0/schema.json";
@@ -79,7 +91,15 @@ pub struct DiscoveryLimits {
     pub load_timeout: Duration,
     /// The most downloads in flight at once (default 8).
     pub concurrent_downloads: usize,
+    /// The most bytes one load may hold: the files of every skill loaded
+    /// together, and the downloads in flight (default 512 MiB, as a Git
+    /// fetch). An entry that does not fit is refused with a diagnostic;
+    /// the others are loaded.
+    pub max_total_bytes: u64,
 }
+
+/// The default of [`DiscoveryLimits::max_total_bytes`]: 512 MiB.
+pub const DEFAULT_MAX_TOTAL_BYTES: u64 = 512 * 1024 * 1024;
 
 impl Default for DiscoveryLimits {
     fn default() -> Self {
@@ -92,6 +112,7 @@ impl Default for DiscoveryLimits {
             connect_timeout: Duration::from_secs(10),
             load_timeout: Duration::from_secs(120),
             concurrent_downloads: 8,
+            max_total_bytes: DEFAULT_MAX_TOTAL_BYTES,
         }
     }
 }
@@ -101,9 +122,14 @@ impl Default for DiscoveryLimits {
 struct Known {
     /// The index URL that answered, its ETag, and when it was read.
     index: Option<(reqwest::Url, Option<String>)>,
-    /// By skill name: the digest its files were loaded at (0.1 entries:
-    /// the hash of the entry as listed).
-    loaded: HashMap<String, String>,
+    /// The last index read, and whether it was of the 0.1 form.
+    body: Bytes,
+    legacy: bool,
+    /// By skill name: its files, and the key (digest) they were loaded at.
+    held: HashMap<String, Held>,
+    /// By skill name: the entry it was loaded from, to load it again when
+    /// a blob of it is found missing or changed on disk.
+    entries: HashMap<String, RawEntry>,
     /// By skill name: why its entry was refused.
     refused: BTreeMap<String, (ErrorKind, String)>,
     /// Names no path can hold, escaped.
@@ -119,89 +145,12 @@ pub struct DiscoveryBackend {
     client: reqwest::Client,
     unpack: Arc<dyn Unpack>,
     limits: DiscoveryLimits,
-    files: MemoryBackend,
     known: tokio::sync::Mutex<Known>,
-    cache: Option<ArtifactCache>,
-}
-
-/// Verified artifacts on disk, one file per digest.
-#[derive(Debug, Clone)]
-struct ArtifactCache {
-    dir: std::path::PathBuf,
-    max_bytes: u64,
-}
-
-impl ArtifactCache {
-    /// The cached artifact of `hex`, if any, no larger than `bound`, and
-    /// still matching its name.
-    fn get(&self, hex_digest: &str, bound: u64) -> Option<Bytes> {
-        let path = self.dir.join(hex_digest);
-        let meta = std::fs::symlink_metadata(&path).ok()?;
-        if !meta.is_file() || meta.len() > bound {
-            return None;
-        }
-        let bytes = std::fs::read(&path).ok()?;
-        if hex(&Sha256::digest(&bytes)) == hex_digest {
-            Some(Bytes::from(bytes))
-        } else {
-            let _ = std::fs::remove_file(&path);
-            None
-        }
-    }
-
-    /// Keeps `bytes` under `hex`, written to a temporary name and renamed;
-    /// then trims the directory to its bound, oldest files first. Failures
-    /// only cost a later download.
-    fn keep(&self, hex_digest: &str, bytes: &[u8]) {
-        use std::io::Write as _;
-        #[cfg(unix)]
-        use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
-        let mut builder = std::fs::DirBuilder::new();
-        builder.recursive(true);
-        #[cfg(unix)]
-        builder.mode(0o700);
-        if builder.create(&self.dir).is_err() || bytes.len() as u64 > self.max_bytes {
-            return;
-        }
-        let temporary = self.dir.join(format!(".{hex_digest}.{}", std::process::id()));
-        let mut open = std::fs::OpenOptions::new();
-        open.write(true).create_new(true);
-        #[cfg(unix)]
-        open.mode(0o600);
-        let written = open
-            .open(&temporary)
-            .and_then(|mut f| f.write_all(bytes))
-            .and_then(|()| std::fs::rename(&temporary, self.dir.join(hex_digest)));
-        if written.is_err() {
-            let _ = std::fs::remove_file(&temporary);
-            return;
-        }
-        self.trim();
-    }
-
-    fn trim(&self) {
-        let Ok(entries) = std::fs::read_dir(&self.dir) else {
-            return;
-        };
-        let mut files: Vec<(std::time::SystemTime, u64, std::path::PathBuf)> = entries
-            .filter_map(|e| e.ok())
-            .filter_map(|e| {
-                let meta = e.metadata().ok()?;
-                meta.is_file()
-                    .then(|| (meta.modified().unwrap_or(std::time::UNIX_EPOCH), meta.len(), e.path()))
-            })
-            .collect();
-        let mut total: u64 = files.iter().map(|(_, len, _)| len).sum();
-        files.sort();
-        for (_, len, path) in files {
-            if total <= self.max_bytes {
-                break;
-            }
-            if std::fs::remove_file(&path).is_ok() {
-                total -= len;
-            }
-        }
-    }
+    blobs: Option<BlobDir>,
+    /// The bytes the blobs of what is held take on disk, at most the
+    /// directory's bound: past it, files are held in memory (under the
+    /// load's bound) rather than trimmed and fetched again.
+    disk: Budget,
 }
 
 impl fmt::Debug for DiscoveryBackend {
@@ -266,31 +215,41 @@ impl DiscoveryBackend {
             client,
             unpack,
             limits,
-            files: MemoryBackend::new(),
             known: tokio::sync::Mutex::new(Known::default()),
-            cache: None,
+            blobs: None,
+            disk: Budget::new(0, 0),
         })
     }
 
-    /// Keeps verified artifacts under `dir` (made private to the user if
-    /// missing), at most `max_bytes` of them, oldest dropped first. Each
-    /// endpoint has a directory of its own there, so one endpoint cannot
-    /// learn, from which artifacts are not requested, what another served.
+    /// Keeps verified artifacts, and the files unpacked from them, under
+    /// `dir` (made private to the user if missing), and serves files from
+    /// there. Each endpoint has a directory of its own there, named by a
+    /// hash of its whole URL, so one endpoint cannot learn, from which
+    /// artifacts are not requested, what another served, and nothing one
+    /// endpoint served is read for another. Blobs no load of this process
+    /// holds are trimmed, oldest first, to `max_bytes`.
     pub fn with_cache(mut self, dir: std::path::PathBuf, max_bytes: u64) -> Self {
         let endpoint = hex(&Sha256::digest(self.base.as_str().as_bytes()));
         let dir = dir.join(&endpoint[..32]);
-        self.cache = Some(ArtifactCache { dir, max_bytes });
+        self.blobs = Some(BlobDir { dir, max_bytes });
+        self.disk = Budget::new(max_bytes, 0);
         self
     }
 
     /// Fetches the index again (conditionally) and loads what changed.
     async fn sync(&self, known: &mut Known) -> Result<()> {
         let (index_url, body, etag) = match self.fetch_index(known).await? {
+            Some(fetched) => fetched,
+            // A 0.1 index names no digests: an unchanged index says nothing
+            // of its files, which are revalidated below.
+            None if known.legacy && known.index.is_some() => {
+                let (url, etag) = known.index.clone().expect("checked");
+                (url, known.body.clone(), etag)
+            }
             None => {
                 known.synced = true;
                 return Ok(());
             }
-            Some(fetched) => fetched,
         };
         let parsed = parse_index(&body, self.limits.max_entries)?;
         let legacy = parsed.legacy;
@@ -324,47 +283,55 @@ impl DiscoveryBackend {
             }
             wanted.push(entry);
         }
-        let mut loaded = HashMap::new();
+        let entries: HashMap<String, RawEntry> = wanted.iter().map(|e| (e.name.clone(), (*e).clone())).collect();
+        let mut before = std::mem::take(&mut known.held);
+        let mut held = HashMap::new();
         let mut pending = Vec::new();
         for entry in wanted {
-            if known.loaded.get(&entry.name) == Some(&entry.key()) {
-                loaded.insert(entry.name.clone(), entry.key());
-            } else {
-                pending.push(entry);
+            // A 0.1 entry has no digest: its files are revalidated at every
+            // load.
+            if !legacy && let Some(kept) = before.remove_entry(&entry.name) {
+                if kept.1.key == entry.key() {
+                    held.insert(kept.0, kept.1);
+                    continue;
+                }
+                before.insert(kept.0, kept.1);
             }
+            pending.push(entry);
         }
+        let budget = Budget::new(self.limits.max_total_bytes, held.values().map(Held::bytes).sum());
+        self.disk.reset(held.values().map(Held::disk_bytes).sum());
         // Every download of this load ends by one deadline, so an endpoint
         // that trickles each of thousands of artifacts costs the load at
         // most `load_timeout`, not `timeout` times the entries.
         let deadline = tokio::time::Instant::now() + self.limits.load_timeout;
         let fetches: Vec<futures::future::BoxFuture<'_, Fetched<'_>>> = pending
             .into_iter()
-            .map(|entry| Box::pin(self.fetch_by(deadline, &index_url, entry, legacy)) as _)
+            .map(|entry| {
+                Box::pin(self.fetch_by(deadline, &index_url, entry, legacy, before.get(&entry.name), &budget)) as _
+            })
             .collect();
         let mut fetched = futures::stream::iter(fetches).buffer_unordered(self.limits.concurrent_downloads.max(1));
-        while let Some((entry, dir, files)) = fetched.next().await {
+        while let Some((entry, _dir, files)) = fetched.next().await {
             match files {
                 Ok(files) => {
-                    self.replace(&dir, files).await?;
-                    loaded.insert(entry.name.clone(), entry.key());
+                    held.insert(entry.name.clone(), files);
                 }
                 Err(e) => {
                     tracing::warn!(skill = %entry.name, error = %e, "a discovery entry was refused");
-                    self.remove(&dir).await;
                     let detail = e.detail().unwrap_or("refused").to_owned();
                     refused.insert(entry.name.clone(), (e.kind(), detail));
                 }
             }
         }
         drop(fetched);
-        for gone in known.loaded.keys().filter(|n| !loaded.contains_key(*n)) {
-            if let Ok(dir) = VPath::root().join(gone) {
-                self.remove(&dir).await;
-            }
-        }
+        self.trim(&held, legacy);
         *known = Known {
             index: Some((index_url.clone(), etag)),
-            loaded,
+            body,
+            legacy,
+            held,
+            entries,
             refused,
             invalid,
             names,
@@ -373,21 +340,37 @@ impl DiscoveryBackend {
         Ok(())
     }
 
-    /// The files of `entry` (0.2.0 or 0.1), refused as unavailable when
-    /// they are not all downloaded by `deadline`.
+    /// Trims the blob directory, keeping every blob `held` names.
+    fn trim(&self, held: &HashMap<String, Held>, legacy: bool) {
+        let Some(blobs) = &self.blobs else { return };
+        let mut keep: std::collections::HashSet<&str> = std::collections::HashSet::new();
+        for skill in held.values() {
+            keep.extend(skill.files.values().map(|f| f.hash.as_str()));
+            if !legacy && let Some(artifact) = skill.key.strip_prefix("sha256:") {
+                keep.insert(artifact);
+            }
+        }
+        blobs.trim(&keep);
+    }
+
+    /// The files of `entry` (0.2.0 or 0.1), taken from `budget`, refused as
+    /// unavailable when they are not all downloaded by `deadline`.
+    /// `before` is what the entry held until now.
     async fn fetch_by<'a>(
         &self,
         deadline: tokio::time::Instant,
         index_url: &reqwest::Url,
         entry: &'a RawEntry,
         legacy: bool,
+        before: Option<&Held>,
+        budget: &Budget,
     ) -> Fetched<'a> {
         let dir = VPath::root().join(&entry.name).expect("a checked name");
         let fetch = async {
             if legacy {
-                self.fetch_legacy(index_url, entry, &dir).await
+                self.fetch_legacy(index_url, entry, &dir, before, budget).await
             } else {
-                self.fetch_artifact(index_url, entry, &dir).await
+                self.fetch_artifact(index_url, entry, &dir, budget).await
             }
         };
         let files = tokio::time::timeout_at(deadline, fetch).await.unwrap_or_else(|_| {
@@ -433,7 +416,7 @@ impl DiscoveryBackend {
                 .get(reqwest::header::ETAG)
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_owned);
-            let body = bounded_body(response, self.limits.max_index_bytes, "the index").await?;
+            let body = bounded_body(response, self.limits.max_index_bytes, "the index", None).await?;
             return Ok(Some((url, body, etag)));
         }
         Err(last)
@@ -446,7 +429,8 @@ impl DiscoveryBackend {
         index_url: &reqwest::Url,
         entry: &RawEntry,
         dir: &VPath,
-    ) -> Result<Vec<(String, Bytes)>> {
+        budget: &Budget,
+    ) -> Result<Held> {
         let refuse = |kind: ErrorKind, why: String| Error::at(kind, dir).with_detail(why);
         let kind = entry.kind.as_deref().unwrap_or_default();
         if kind != "skill-md" && kind != "archive" {
@@ -474,39 +458,139 @@ impl DiscoveryBackend {
         } else {
             crate::DEFAULT_READ_LIMIT
         };
-        let cached = self.cache.as_ref().and_then(|c| c.get(expected, bound));
-        let bytes = match cached {
-            Some(bytes) => bytes,
+        let (bytes, downloaded) = match self.blobs.as_ref().and_then(|c| c.get(expected, bound)) {
+            Some(bytes) => (bytes, 0),
             None => {
-                let bytes = self.download(url, bound, dir).await?;
+                let (bytes, _) = self
+                    .download(url, bound, dir, budget, None)
+                    .await?
+                    .expect("an unconditional request has a body");
                 let found = hex(&Sha256::digest(&bytes));
                 if found != expected {
+                    budget.give(bytes.len() as u64);
                     return Err(refuse(
                         ErrorKind::Other,
                         format!("digest mismatch: the artifact is sha256:{found}, the index says {digest}"),
                     ));
                 }
-                if let Some(cache) = &self.cache {
-                    cache.keep(expected, &bytes);
-                }
-                bytes
+                let n = bytes.len() as u64;
+                (bytes, n)
             }
         };
-        if kind == "skill-md" {
-            return Ok(vec![("SKILL.md".to_owned(), bytes)]);
+        let artifact_on_disk = match &self.blobs {
+            Some(blobs) if self.disk.take(bytes.len() as u64) => {
+                if blobs.put(expected, &bytes) {
+                    bytes.len() as u64
+                } else {
+                    self.disk.give(bytes.len() as u64);
+                    0
+                }
+            }
+            _ => 0,
+        };
+        let files = if kind == "skill-md" {
+            Ok(vec![("SKILL.md".to_owned(), bytes, Validators::default())])
+        } else {
+            self.unpack
+                .unpack(&entry.name, &bytes)
+                .map(|files| {
+                    files
+                        .into_iter()
+                        .map(|(path, data)| (path, data, Validators::default()))
+                        .collect()
+                })
+                .map_err(|(kind, message)| refuse(ErrorKind::Other, format!("refused archive ({kind}): {message}")))
+        };
+        budget.give(downloaded);
+        let held = files.and_then(|files| self.hold(entry.key(), files, budget, dir));
+        match held {
+            Ok(mut held) => {
+                held.artifact_on_disk = artifact_on_disk;
+                Ok(held)
+            }
+            Err(e) => {
+                self.disk.give(artifact_on_disk);
+                Err(e)
+            }
         }
-        self.unpack
-            .unpack(&entry.name, &bytes)
-            .map_err(|(kind, message)| refuse(ErrorKind::Other, format!("refused archive ({kind}): {message}")))
     }
 
-    /// The files of a 0.1 entry, each fetched from beside the index.
+    /// Holds `files` as the skill at `dir` (on disk when there is a blob
+    /// directory), taking their bytes from `budget`.
+    fn hold(&self, key: String, files: Vec<(String, Bytes, Validators)>, budget: &Budget, dir: &VPath) -> Result<Held> {
+        let total: u64 = files.iter().map(|(_, data, _)| data.len() as u64).sum();
+        if !budget.take(total) {
+            return Err(over_budget(budget.limit()).with_path(dir.clone()));
+        }
+        let mut held = Held {
+            key,
+            files: BTreeMap::new(),
+            artifact_on_disk: 0,
+        };
+        let refuse = |why: String, held: &Held| {
+            budget.give(total);
+            self.disk.give(held.disk_bytes());
+            Err(Error::at(ErrorKind::InvalidPath, dir).with_public_detail(why))
+        };
+        for (relative, data, validators) in files {
+            if dir.join(&relative).is_err() || held.files.contains_key(&relative) {
+                return refuse(
+                    format!(
+                        "`{}` is no path a file inside the skill can have",
+                        relative.escape_debug()
+                    ),
+                    &held,
+                );
+            }
+            let hash = hex(&Sha256::digest(&data));
+            let size = data.len() as u64;
+            let on_disk = self
+                .blobs
+                .as_ref()
+                .is_some_and(|b| self.disk.take(size) && (b.put(&hash, &data) || (self.disk.give(size), false).1));
+            held.files.insert(
+                relative,
+                HeldFile {
+                    size: data.len() as u64,
+                    hash,
+                    inline: (!on_disk).then_some(data),
+                    validators,
+                },
+            );
+        }
+        // A file's path may not also be a directory of another's.
+        for relative in held.files.keys() {
+            for (at, _) in relative.match_indices('/') {
+                if held.files.contains_key(&relative[..at]) {
+                    return refuse(
+                        format!("`{}` is both a file and a directory", relative[..at].escape_debug()),
+                        &held,
+                    );
+                }
+            }
+        }
+        Ok(held)
+    }
+
+    /// The bytes of a held file: from memory, or from its blob when that
+    /// still hashes to the file's digest.
+    fn bytes_of(&self, file: &HeldFile) -> Option<Bytes> {
+        match &file.inline {
+            Some(data) => Some(data.clone()),
+            None => self.blobs.as_ref()?.get(&file.hash, file.size),
+        }
+    }
+
+    /// The files of a 0.1 entry, each fetched from beside the index; a file
+    /// held before is revalidated with what the endpoint said of it.
     async fn fetch_legacy(
         &self,
         index_url: &reqwest::Url,
         entry: &RawEntry,
         dir: &VPath,
-    ) -> Result<Vec<(String, Bytes)>> {
+        before: Option<&Held>,
+        budget: &Budget,
+    ) -> Result<Held> {
         let listed = entry.files.as_deref().unwrap_or_default();
         if listed.len() > self.limits.max_legacy_files {
             return Err(Error::at(ErrorKind::Other, dir).with_detail(format!(
@@ -544,11 +628,34 @@ impl DiscoveryBackend {
             planned.push((relative, path, url));
         }
         let mut files = Vec::with_capacity(planned.len());
-        for (relative, path, url) in planned {
-            let bytes = self.download(url, crate::DEFAULT_READ_LIMIT, &path).await?;
-            files.push((relative.clone(), bytes));
-        }
-        Ok(files)
+        let mut downloaded = 0u64;
+        let fetch_all = async || -> Result<()> {
+            for (relative, path, url) in planned {
+                let previous = before.and_then(|h| h.files.get(relative.as_str()));
+                let reusable = previous
+                    .filter(|f| f.validators.0.is_some() || f.validators.1.is_some())
+                    .and_then(|f| Some((f, self.bytes_of(f)?)));
+                let revalidate = reusable.as_ref().map(|(f, _)| &f.validators);
+                match self
+                    .download(url, crate::DEFAULT_READ_LIMIT, &path, budget, revalidate)
+                    .await?
+                {
+                    Some((bytes, validators)) => {
+                        downloaded += bytes.len() as u64;
+                        files.push((relative.clone(), bytes, validators));
+                    }
+                    None => {
+                        let (file, bytes) = reusable.expect("revalidated");
+                        files.push((relative.clone(), bytes, file.validators.clone()));
+                    }
+                }
+            }
+            Ok(())
+        };
+        let fetched = fetch_all().await;
+        budget.give(downloaded);
+        fetched?;
+        self.hold(entry.key(), files, budget, dir)
     }
 
     /// `url` resolved against the index's URL (RFC 3986), refused unless
@@ -564,13 +671,33 @@ impl DiscoveryBackend {
         Ok(resolved)
     }
 
-    async fn download(&self, url: reqwest::Url, bound: u64, at: &VPath) -> Result<Bytes> {
-        let response = self
-            .client
-            .get(url)
-            .send()
-            .await
-            .map_err(|e| unavailable(e).with_path(at.clone()))?;
+    /// The body at `url`, at most `bound` bytes, taken from `budget` as it
+    /// arrives (the caller gives it back). With `revalidate` (an ETag and a
+    /// Last-Modified), `None` when the endpoint says the file is unchanged.
+    async fn download(
+        &self,
+        url: reqwest::Url,
+        bound: u64,
+        at: &VPath,
+        budget: &Budget,
+        revalidate: Option<&Validators>,
+    ) -> Result<Option<(Bytes, Validators)>> {
+        if budget.exhausted() {
+            return Err(over_budget(budget.limit()).with_path(at.clone()));
+        }
+        let mut request = self.client.get(url);
+        if let Some((etag, modified)) = revalidate {
+            if let Some(etag) = etag {
+                request = request.header(reqwest::header::IF_NONE_MATCH, etag);
+            }
+            if let Some(modified) = modified {
+                request = request.header(reqwest::header::IF_MODIFIED_SINCE, modified);
+            }
+        }
+        let response = request.send().await.map_err(|e| unavailable(e).with_path(at.clone()))?;
+        if revalidate.is_some() && response.status() == reqwest::StatusCode::NOT_MODIFIED {
+            return Ok(None);
+        }
         check_status(response.status()).map_err(|e| match e.kind() {
             // What the index lists must be there: a missing artifact is the
             // entry's fault, not an absent skill.
@@ -579,43 +706,23 @@ impl DiscoveryBackend {
             }
             _ => e.with_path(at.clone()),
         })?;
-        bounded_body(response, bound, "the artifact")
+        let header = |name| {
+            response
+                .headers()
+                .get(name)
+                .and_then(|v: &reqwest::header::HeaderValue| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        let validators = (header(reqwest::header::ETAG), header(reqwest::header::LAST_MODIFIED));
+        let body = bounded_body(response, bound, "the artifact", Some(budget))
             .await
-            .map_err(|e| e.with_path(at.clone()))
+            .map_err(|e| e.with_path(at.clone()))?;
+        Ok(Some((body, validators)))
     }
 
-    /// Puts `files` in place of whatever `dir` held.
-    async fn replace(&self, dir: &VPath, files: Vec<(String, Bytes)>) -> Result<()> {
-        self.remove(dir).await;
-        for (relative, data) in files {
-            let path = dir.join(&relative)?;
-            self.files.put(&path, data, PutMode::Overwrite).await?;
-        }
-        Ok(())
-    }
-
-    /// Removes every file under `dir`.
-    async fn remove(&self, dir: &VPath) {
-        let mut pending = vec![dir.clone()];
-        while let Some(current) = pending.pop() {
-            let Ok(entries) = self.files.list(&current).await else {
-                continue;
-            };
-            for entry in entries {
-                let Ok(path) = current.join(&entry.name) else { continue };
-                match entry.kind {
-                    crate::EntryKind::Dir => pending.push(path),
-                    _ => {
-                        let _ = self.files.delete(&path).await;
-                    }
-                }
-            }
-        }
-    }
-
-    /// Syncs when nothing is known yet, then answers `path`'s refusal if
-    /// its skill was refused.
-    async fn ready(&self, path: &VPath) -> Result<()> {
+    /// Syncs when nothing is known yet; answers `path`'s refusal if its
+    /// skill was refused; else what is known.
+    async fn ready(&self, path: &VPath) -> Result<tokio::sync::MutexGuard<'_, Known>> {
         let mut known = self.known.lock().await;
         if !known.synced {
             self.sync(&mut known).await?;
@@ -625,9 +732,140 @@ impl DiscoveryBackend {
         {
             return Err(Error::at(*kind, path).with_public_detail(detail.clone()));
         }
-        Ok(())
+        Ok(known)
+    }
+
+    /// The file at `path`, its bytes checked; a file whose blob is missing
+    /// or changed has its skill loaded again first.
+    async fn file(&self, path: &VPath) -> Result<(HeldFile, Bytes)> {
+        let file = match self.ready(path).await?.node(path)? {
+            Node::File(file) => file,
+            Node::Dir(_) => return Err(Error::at(ErrorKind::IsADirectory, path)),
+        };
+        if let Some(bytes) = self.bytes_of(&file) {
+            return Ok((file, bytes));
+        }
+        tracing::debug!(path = %path, "a cached discovery file is missing or changed; loading its skill again");
+        let mut known = self.ready(path).await?;
+        let name = path.segments().next().unwrap_or_default().to_owned();
+        let still = matches!(known.node(path), Ok(Node::File(ref f)) if f.hash == file.hash);
+        if still && let (Some(entry), Some((index_url, _))) = (known.entries.get(&name).cloned(), known.index.clone()) {
+            let others: u64 = known
+                .held
+                .iter()
+                .filter(|(n, _)| **n != name)
+                .map(|(_, h)| h.bytes())
+                .sum();
+            let budget = Budget::new(self.limits.max_total_bytes, others);
+            let on_disk: u64 = known
+                .held
+                .iter()
+                .filter(|(n, _)| **n != name)
+                .map(|(_, h)| h.disk_bytes())
+                .sum();
+            self.disk.reset(on_disk);
+            let deadline = tokio::time::Instant::now() + self.limits.load_timeout;
+            let legacy = known.legacy;
+            let (_, _, result) = self
+                .fetch_by(deadline, &index_url, &entry, legacy, known.held.get(&name), &budget)
+                .await;
+            match result {
+                Ok(held) => {
+                    known.held.insert(name, held);
+                }
+                Err(e) => {
+                    let detail = e.detail().unwrap_or("refused").to_owned();
+                    known.held.remove(&name);
+                    known.refused.insert(name, (e.kind(), detail));
+                    return Err(e.with_path(path.clone()));
+                }
+            }
+        }
+        let Node::File(file) = known.node(path)? else {
+            return Err(Error::at(ErrorKind::IsADirectory, path));
+        };
+        drop(known);
+        match self.bytes_of(&file) {
+            Some(bytes) => Ok((file, bytes)),
+            None => Err(Error::at(ErrorKind::Unavailable, path)
+                .with_detail("the file's cached bytes changed while it was read; try again")),
+        }
     }
 }
+
+/// What a path of a loaded skill is.
+enum Node {
+    File(HeldFile),
+    Dir(Vec<Entry>),
+}
+
+impl Known {
+    /// What `path` (not the root) is.
+    fn node(&self, path: &VPath) -> Result<Node> {
+        let mut segments = path.segments();
+        let name = segments.next().unwrap_or_default();
+        let Some(skill) = self.held.get(name) else {
+            return Err(Error::at(ErrorKind::NotFound, path));
+        };
+        let rest: Vec<&str> = segments.collect();
+        let rest = rest.join("/");
+        if let Some(file) = skill.files.get(&rest) {
+            return Ok(Node::File(file.clone()));
+        }
+        let prefix = if rest.is_empty() {
+            String::new()
+        } else {
+            format!("{rest}/")
+        };
+        let mut entries: Vec<Entry> = Vec::new();
+        for (relative, file) in skill.files.range(prefix.clone()..) {
+            let Some(below) = relative.strip_prefix(&prefix) else {
+                break;
+            };
+            match below.split_once('/') {
+                Some((child, _)) => {
+                    if entries.last().is_none_or(|e| e.name != child) {
+                        entries.push(Entry {
+                            name: child.to_owned(),
+                            kind: crate::EntryKind::Dir,
+                            size: None,
+                            version: None,
+                            symlink: false,
+                        });
+                    }
+                }
+                None => entries.push(Entry {
+                    name: below.to_owned(),
+                    kind: crate::EntryKind::File,
+                    size: Some(file.size),
+                    version: Some(file.version()),
+                    symlink: false,
+                }),
+            }
+        }
+        if entries.is_empty() && !rest.is_empty() {
+            return Err(Error::at(ErrorKind::NotFound, path));
+        }
+        Ok(Node::Dir(entries))
+    }
+}
+
+impl HeldFile {
+    /// Its version: `sha256:` of its bytes, the same in every process.
+    fn version(&self) -> Version {
+        Version::new(format!("sha256:{}", self.hash))
+    }
+}
+
+/// An entry past the load's bound.
+fn over_budget(limit: u64) -> Error {
+    Error::new(ErrorKind::TooLarge).with_public_detail(format!(
+        "the endpoint's skills together pass this load's bound of {limit} bytes; this one is left out"
+    ))
+}
+
+/// What an endpoint said identifies a file: its `ETag` and `Last-Modified`.
+type Validators = (Option<String>, Option<String>);
 
 #[async_trait]
 impl SkillBackend for DiscoveryBackend {
@@ -641,11 +879,13 @@ impl SkillBackend for DiscoveryBackend {
 
     async fn list_detailed(&self, dir: &VPath) -> Result<Listing> {
         if !dir.is_root() {
-            self.ready(dir).await?;
-            return Ok(Listing {
-                entries: self.files.list(dir).await?,
-                invalid: Vec::new(),
-            });
+            return match self.ready(dir).await?.node(dir)? {
+                Node::Dir(entries) => Ok(Listing {
+                    entries,
+                    invalid: Vec::new(),
+                }),
+                Node::File(_) => Err(Error::at(ErrorKind::NotADirectory, dir)),
+            };
         }
         let mut known = self.known.lock().await;
         self.sync(&mut known).await?;
@@ -666,21 +906,57 @@ impl SkillBackend for DiscoveryBackend {
     }
 
     async fn stat(&self, path: &VPath) -> Result<Metadata> {
-        self.ready(path).await?;
-        self.files.stat(path).await
+        if path.is_root() {
+            return Ok(Metadata {
+                kind: crate::EntryKind::Dir,
+                size: None,
+                version: None,
+            });
+        }
+        Ok(match self.ready(path).await?.node(path)? {
+            Node::File(file) => Metadata {
+                kind: crate::EntryKind::File,
+                size: Some(file.size),
+                version: Some(file.version()),
+            },
+            Node::Dir(_) => Metadata {
+                kind: crate::EntryKind::Dir,
+                size: None,
+                version: None,
+            },
+        })
     }
 
     async fn read(&self, path: &VPath, options: ReadOptions) -> Result<Blob> {
-        self.ready(path).await?;
-        self.files.read(path, options).await
+        options.confining_dir(path)?;
+        if path.is_root() {
+            return Err(Error::at(ErrorKind::IsADirectory, path));
+        }
+        let size = match self.ready(path).await?.node(path)? {
+            Node::File(file) => file.size,
+            Node::Dir(_) => return Err(Error::at(ErrorKind::IsADirectory, path)),
+        };
+        if size > options.limit {
+            return Err(Error::too_large(path, size, options.limit));
+        }
+        let (file, bytes) = self.file(path).await?;
+        if file.size > options.limit {
+            return Err(Error::too_large(path, file.size, options.limit));
+        }
+        let wanted = options.wanted(file.size) as usize;
+        Ok(Blob {
+            data: bytes.slice(..wanted),
+            size: file.size,
+            version: file.version(),
+        })
     }
 }
 
 /// An entry, its skill's directory, and its files or why it was refused.
-type Fetched<'a> = (&'a RawEntry, VPath, Result<Vec<(String, Bytes)>>);
+type Fetched<'a> = (&'a RawEntry, VPath, Result<Held>);
 
 /// One entry as the index gives it, before any check.
-#[derive(Debug, serde::Deserialize)]
+#[derive(Debug, Clone, serde::Deserialize)]
 struct RawEntry {
     name: String,
     #[serde(rename = "type", default)]
@@ -767,10 +1043,6 @@ fn is_spec_name(name: &str) -> bool {
         && !name.contains("--")
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 fn unavailable(e: reqwest::Error) -> Error {
     let what = if e.is_timeout() {
         "the endpoint did not answer in time"
@@ -802,11 +1074,22 @@ fn check_status(status: reqwest::StatusCode) -> Result<()> {
 
 /// The body of `response`, refused as soon as it passes `bound` bytes (a
 /// declared length over it is refused before any byte is read).
-async fn bounded_body(response: reqwest::Response, bound: u64, what: &str) -> Result<Bytes> {
+async fn bounded_body(response: reqwest::Response, bound: u64, what: &str, budget: Option<&Budget>) -> Result<Bytes> {
     let too_large = || Error::new(ErrorKind::TooLarge).with_detail(format!("{what} is larger than {bound} bytes"));
     if response.content_length().is_some_and(|n| n > bound) {
         return Err(too_large());
     }
+    // The bytes taken are given back unless the body is returned whole,
+    // also when a load's deadline drops this future at an await.
+    struct Taken<'a>(Option<&'a Budget>, u64);
+    impl Drop for Taken<'_> {
+        fn drop(&mut self) {
+            if let Some(budget) = self.0 {
+                budget.give(self.1);
+            }
+        }
+    }
+    let mut taken = Taken(budget, 0);
     let mut body = Vec::new();
     let mut stream = response.bytes_stream();
     while let Some(chunk) = stream.next().await {
@@ -814,8 +1097,15 @@ async fn bounded_body(response: reqwest::Response, bound: u64, what: &str) -> Re
         if body.len() as u64 + chunk.len() as u64 > bound {
             return Err(too_large());
         }
+        if let Some(budget) = budget {
+            if !budget.take(chunk.len() as u64) {
+                return Err(over_budget(budget.limit()));
+            }
+            taken.1 += chunk.len() as u64;
+        }
         body.extend_from_slice(&chunk);
     }
+    taken.1 = 0;
     Ok(Bytes::from(body))
 }
 

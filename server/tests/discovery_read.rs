@@ -398,10 +398,11 @@ async fn a_new_process_downloads_only_what_the_local_cache_lacks() {
     let first = read_cached(&base, Some(cache.path())).await;
     let downloads = counts.artifacts.load(Ordering::SeqCst);
     // good, kept, linked, bomb and mismatch are downloaded; the four whose
-    // digests match are kept, the mismatch is not.
+    // digests match are kept, the mismatch is not, and so are the files of
+    // the two loaded (good's SKILL.md is its artifact; kept's two files).
     assert_eq!(downloads, 5);
     let kept = std::fs::read_dir(endpoint_cache(cache.path())).unwrap().count();
-    assert_eq!(kept, 4);
+    assert_eq!(kept, 6);
 
     // A cold catalog (a new namespace, as a new process opens) over the
     // same cache downloads only the mismatch again, and loads the same.
@@ -434,7 +435,14 @@ async fn the_command_says_why_an_entry_was_refused() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(3), "{stderr}");
     assert!(stderr.contains("digest mismatch"), "{stderr}");
-    assert!(stderr.contains("refused archive"), "{stderr}");
+    // A refused archive says so once, then why, naming the entry.
+    assert!(
+        stderr.lines().any(|l| l
+            == "error: [other] /org/linked/SKILL.md: cannot read /org/linked/SKILL.md: backend error \
+                (refused archive (symlink_entry): `references/passwd`: a symbolic link)"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches("refused archive").count(), 2, "{stderr}");
     assert!(
         !stderr.contains("AWS"),
         "no hint about another kind of location: {stderr}"
@@ -578,7 +586,13 @@ impl Unpack for Rooted {
     fn unpack(&self, name: &str, bytes: &[u8]) -> Result<Vec<(String, Bytes)>, (String, String)> {
         SkillArchive::read_rooted(bytes, name, &ArchiveLimits::default())
             .map(|a| a.files().iter().map(|f| (f.path.clone(), f.data.clone())).collect())
-            .map_err(|e| (e.kind().to_owned(), e.to_string()))
+            .map_err(|e| {
+                let kind = e.kind().to_owned();
+                match e {
+                    skillstore::ArchiveError::Refused { message, .. } => (kind, message),
+                    other => (kind, other.to_string()),
+                }
+            })
     }
 }
 
@@ -639,4 +653,238 @@ async fn an_index_of_100000_entries_is_cut_at_its_bound() {
         backend.list(&VPath::root()).await.unwrap_err().kind(),
         ErrorKind::TooLarge
     );
+}
+
+/// `count` distinct `skill-md` entries of `size` bytes each, made on
+/// request; every download is counted.
+async fn bulk_server(count: usize, size: usize, counts: Arc<Counts>) -> String {
+    let body = move |i: usize| -> Bytes {
+        let mut text = skill_md(&format!("s{i}"), "Bulk.").into_bytes();
+        text.resize(size, b'x');
+        Bytes::from(text)
+    };
+    let skills: Vec<Value> = (0..count)
+        .map(|i| json!({"name": format!("s{i}"), "type": "skill-md", "description": "x", "url": format!("s{i}/SKILL.md"), "digest": digest(&body(i))}))
+        .collect();
+    let index = Bytes::from(
+        json!({"$schema": "https://schemas.agentskills.io/discovery/0.2.0/schema.json", "skills": skills}).to_string(),
+    );
+    let app = Router::new()
+        .route(INDEX, get(move || async move { index.clone() }))
+        .route(
+            "/.well-known/agent-skills/{name}/SKILL.md",
+            get(
+                move |axum::extract::Path(name): axum::extract::Path<String>| async move {
+                    counts.artifacts.fetch_add(1, Ordering::SeqCst);
+                    match name.strip_prefix('s').and_then(|n| n.parse::<usize>().ok()) {
+                        Some(i) if i < count => body(i).into_response(),
+                        _ => StatusCode::NOT_FOUND.into_response(),
+                    }
+                },
+            ),
+        );
+    serve_router(app).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_discovery_load_is_bounded_in_total_bytes() {
+    const SIZE: usize = 100_000;
+    for cached in [false, true] {
+        let counts = Arc::new(Counts::default());
+        let base = bulk_server(10, SIZE, Arc::clone(&counts)).await;
+        let cache = tempfile::tempdir().unwrap();
+        let mut limits = DiscoveryLimits::default();
+        limits.max_total_bytes = 3 * SIZE as u64 + SIZE as u64 / 2;
+        limits.concurrent_downloads = 1;
+        let mut backend = DiscoveryBackend::new(&base, Arc::new(Rooted), limits, false).unwrap();
+        if cached {
+            backend = backend.with_cache(cache.path().join("discovery"), 64 * 1024 * 1024);
+        }
+        assert_eq!(backend.list(&VPath::root()).await.unwrap().len(), 10);
+        let mut loaded = 0;
+        for i in 0..10 {
+            let path = VPath::new(format!("/s{i}/SKILL.md")).unwrap();
+            match backend.read(&path, Default::default()).await {
+                Ok(blob) => {
+                    assert_eq!(blob.data.len(), SIZE);
+                    assert!(blob.data.starts_with(skill_md(&format!("s{i}"), "Bulk.").as_bytes()));
+                    loaded += 1;
+                }
+                Err(e) => {
+                    assert_eq!(e.kind(), ErrorKind::TooLarge, "{e}");
+                    let why = e.public_detail().unwrap_or_default();
+                    assert!(why.contains("bound of 350000 bytes"), "{why}");
+                }
+            }
+        }
+        assert_eq!(loaded, 3, "cached: {cached}");
+        // Past the bound nothing more is downloaded.
+        assert_eq!(counts.artifacts.load(Ordering::SeqCst), 4, "cached: {cached}");
+        if !cached {
+            continue;
+        }
+        // The files are kept in a private directory and served from there,
+        // each checked against its digest: a changed or missing blob is
+        // fetched again, never served.
+        let root = cache.path().join("discovery");
+        let endpoint = endpoint_cache(cache.path());
+        for dir in [&root, &endpoint] {
+            use std::os::unix::fs::PermissionsExt as _;
+            assert_eq!(std::fs::metadata(dir).unwrap().permissions().mode() & 0o777, 0o700);
+        }
+        let blobs: Vec<_> = std::fs::read_dir(&endpoint)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert_eq!(blobs.len(), 3);
+        std::fs::write(&blobs[0], b"tampered").unwrap();
+        std::fs::remove_file(&blobs[1]).unwrap();
+        let before = counts.artifacts.load(Ordering::SeqCst);
+        for i in 0..3 {
+            let path = VPath::new(format!("/s{i}/SKILL.md")).unwrap();
+            let blob = backend.read(&path, Default::default()).await.unwrap();
+            assert!(blob.data.starts_with(skill_md(&format!("s{i}"), "Bulk.").as_bytes()));
+            assert_eq!(blob.data.len(), SIZE);
+        }
+        assert_eq!(counts.artifacts.load(Ordering::SeqCst), before + 2);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_discovery_load_stays_within_the_configured_bound_through_the_library() {
+    let counts = Arc::new(Counts::default());
+    let base = bulk_server(6, 200_000, Arc::clone(&counts)).await;
+    let config = Config::parse(&format!(
+        "mounts:\n  - at: /org\n    location: \"{base}\"\nsources:\n  - path: /org\nlimits:\n  max_discovery_bytes: 500000\ncache:\n  enabled: false\n"
+    ))
+    .unwrap();
+    let catalog = config.open().unwrap().load().await;
+    assert!(catalog.skills().len() <= 2, "{:?}", catalog.skills().len());
+    let shown = format!("{:?}", catalog.diagnostics());
+    assert!(shown.contains("bound of 500000 bytes"), "{shown}");
+}
+
+/// An endpoint serving one skill `alpha` whose SKILL.md is `content`.
+async fn changing_server(content: Arc<std::sync::Mutex<Bytes>>) -> String {
+    let index = {
+        let content = Arc::clone(&content);
+        move || {
+            let body = content.lock().unwrap().clone();
+            Bytes::from(
+                json!({"$schema": "https://schemas.agentskills.io/discovery/0.2.0/schema.json", "skills": [
+                    {"name": "alpha", "type": "skill-md", "description": "x", "url": "alpha/SKILL.md", "digest": digest(&body)}
+                ]})
+                .to_string(),
+            )
+        }
+    };
+    let app = Router::new().route(INDEX, get(move || async move { index() })).route(
+        "/.well-known/agent-skills/alpha/SKILL.md",
+        get(move || async move { content.lock().unwrap().clone() }),
+    );
+    serve_router(app).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cached_search_index_follows_a_changed_discovery_skill() {
+    let md = |word: &str| {
+        Bytes::from(format!(
+            "---\nname: alpha\ndescription: Alpha.\n---\n# Alpha\n\nAbout {word}.\n"
+        ))
+    };
+    let content = Arc::new(std::sync::Mutex::new(md("zeppelin")));
+    let base = changing_server(Arc::clone(&content)).await;
+    let cache = tempfile::tempdir().unwrap();
+    let config = Config::parse(&format!(
+        "mounts:\n  - at: /org\n    location: \"{base}\"\nsources:\n  - path: /org\ncache:\n  dir: \"{}\"\n",
+        cache.path().display()
+    ))
+    .unwrap();
+    let search = |word: &'static str| {
+        let config = config.clone();
+        async move {
+            // A new namespace each time, as a new process opens one.
+            let namespace = config.open().unwrap();
+            let catalog = namespace.load().await;
+            let index = namespace.search_index_for(&catalog).await.unwrap();
+            assert!(index.is_cached());
+            let hits = index
+                .search(&catalog, word, skillstore::search::SearchOptions::default())
+                .unwrap();
+            hits.into_iter().map(|h| h.name).collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(search("zeppelin").await, ["alpha"]);
+    *content.lock().unwrap() = md("quokka");
+    assert_eq!(search("quokka").await, ["alpha"]);
+    assert!(search("zeppelin").await.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_0_1_entry_is_refreshed_when_its_files_change() {
+    #[derive(Default)]
+    struct Legacy {
+        notes: std::sync::Mutex<&'static str>,
+        bodies: AtomicUsize,
+        unchanged: AtomicUsize,
+    }
+    let state = Arc::new(Legacy::default());
+    *state.notes.lock().unwrap() = "one";
+    let index = Bytes::from(
+        json!({"skills": [{"name": "legacy", "description": "x", "files": ["SKILL.md", "notes.md"]}]}).to_string(),
+    );
+    let index_etag = format!("\"{}\"", sha256_hex(&index));
+    let md = Bytes::from(skill_md("legacy", "Legacy."));
+    let file = move |state: Arc<Legacy>, headers: HeaderMap, body: Bytes| {
+        let etag = format!("\"{}\"", sha256_hex(&body));
+        if headers.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok()) == Some(etag.as_str()) {
+            state.unchanged.fetch_add(1, Ordering::SeqCst);
+            return (StatusCode::NOT_MODIFIED, [(header::ETAG, etag)]).into_response();
+        }
+        state.bodies.fetch_add(1, Ordering::SeqCst);
+        ([(header::ETAG, etag)], body).into_response()
+    };
+    let app = Router::new()
+        .route(
+            "/.well-known/skills/index.json",
+            get(move |headers: HeaderMap| async move {
+                if headers.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok()) == Some(index_etag.as_str()) {
+                    return (StatusCode::NOT_MODIFIED, [(header::ETAG, index_etag.clone())]).into_response();
+                }
+                ([(header::ETAG, index_etag.clone())], index.clone()).into_response()
+            }),
+        )
+        .route(
+            "/.well-known/skills/legacy/SKILL.md",
+            get({
+                let state = Arc::clone(&state);
+                move |headers: HeaderMap| async move { file(state, headers, md.clone()) }
+            }),
+        )
+        .route(
+            "/.well-known/skills/legacy/notes.md",
+            get({
+                let state = Arc::clone(&state);
+                move |headers: HeaderMap| async move {
+                    let body = Bytes::from(*state.notes.lock().unwrap());
+                    file(state, headers, body)
+                }
+            }),
+        );
+    let base = serve_router(app).await;
+    let first = read_from(&base).await;
+    assert_eq!(first.read_file("legacy", "notes.md").await.unwrap(), "one");
+    assert_eq!(state.bodies.load(Ordering::SeqCst), 2);
+
+    // Nothing changed: each file is revalidated, none downloaded.
+    let same = first.refresh().await;
+    assert_eq!(same.read_file("legacy", "notes.md").await.unwrap(), "one");
+    assert_eq!(state.bodies.load(Ordering::SeqCst), 2);
+    assert_eq!(state.unchanged.load(Ordering::SeqCst), 2);
+
+    // A file changed behind an unchanged index: the refresh sees it.
+    *state.notes.lock().unwrap() = "two";
+    let changed = same.refresh().await;
+    assert_eq!(changed.read_file("legacy", "notes.md").await.unwrap(), "two");
+    assert_eq!(state.bodies.load(Ordering::SeqCst), 3);
 }

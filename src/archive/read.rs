@@ -93,6 +93,9 @@ impl skillstore_backends::Unpack for RootedUnpack {
     fn unpack(&self, name: &str, bytes: &[u8]) -> std::result::Result<Vec<(String, Bytes)>, (String, String)> {
         match SkillArchive::read_rooted(bytes, name, &self.limits) {
             Ok(archive) => Ok(archive.files.into_iter().map(|f| (f.path, f.data)).collect()),
+            // The backend's diagnostic says "refused archive (KIND): " once
+            // itself: the message alone, not the error's display.
+            Err(ArchiveError::Refused { kind, message, .. }) => Err((kind.as_str().to_owned(), message)),
             Err(e) => Err((e.kind().to_owned(), e.to_string())),
         }
     }

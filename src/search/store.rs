@@ -50,6 +50,8 @@ pub(super) fn open(settings: &CacheSettings, identity: &str) -> Option<(Index, F
         .mode(0o600)
         .open(dir.join(OPENED_FILE));
     trim(cache.dir(), &dir);
+    // The directory just opened is the newest there, so trimmed last.
+    cache.trim();
     let (schema, fields) = Fields::schema();
     let directory = MmapDirectory::open(&dir).ok()?;
     match Index::open_or_create(directory, schema) {
