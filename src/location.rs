@@ -169,11 +169,19 @@ fn parse_git(url: &str) -> Result<Location> {
     let looks_like_a_path = reference
         .as_deref()
         .is_some_and(|r| r.contains('/') && r.ends_with(".git"));
-    if url[path_start..].contains('@') || looks_like_a_path {
+    // `https://user:4821/pa@ss…` with a password `4821/pa…` parses as host
+    // `user`, port 4821 and a one-segment path: a reference after a
+    // one-segment path without `.git` is that shape or a repository no
+    // host names so; either way it is refused.
+    let remote_path = &url[path_start..];
+    let one_bare_segment = remote_path.trim_matches('/').split('/').count() <= 1 && !remote_path.ends_with(".git");
+    let ambiguous = reference.is_some() && one_bare_segment;
+    if remote_path.contains('@') || looks_like_a_path || ambiguous {
         let scheme = url.split_once("://").map_or("", |(scheme, _)| scheme);
         return Err(Error::Usage(format!(
-            "`git+{scheme}://…` holds an `@` in its path before the reference; \
-             a password holding `/` must be written percent-encoded (`%2F`)"
+            "`git+{scheme}://…` holds an `@` that may be part of a password: a password holding `/` \
+             must be written percent-encoded (`%2F`), and a repository at a one-segment path needs \
+             its `.git` suffix before `@REF`"
         )));
     }
     // Git's own rules for a reference's characters: a `?` or `#` after it
@@ -455,6 +463,10 @@ mod tests {
             "git+https://deploy:4821/S3CRETPW@host/repo.git@main",
             "git+https://deploy:4821/S3CRETPW@host/repo.git",
             "git+ssh://deploy:22/S3CRETPW@host/repo.git@v1",
+            "git+https://deploy:4821/S3CRETPW@host/repo",
+            "git+https://deploy:4821/S3CRETPW@host",
+            "git+https://deploy:4821/S3CRETPW@host/repo.git/",
+            "git+ssh://deploy:48/S3CRETPW@host/repo",
         ] {
             let Err(Error::Usage(message)) = Location::parse(text) else {
                 panic!("{text} must be refused");
@@ -466,6 +478,16 @@ mod tests {
                 message.contains("`git+https://…`") || message.contains("`git+ssh://…`"),
                 "{message}"
             );
+        }
+        // Ordinary locations, with ports and references, still parse.
+        for text in [
+            "git+https://host:8443/org/repo.git@main",
+            "git+https://host:8443/repo.git@feature/x",
+            "git+https://host/org/repo@v1",
+            "git+https://host/repo",
+            "git+file:///srv/repo@feature/x",
+        ] {
+            assert!(Location::parse(text).is_ok(), "{text}");
         }
         // Percent-encoded, the same password is a user's and is redacted.
         let encoded = Location::parse("git+https://deploy:S3CRET%2FPW@host/repo.git@main").unwrap();

@@ -441,6 +441,20 @@ impl SkillBackend for ObjectStoreBackend {
                 break;
             }
         }
+        // A key that is also a prefix (`a/SKILL.md` beside `a/SKILL.md/x`,
+        // or a directory marker) is not a file here either, as in
+        // `list_detailed`.
+        let prefixes: std::collections::HashSet<String> = listing
+            .files
+            .iter()
+            .flat_map(|f| {
+                f.relative
+                    .match_indices('/')
+                    .map(|(i, _)| f.relative[..i].to_owned())
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        listing.files.retain(|f| !prefixes.contains(&f.relative));
         Ok(listing)
     }
 

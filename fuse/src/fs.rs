@@ -52,7 +52,15 @@ struct State {
     /// Open files by handle.
     handles: HashMap<u64, OpenFile>,
     next_handle: u64,
+    /// Paths whose last request ran past the deadline, and when: for one
+    /// more deadline they answer `EIO` at once, so readers the kernel
+    /// queues behind one lookup of a stalled path do not each wait a whole
+    /// deadline in turn. At most [`MAX_STALLED`] are kept.
+    stalled: HashMap<String, Instant>,
 }
+
+/// The most stalled paths remembered; past it the oldest half is dropped.
+const MAX_STALLED: usize = 4096;
 
 /// An open file: the version read, whose bytes the cache holds for it.
 struct OpenFile {
@@ -593,6 +601,16 @@ impl SkillsFs {
             Ok(resolved) => resolved.source,
             Err(e) => return answer(Err(e)),
         };
+        let timeout = inner.options.request_timeout;
+        {
+            let mut state = inner.state();
+            if let Some(&since) = state.stalled.get(&local) {
+                if since.elapsed() < timeout {
+                    return answer(Err(Errno::EIO));
+                }
+                state.stalled.remove(&local);
+            }
+        }
         let Some(admission) = inner.limits.admit(&source) else {
             // A flood would flood the log too: the timeouts of the requests
             // holding the source are warned of.
@@ -603,12 +621,21 @@ impl SkillsFs {
             );
             return answer(Err(Errno::EIO));
         };
-        let timeout = inner.options.request_timeout;
         let worker = Arc::clone(inner);
         inner.runtime.spawn(async move {
-            let result = match tokio::time::timeout(timeout, work(worker, local)).await {
+            let marker = Arc::clone(&worker);
+            let result = match tokio::time::timeout(timeout, work(worker, local.clone())).await {
                 Ok(result) => result,
                 Err(_) => {
+                    let mut state = marker.state();
+                    if state.stalled.len() >= MAX_STALLED {
+                        let mut ages: Vec<Instant> = state.stalled.values().copied().collect();
+                        ages.sort();
+                        let cut = ages[ages.len() / 2];
+                        state.stalled.retain(|_, since| *since > cut);
+                    }
+                    state.stalled.insert(local, Instant::now());
+                    drop(state);
                     tracing::warn!(
                         what,
                         source,

@@ -246,3 +246,40 @@ async fn a_flood_of_reads_on_a_stalled_source_is_refused_past_its_bound() {
     assert_eq!(again, b"file 1, ten\n");
     mounted.unmount().unwrap();
 }
+
+/// Finding: readers of one path on a stalled source waited one deadline
+/// each, in turn (the kernel holds every lookup of a name behind the one
+/// in flight, and each then asked the stalled source again): ten readers
+/// took ten deadlines. A path whose request ran past the deadline answers
+/// `EIO` at once for one more deadline, so the source is asked once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readers_of_one_stalled_path_do_not_wait_a_deadline_each() {
+    let f = fixture().await;
+    let options = MountOptions {
+        attr_ttl: Duration::ZERO,
+        refresh_interval: Duration::from_secs(3600),
+        request_timeout: Duration::from_secs(2),
+        ..MountOptions::default()
+    };
+    let mounted = mount(&f, options);
+    let at = f.mount_point.clone();
+    // Not warmed: the lookup itself needs the stalled source.
+    f.proxy.set_rate(1.0);
+    let readers: Vec<_> = (0..6)
+        .map(|_| {
+            let path = at.join("remote/assets/f0.txt");
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                let _ = tx.send(std::fs::read(path));
+            });
+            rx
+        })
+        .collect();
+    for reader in readers {
+        let read = tokio::task::block_in_place(|| reader.recv_timeout(HANG_GUARD)).expect("a reader never ended");
+        assert_eq!(read.unwrap_err().raw_os_error(), Some(5), "EIO");
+    }
+    let asked = f.proxy.counts().of(Fault::Stall);
+    assert!(asked <= 2, "the stalled source was asked {asked} times for one path");
+    mounted.unmount().unwrap();
+}

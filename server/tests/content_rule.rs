@@ -428,3 +428,111 @@ fn no_path_the_content_rule_refuses_is_listed_read_synced_packed_or_served() {
         }
     });
 }
+
+/// Finding: the rule was asked of a link's own name only, so
+/// `gitlink -> .git` (read as `gitlink/config`), `innocent-config ->
+/// .git/config` and `notes.txt -> .env` served the bytes of a `.git` entry
+/// and a hidden file through every channel, on a directory and a Git
+/// source. A link is never followed to a hidden name.
+#[test]
+fn a_link_with_an_innocent_name_never_reaches_a_hidden_file() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async move {
+        use std::os::unix::fs::symlink;
+        let work = tempfile::tempdir().unwrap();
+        let skill = work.path().join("dir/base/evil");
+        std::fs::create_dir_all(skill.join(".git")).unwrap();
+        std::fs::create_dir_all(skill.join("scripts")).unwrap();
+        std::fs::write(skill.join("SKILL.md"), skill_md_of("evil")).unwrap();
+        std::fs::write(skill.join(".git/config"), "[remote]\n\turl = https://token@host/r\n").unwrap();
+        std::fs::write(skill.join(".env"), "SECRET=1\n").unwrap();
+        std::fs::write(skill.join("scripts/ok.sh"), "echo ok\n").unwrap();
+        symlink(".git", skill.join("gitlink")).unwrap();
+        symlink(".git/config", skill.join("innocent-config")).unwrap();
+        symlink(".env", skill.join("notes.txt")).unwrap();
+        symlink("../.env", skill.join("scripts/innocent.txt")).unwrap();
+        symlink("ok.sh", skill.join("scripts/fine.sh")).unwrap();
+
+        // The same skill, links included, committed to a Git repository.
+        let repo = work.path().join("repo");
+        std::fs::create_dir_all(repo.join("git/evil/scripts")).unwrap();
+        std::fs::write(repo.join("git/evil/SKILL.md"), skill_md_of("evil")).unwrap();
+        std::fs::write(repo.join("git/evil/.env"), "SECRET=1\n").unwrap();
+        std::fs::write(repo.join("git/evil/scripts/ok.sh"), "echo ok\n").unwrap();
+        symlink(".env", repo.join("git/evil/notes.txt")).unwrap();
+        symlink("../.env", repo.join("git/evil/scripts/innocent.txt")).unwrap();
+        symlink("ok.sh", repo.join("git/evil/scripts/fine.sh")).unwrap();
+        git(&repo, &["init", "-q", "-b", "main"]);
+        git(&repo, &["add", "-A"]);
+        git(
+            &repo,
+            &[
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "commit",
+                "-q",
+                "-m",
+                "tree",
+            ],
+        );
+
+        for (mount, source) in [
+            (work.path().join("dir").display().to_string(), "/base"),
+            (format!("git+file://{}@main", repo.display()), "/git"),
+        ] {
+            let config = Config::parse(&format!(
+                "mounts:\n  - at: /\n    location: \"{mount}\"\nsources:\n  - path: {source}\ncache:\n  dir: \"{}\"\n",
+                work.path().join("cache").display()
+            ))
+            .unwrap();
+            let catalog: Catalog = config.open().unwrap().load().await;
+            assert!(catalog.get("evil").is_some(), "{mount}: {:?}", catalog.diagnostics());
+            let listed = catalog.skill_files("evil", FileLimits::default()).await.unwrap();
+            let mut relatives = listed.relatives();
+            relatives.sort();
+            assert_eq!(relatives, ["SKILL.md", "scripts/fine.sh", "scripts/ok.sh"], "{mount}");
+            for path in [
+                "gitlink/config",
+                "gitlink/HEAD",
+                "innocent-config",
+                "notes.txt",
+                "scripts/innocent.txt",
+            ] {
+                assert!(
+                    catalog.read_file("evil", path).await.is_err(),
+                    "{mount}: {path} was read"
+                );
+            }
+            assert_eq!(
+                &catalog.read_file("evil", "scripts/fine.sh").await.unwrap()[..],
+                b"echo ok\n"
+            );
+            let out = work.path().join(format!("synced-{}", source.trim_start_matches('/')));
+            skillstore::sync::sync(&catalog, &out, &skillstore::sync::SyncOptions::default())
+                .await
+                .unwrap();
+            let mut synced = files_under(&out.join("evil"));
+            synced.sort();
+            assert_eq!(synced, ["SKILL.md", "scripts/fine.sh", "scripts/ok.sh"], "{mount}");
+
+            let server = Served::start(settings(vec![(
+                "t",
+                config,
+                vec![(TOKEN, skillstore_server::Scope::Read)],
+            )]))
+            .await;
+            let client = reqwest::Client::new();
+            for path in ["gitlink/config", "innocent-config", "notes.txt", "scripts/innocent.txt"] {
+                let answer = get(&client, server.url(&format!("/v1/skills/evil/files/{path}")), TOKEN).await;
+                assert_ne!(answer.status(), 200, "{mount}: HTTP served {path}");
+            }
+            server.stop().await;
+        }
+    });
+}

@@ -304,11 +304,6 @@ impl Inner {
         };
         let below = path.strip_prefix(&dir).expect("the confining directory is an ancestor");
         let links = self.policy.confined_links();
-        if dir.is_root() {
-            return self
-                .open_raw_at(self.root.as_fd(), &below, flags, links)
-                .map_err(|errno| self.open_error(errno, path, Purpose::Read));
-        }
         // A path with no link on it cannot leave the directory: one open
         // settles the common case, and only a path holding a link pays for
         // opening the directory first.
@@ -316,9 +311,20 @@ impl Inner {
             Err(Errno::LOOP) => {}
             other => return other.map_err(|errno| self.open_error(errno, path, Purpose::Read)),
         }
-        let base = self.open(&dir, LOOKUP | OFlags::DIRECTORY)?;
-        self.open_raw_at(base.as_fd(), &below, flags, links)
-            .map_err(|errno| self.open_error(errno, path, Purpose::Read))
+        let base = if dir.is_root() {
+            None
+        } else {
+            Some(self.open(&dir, LOOKUP | OFlags::DIRECTORY)?)
+        };
+        let base_fd = base.as_ref().map_or(self.root.as_fd(), |b| b.as_fd());
+        let fd = self
+            .open_raw_at(base_fd, &below, flags, links)
+            .map_err(|errno| self.open_error(errno, path, Purpose::Read))?;
+        if leads_to_hidden(base_fd, fd.as_fd()) {
+            return Err(Error::at(ErrorKind::SymlinkRefused, path)
+                .with_public_detail("a link to a hidden name (`.env`, `.git`) is not followed"));
+        }
+        Ok(fd)
     }
 
     /// Turns a resolution failure into the error kind the contract names.
@@ -970,6 +976,24 @@ impl SkillBackend for FsBackend {
         let expected = expected.clone();
         self.blocking(move |inner| inner.delete(&path, Some(&expected))).await
     }
+}
+
+/// True when `file`, opened through a link beneath `base`, lies at a
+/// hidden name below it (a segment starting with `.`): a confined read
+/// follows no link to what a skill may not hold by name (`notes.txt ->
+/// .env`, `gitlink -> .git`). Where the opened paths cannot be told
+/// (no `/proc`), nothing is refused by this rule.
+fn leads_to_hidden(base: BorrowedFd<'_>, file: BorrowedFd<'_>) -> bool {
+    use std::os::fd::AsRawFd;
+    let path_of = |fd: BorrowedFd<'_>| std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).ok();
+    let (Some(base), Some(file)) = (path_of(base), path_of(file)) else {
+        return false;
+    };
+    file.strip_prefix(&base).is_ok_and(|below| {
+        below
+            .components()
+            .any(|c| c.as_os_str().as_encoded_bytes().first() == Some(&b'.'))
+    })
 }
 
 #[cfg(test)]

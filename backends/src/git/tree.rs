@@ -182,6 +182,13 @@ impl Trees<'_> {
                 last = Node::Tree(*stack.last().expect("above the floor"));
                 continue;
             }
+            if segment.from_link && name.first() == Some(&b'.') {
+                // A link never leads to a hidden name (`notes.txt -> .env`):
+                // what a skill may not hold by name it may not hold through
+                // a link either.
+                return Err(Error::at(ErrorKind::SymlinkRefused, path)
+                    .with_public_detail("a link to a hidden name (`.env`, `.git`) is not followed"));
+            }
             if super::is_git_dir_name(name) {
                 // Never served, as `git` itself never checks one out: a
                 // synced `.git/` would run its hooks and config.
