@@ -5,7 +5,7 @@ pattern) into one skill of a temporary directory, then measures the
 resident set of this process before the search, after it, and at its peak
 during it (the kernel's high-water mark, reset just before the search).
 
-    python bench/bench_grep_memory.py [--files 10] [--size-mib 10]
+    python bench/bench_grep_memory.py [--files 10] [--size-mib 10] [--pattern needle]
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=10)
     parser.add_argument("--size-mib", type=int, default=10)
+    parser.add_argument("--pattern", default="needle", help="what to search for (`absent` matches no line)")
     args = parser.parse_args()
 
     from skillstore.deepagents import SkillstoreBackend
@@ -49,7 +50,7 @@ def main() -> None:
         # Resets the high-water mark (VmHWM) to the current resident set.
         Path("/proc/self/clear_refs").write_text("5")
         started = time.perf_counter()
-        result = backend.grep("needle")
+        result = backend.grep(args.pattern)
         seconds = time.perf_counter() - started
         peak = status("VmHWM")
         after = status("VmRSS")
