@@ -35,7 +35,10 @@ pub fn is_withheld(sources: &SourceList, path: &VPath, dir: bool) -> bool {
         return true;
     }
     let rest = segments[depth + 1..].join("/");
-    !rest.is_empty() && !(dir && holds_signature(&rest)) && is_foreign(&rest)
+    if rest.is_empty() || (dir && holds_signature(&rest)) {
+        return false;
+    }
+    is_foreign(&rest)
 }
 
 /// True when `relative` is a directory the skill's signature lies in.
