@@ -1,14 +1,18 @@
 //! The namespace's files: list, stat, read, write, delete and walk, each
-//! through the namespace's backend and its guards.
+//! through the namespace's backend and its guards. Listings and reads
+//! leave out what no skill offers ([`crate::offered`]).
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use bytes::Bytes;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
+use skillstore::SourceList;
 use skillstore_backends::{EntryKind, PutMode, ReadOptions, SkillBackend, VPath, Version};
 
 use crate::errors::{CoreResult, backend as backend_error};
+use crate::offered::{is_withheld, withheld_error};
 use crate::runtime::block_on;
 
 /// One entry of a listing or walk.
@@ -92,16 +96,33 @@ fn entry(dir: &VPath, e: skillstore_backends::Entry) -> Option<PyEntry> {
     })
 }
 
-pub fn ls(py: Python<'_>, backend: &Arc<dyn SkillBackend>, path: &str) -> PyResult<Vec<PyEntry>> {
-    let dir = vpath(py, path)?;
+/// The entries of the directory `path`, sorted by name, without those
+/// [`is_withheld`] names; at most `max_entries` of them (the first by name).
+pub fn ls(
+    py: Python<'_>,
+    backend: &Arc<dyn SkillBackend>,
+    sources: &SourceList,
+    path: &str,
+    max_entries: usize,
+) -> PyResult<Vec<PyEntry>> {
+    let dir = offered_path(py, sources, path, true)?;
     let mut entries = block_on(py, backend.list(&dir)).py(py)?;
     entries.sort_by(|a, b| a.name.cmp(&b.name));
-    Ok(entries.into_iter().filter_map(|e| entry(&dir, e)).collect())
+    Ok(entries
+        .into_iter()
+        .filter_map(|e| entry(&dir, e))
+        .filter(|e| !withheld_str(sources, &e.path, e.kind == "dir"))
+        .take(max_entries)
+        .collect())
 }
 
-pub fn stat(py: Python<'_>, backend: &Arc<dyn SkillBackend>, path: &str) -> PyResult<PyEntry> {
-    let p = vpath(py, path)?;
+/// What `path` holds; a path [`is_withheld`] names is not found.
+pub fn stat(py: Python<'_>, backend: &Arc<dyn SkillBackend>, sources: &SourceList, path: &str) -> PyResult<PyEntry> {
+    let p = offered_path(py, sources, path, true)?;
     let meta = block_on(py, backend.stat(&p)).py(py)?;
+    if meta.kind != EntryKind::Dir && is_withheld(sources, &p, false) {
+        return Err(backend_error(py, withheld_error(&p)));
+    }
     Ok(PyEntry {
         name: p.file_name().unwrap_or("").to_owned(),
         path: p.as_str().to_owned(),
@@ -135,14 +156,17 @@ pub fn prefix_of(py: Python<'_>, blob: PyBlob, prefix: Option<u64>) -> PyBlob {
     }
 }
 
+/// A read of `path` under `limit`; a path [`is_withheld`] names is not
+/// found, and not read.
 pub fn read(
     py: Python<'_>,
     backend: &Arc<dyn SkillBackend>,
+    sources: &SourceList,
     path: &str,
     limit: u64,
     prefix: Option<u64>,
 ) -> PyResult<PyBlob> {
-    let p = vpath(py, path)?;
+    let p = offered_path(py, sources, path, false)?;
     let b = block_on(
         py,
         backend.read(
@@ -158,14 +182,17 @@ pub fn read(
     Ok(blob(py, &p, b))
 }
 
+/// Reads of `paths` under `limit`, concurrently: one `Blob` or exception
+/// object per path, in order. A path that is not a virtual path, or that
+/// [`is_withheld`] names, fails alone and is not read.
 pub fn read_many(
     py: Python<'_>,
     backend: &Arc<dyn SkillBackend>,
+    sources: &SourceList,
     paths: Vec<String>,
     limit: u64,
 ) -> PyResult<Vec<Py<PyAny>>> {
-    // Paths that are not valid virtual paths fail alone, before any read.
-    let parsed: Vec<skillstore_backends::Result<VPath>> = paths.iter().map(VPath::new).collect();
+    let parsed: Vec<skillstore_backends::Result<VPath>> = paths.iter().map(|p| offered(sources, p, false)).collect();
     let valid: Vec<VPath> = parsed.iter().filter_map(|p| p.as_ref().ok().cloned()).collect();
     let mut results = block_on(py, backend.read_many(&valid, ReadOptions::with_limit(limit))).into_iter();
     let mut out = Vec::with_capacity(paths.len());
@@ -208,50 +235,84 @@ pub fn delete(py: Python<'_>, backend: &Arc<dyn SkillBackend>, path: &str, expec
     }
 }
 
+/// How many directories a walk lists at once.
+const WALK_BATCH: usize = 16;
+
+/// Every entry below `path`, breadth first and sorted within each
+/// directory, without what [`is_withheld`] names (nor anything below it);
+/// at most `max_entries` (the second value is then True). Directories are
+/// listed [`WALK_BATCH`] at a time and the walk stops at the bound, so
+/// what it holds stays within the bound and one batch of listings. A link
+/// to a directory is listed, never descended into; a directory that cannot
+/// be listed is left out.
 pub fn walk(
     py: Python<'_>,
     backend: &Arc<dyn SkillBackend>,
+    sources: &SourceList,
     path: &str,
     max_entries: usize,
 ) -> PyResult<(Vec<PyEntry>, bool)> {
-    let root = vpath(py, path)?;
+    let root = offered_path(py, sources, path, true)?;
     let backend = Arc::clone(backend);
     let work = async move {
         let first = backend.list(&root).await?;
-        let mut out = Vec::new();
-        let mut level = vec![(root, first)];
+        let mut out: Vec<PyEntry> = Vec::new();
+        let mut queue: VecDeque<VPath> = VecDeque::new();
+        let mut batch = vec![(root, Ok(first))];
         loop {
-            let mut dirs = Vec::new();
-            for (dir, mut entries) in level {
+            for (dir, listed) in batch {
+                let Ok(mut entries) = listed else {
+                    continue;
+                };
                 entries.sort_by(|a, b| a.name.cmp(&b.name));
                 for e in entries {
+                    // A link such as `up -> ..` cannot make a walk loop.
+                    let is_dir = e.kind == EntryKind::Dir && !e.symlink;
+                    let Some(entry) = entry(&dir, e) else {
+                        continue;
+                    };
+                    if withheld_str(sources, &entry.path, entry.kind == "dir") {
+                        continue;
+                    }
                     if out.len() == max_entries {
                         return Ok((out, true));
                     }
-                    // A link to a directory is listed, never descended into, so a
-                    // link such as `up -> ..` cannot make a walk loop.
-                    let is_dir = e.kind == EntryKind::Dir && !e.symlink;
-                    if let Some(entry) = entry(&dir, e) {
-                        if is_dir {
-                            dirs.push(VPath::new(&entry.path).expect("joined from a valid path"));
-                        }
-                        out.push(entry);
+                    if is_dir {
+                        queue.push_back(VPath::new(&entry.path).expect("joined from a valid path"));
                     }
+                    out.push(entry);
                 }
             }
-            if dirs.is_empty() {
+            if queue.is_empty() {
                 return Ok((out, false));
             }
-            // Each level's directories are listed concurrently; a directory
-            // that cannot be listed is left out.
+            let dirs: Vec<VPath> = queue.drain(..queue.len().min(WALK_BATCH)).collect();
             let lists = futures::future::join_all(dirs.iter().map(|d| backend.list(d))).await;
-            level = dirs
-                .into_iter()
-                .zip(lists)
-                .filter_map(|(d, r)| r.ok().map(|entries| (d, entries)))
-                .collect();
+            batch = dirs.into_iter().zip(lists).collect();
         }
     };
     let result: skillstore_backends::Result<(Vec<PyEntry>, bool)> = block_on(py, work);
     result.py(py)
+}
+
+/// `path` as a virtual path offered to a caller: not one [`is_withheld`]
+/// names, as a directory (`dir`) or as a file.
+pub fn offered(sources: &SourceList, path: &str, dir: bool) -> skillstore_backends::Result<VPath> {
+    let p = VPath::new(path)?;
+    if is_withheld(sources, &p, dir) {
+        return Err(withheld_error(&p));
+    }
+    Ok(p)
+}
+
+fn offered_path(py: Python<'_>, sources: &SourceList, path: &str, dir: bool) -> PyResult<VPath> {
+    offered(sources, path, dir).py(py)
+}
+
+/// [`is_withheld`] of a path joined from valid segments.
+fn withheld_str(sources: &SourceList, path: &str, dir: bool) -> bool {
+    match VPath::new(path) {
+        Ok(p) => is_withheld(sources, &p, dir),
+        Err(_) => true,
+    }
 }

@@ -8,7 +8,9 @@ mod catalog;
 mod editor;
 mod errors;
 mod files;
+mod grep;
 mod namespace;
+mod offered;
 mod runtime;
 mod search;
 #[cfg(feature = "testkit")]
@@ -32,6 +34,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<search::PySearchResult>()?;
     m.add_class::<files::PyEntry>()?;
     m.add_class::<files::PyBlob>()?;
+    m.add_class::<grep::PyGrepReport>()?;
     m.add_class::<validate::PyProblem>()?;
     m.add_class::<validate::PyValidation>()?;
     m.add_function(wrap_pyfunction!(namespace::load_config, m)?)?;

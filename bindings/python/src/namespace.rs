@@ -9,11 +9,13 @@ use pyo3::types::{PyBytes, PyDict, PyString};
 use skillstore::config::SourceConfig;
 use skillstore::source::parse_dir;
 use skillstore::{Config, Source, SourceList};
+use skillstore_backends::{ReadOptions, VPath};
 
 use crate::catalog::PyCatalog;
 use crate::editor::PyEditor;
 use crate::errors::{CoreResult, raise};
 use crate::files;
+use crate::grep;
 use crate::runtime::block_on;
 use crate::search::{self, PySearchResult};
 
@@ -365,18 +367,31 @@ impl PyNamespace {
         Ok(PyEditor { inner: editor })
     }
 
-    /// The entries of the directory `path`, sorted by name.
-    fn ls(&self, py: Python<'_>, path: &str) -> PyResult<Vec<files::PyEntry>> {
-        files::ls(py, &self.inner.backend(), path)
+    /// The entries of the directory `path`, sorted by name; at most
+    /// `max_entries` (the first by name) when given. No path a skill may
+    /// not offer is named (a `.skillstore/` entry other than the signature,
+    /// and what the library's content rule adds); such a directory itself
+    /// is not found.
+    #[pyo3(signature = (path, *, max_entries=None))]
+    fn ls(&self, py: Python<'_>, path: &str, max_entries: Option<usize>) -> PyResult<Vec<files::PyEntry>> {
+        files::ls(
+            py,
+            &self.inner.backend(),
+            self.inner.sources(),
+            path,
+            max_entries.unwrap_or(usize::MAX),
+        )
     }
 
-    /// What the path holds, without reading it.
+    /// What the path holds, without reading it; a path a skill may not
+    /// offer is not found.
     fn stat(&self, py: Python<'_>, path: &str) -> PyResult<files::PyEntry> {
-        files::stat(py, &self.inner.backend(), path)
+        files::stat(py, &self.inner.backend(), self.inner.sources(), path)
     }
 
     /// Reads a file under the read limit (or `limit`), whole or its first
-    /// `prefix` bytes.
+    /// `prefix` bytes. A path a skill may not offer is not found, and not
+    /// read.
     /// Refused (`UsageError`) when the namespace checks a lock or
     /// signatures: a path read would bypass the catalog, where those checks
     /// withhold a skill and hold its reads to the checked versions.
@@ -393,12 +408,13 @@ impl PyNamespace {
                 Err(e) => Err(e),
             };
         }
-        files::read(py, &self.inner.backend(), path, limit, prefix)
+        files::read(py, &self.inner.backend(), self.inner.sources(), path, limit, prefix)
     }
 
     /// Reads many files concurrently: one `Blob` or exception object per
-    /// path, in order. Refused like `read` when the namespace checks a
-    /// lock or signatures.
+    /// path, in order. Through the checked catalog like `read` when the
+    /// namespace checks a lock or signatures; a path a skill may not offer
+    /// is not found, and not read.
     #[pyo3(signature = (paths, *, limit=None))]
     fn read_many(&self, py: Python<'_>, paths: Vec<String>, limit: Option<u64>) -> PyResult<Vec<Py<PyAny>>> {
         let limit = limit.unwrap_or(self.inner.load_options().read_limit);
@@ -412,7 +428,7 @@ impl PyNamespace {
                 })
                 .collect();
         }
-        files::read_many(py, &self.inner.backend(), paths, limit)
+        files::read_many(py, &self.inner.backend(), self.inner.sources(), paths, limit)
     }
 
     /// Writes a file: only where nothing exists (`create`), only over
@@ -437,10 +453,81 @@ impl PyNamespace {
 
     /// Every file and directory below `path`, breadth first, sorted within
     /// each directory; at most `max_entries` (the second value is then
-    /// True). Directories that cannot be listed are skipped.
+    /// True). Directories that cannot be listed are skipped; a path a skill
+    /// may not offer is neither named nor entered.
     #[pyo3(signature = (path, *, max_entries=None))]
     fn walk(&self, py: Python<'_>, path: &str, max_entries: Option<usize>) -> PyResult<(Vec<files::PyEntry>, bool)> {
-        files::walk(py, &self.inner.backend(), path, max_entries.unwrap_or(usize::MAX))
+        files::walk(
+            py,
+            &self.inner.backend(),
+            self.inner.sources(),
+            path,
+            max_entries.unwrap_or(usize::MAX),
+        )
+    }
+
+    /// The lines holding the literal `pattern` in `files`, searched in the
+    /// order given (GIL released while reading and searching). Files are
+    /// read in batches of `max(1, batch_bytes // max_file_bytes)` (at most
+    /// 64) and let go before the next batch; a file not found, refused,
+    /// over the read limit, not UTF-8 text, or one a skill may not offer is
+    /// skipped. At most `max_matches` matches are returned, each line cut
+    /// to `max_line_chars` characters; no batch starts once `max_bytes`
+    /// were read. A search stopped by a bound says so (`truncated`,
+    /// `reason`). Through the checked catalog like `read` when the
+    /// namespace checks a lock or signatures.
+    #[pyo3(signature = (pattern, files, *, max_matches=grep::DEFAULT_MAX_MATCHES, max_bytes=grep::DEFAULT_MAX_BYTES, max_line_chars=grep::DEFAULT_MAX_LINE_CHARS, batch_bytes=grep::DEFAULT_BATCH_BYTES))]
+    #[allow(clippy::too_many_arguments)]
+    fn grep(
+        &self,
+        py: Python<'_>,
+        pattern: &str,
+        files: Vec<String>,
+        max_matches: usize,
+        max_bytes: u64,
+        max_line_chars: usize,
+        batch_bytes: u64,
+    ) -> PyResult<grep::PyGrepReport> {
+        let limit = self.inner.load_options().read_limit;
+        let bounds = grep::Bounds {
+            max_matches,
+            max_bytes,
+            max_line_chars,
+            batch: grep::Bounds::batch_for(batch_bytes, limit),
+        };
+        let backend = self.inner.backend();
+        let mut search = grep::Search::new(pattern, bounds);
+        let mut rest: &[String] = &files;
+        while !rest.is_empty() && search.may_read_more() {
+            let (now, later) = rest.split_at(bounds.batch.min(rest.len()));
+            rest = later;
+            let paths: Vec<VPath> = now
+                .iter()
+                .filter_map(|p| files::offered(self.inner.sources(), p, false).ok())
+                .collect();
+            search.skip(now.len() - paths.len());
+            let reads: Vec<Result<bytes::Bytes, ()>> = if self.checks_integrity() {
+                self.served_reads_raw(py, &paths, limit)
+                    .into_iter()
+                    .map(|r| r.map(|b| b.data).map_err(drop))
+                    .collect()
+            } else {
+                block_on(py, backend.read_many(&paths, ReadOptions::with_limit(limit)))
+                    .into_iter()
+                    .map(|r| r.map(|b| b.data).map_err(drop))
+                    .collect()
+            };
+            let mut read = Vec::with_capacity(reads.len());
+            let mut unread = 0;
+            for (path, data) in paths.iter().zip(reads) {
+                match data {
+                    Ok(data) => read.push((path.as_str().to_owned(), data)),
+                    Err(()) => unread += 1,
+                }
+            }
+            py.detach(|| search.batch(read, unread));
+        }
+        Ok(search.finish())
     }
 
     /// The read limit in bytes.
@@ -549,6 +636,7 @@ crate::async_variants!(PyNamespace {
     awrite => "write",
     adelete => "delete",
     awalk => "walk",
+    agrep => "grep",
     asearch => "search",
     alock => "lock",
     areopen => "reopen",
@@ -624,11 +712,33 @@ impl PyNamespace {
     /// it ([`PyNamespace::loaded`]), so what an agent is shown is what its
     /// reads see.
     fn served_reads(&self, py: Python<'_>, paths: &[String], limit: u64) -> PyResult<Vec<PyResult<files::PyBlob>>> {
-        let parsed: Vec<skillstore_backends::Result<skillstore_backends::VPath>> =
-            paths.iter().map(skillstore_backends::VPath::new).collect();
+        let parsed: Vec<skillstore_backends::Result<VPath>> = paths
+            .iter()
+            .map(|p| files::offered(self.inner.sources(), p, false))
+            .collect();
+        let valid: Vec<VPath> = parsed.iter().filter_map(|p| p.as_ref().ok().cloned()).collect();
+        let mut read = self.served_reads_raw(py, &valid, limit).into_iter();
+        Ok(parsed
+            .into_iter()
+            .map(|p| match p {
+                Err(e) => Err(crate::errors::backend(py, e)),
+                Ok(p) => match read.next().expect("one result per valid path") {
+                    Ok(b) => Ok(files::blob(py, &p, b)),
+                    Err(e) => Err(crate::errors::core(py, e)),
+                },
+            })
+            .collect())
+    }
+
+    /// The reads of [`PyNamespace::served_reads`], of valid paths, one
+    /// result per path in order.
+    fn served_reads_raw(
+        &self,
+        py: Python<'_>,
+        valid: &[VPath],
+        limit: u64,
+    ) -> Vec<skillstore::Result<skillstore_backends::Blob>> {
         let read_all = |catalog: Arc<skillstore::Catalog>| {
-            let valid: Vec<skillstore_backends::VPath> =
-                parsed.iter().filter_map(|p| p.as_ref().ok().cloned()).collect();
             block_on(py, async move {
                 futures::future::join_all(valid.iter().map(|p| catalog.read_served_path(p, limit))).await
             })
@@ -647,16 +757,6 @@ impl PyNamespace {
         } else if read.iter().any(|r| matches!(r, Err(e) if missed(e))) {
             read = read_all(self.served_catalog(py, SERVED_MISS_AGE));
         }
-        let mut read = read.into_iter();
-        Ok(parsed
-            .into_iter()
-            .map(|p| match p {
-                Err(e) => Err(crate::errors::backend(py, e)),
-                Ok(p) => match read.next().expect("one result per valid path") {
-                    Ok(b) => Ok(files::blob(py, &p, b)),
-                    Err(e) => Err(crate::errors::core(py, e)),
-                },
-            })
-            .collect())
+        read
     }
 }

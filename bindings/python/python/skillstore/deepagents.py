@@ -13,6 +13,7 @@ import logging
 import os
 import threading
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from deepagents.backends.protocol import (
@@ -27,6 +28,8 @@ from deepagents.backends.protocol import (
     FileInfo,
     FileUploadResponse,
     GlobResult,
+    GlobTruncationReason,
+    GrepMatch,
     GrepResult,
     LsResult,
     ReadResult,
@@ -37,7 +40,6 @@ from deepagents.backends.utils import (
     _get_backend_read_file_type,
     _glob_search_files,
     check_empty_content,
-    grep_matches_from_files,
     perform_string_replacement,
     slice_read_response,
 )
@@ -56,7 +58,30 @@ from ._native import (
     TooLargeError,
 )
 
-__all__ = ["SEARCH_TOOL_MAX_LIMIT", "SEARCH_TOOL_NAME", "FastSkillsMiddleware", "SkillstoreBackend"]
+__all__ = [
+    "DEFAULT_MAX_GREP_BYTES",
+    "DEFAULT_MAX_RESULTS",
+    "DEFAULT_MAX_WALK",
+    "SEARCH_TOOL_MAX_LIMIT",
+    "SEARCH_TOOL_NAME",
+    "FastSkillsMiddleware",
+    "SkillstoreBackend",
+    "SkillstoreGlobResult",
+    "SkillstoreGrepResult",
+    "SkillstoreLsResult",
+]
+
+DEFAULT_MAX_RESULTS = 1000
+"""The most entries `SkillstoreBackend.ls`, files `glob` and matches `grep`
+return unless `max_results` says otherwise."""
+
+DEFAULT_MAX_WALK = 10_000
+"""The most files and directories one `glob` or `grep` walks below its path
+unless `max_walk` says otherwise."""
+
+DEFAULT_MAX_GREP_BYTES = 256 * 1024 * 1024
+"""The most bytes one `grep` reads (256 MiB) unless `max_grep_bytes` says
+otherwise: the file that crosses it is the last one read."""
 
 _MISSING = ("not_found", "skill_not_found", "source_not_found")
 
@@ -92,6 +117,39 @@ def _upload_error(error: SkillstoreError) -> str:
     return str(error)
 
 
+@dataclass
+class SkillstoreLsResult(LsResult):
+    """deepagents' `LsResult`, saying whether the listing was cut short.
+
+    `truncated` is True when the directory holds more entries than
+    `max_results` (the first by name are listed); `truncation_reason` is
+    then `"budget"` and `limit` names the setting that cut it."""
+
+    truncated: bool = False
+    truncation_reason: GlobTruncationReason | None = None
+    limit: str | None = None
+
+
+@dataclass
+class SkillstoreGlobResult(GlobResult):
+    """deepagents' `GlobResult`; when `truncated`, `truncation_reason` is
+    `"budget"` and `limit` names the setting that cut it: `max_results` (more
+    files matched) or `max_walk` (more files were below the path)."""
+
+    limit: str | None = None
+
+
+@dataclass
+class SkillstoreGrepResult(GrepResult):
+    """deepagents' `GrepResult`; when `truncated`, `truncation_reason` is
+    `"budget"` and `limit` names the setting that cut it: `max_count` or
+    `max_results` (more lines matched), `max_grep_bytes` (the search read its
+    budget with files left) or `max_walk` (more files were below the path)."""
+
+    truncation_reason: GlobTruncationReason | None = None
+    limit: str | None = None
+
+
 class SkillstoreBackend(BackendProtocol):
     """deepagents' `BackendProtocol` over a skillstore namespace.
 
@@ -105,6 +163,17 @@ class SkillstoreBackend(BackendProtocol):
     as exceptions. Writes go only to writable mounts (`writable=True` for
     every mount, or the mount points that may be written); elsewhere they
     fail with deepagents' permission error.
+
+    Listings and searches are bounded: `ls`, `glob` and `grep` return at
+    most `max_results` entries, files or matches; `glob` and `grep` walk at
+    most `max_walk` files and directories below their path; `grep` reads
+    the files one batch at a time (one file at a time under the default
+    read limit), at most `max_grep_bytes` in all, and returns each matching
+    line cut to 2,000 characters. A result cut short says so (`truncated`,
+    `truncation_reason`, and `limit`, the setting that cut it). No listing,
+    search or read names a path that no skill may offer (the library's
+    content rule: `.skillstore/` other than the signature, and what the
+    rule adds).
     """
 
     def __init__(
@@ -116,7 +185,16 @@ class SkillstoreBackend(BackendProtocol):
         namespace: Namespace | None = None,
         max_file_bytes: int | None = None,
         symlinks: str | None = None,
+        max_results: int = DEFAULT_MAX_RESULTS,
+        max_walk: int = DEFAULT_MAX_WALK,
+        max_grep_bytes: int = DEFAULT_MAX_GREP_BYTES,
     ) -> None:
+        for name, value in (("max_results", max_results), ("max_walk", max_walk), ("max_grep_bytes", max_grep_bytes)):
+            if int(value) < 1:
+                raise ValueError(f"{name} must be at least 1, not {value}")
+        self.max_results = int(max_results)
+        self.max_walk = int(max_walk)
+        self.max_grep_bytes = int(max_grep_bytes)
         if namespace is not None:
             if location is not None or mounts is not None:
                 raise ValueError("pass either a namespace or locations, not both")
@@ -149,17 +227,19 @@ class SkillstoreBackend(BackendProtocol):
     # -- listing -----------------------------------------------------------
 
     def ls(self, path: str) -> LsResult:
-        """The entries directly in `path`: directories end in `/`."""
+        """The entries directly in `path`: directories end in `/`; at most
+        `max_results`, the first by name (`truncated` then says so)."""
         try:
-            entries = self.namespace.ls(_vpath(path))
+            entries = self.namespace.ls(_vpath(path), max_entries=self.max_results + 1)
         except SkillstoreError as e:
             if e.kind in _MISSING:
-                return LsResult(error=f"Path '{path}': path_not_found")
+                return SkillstoreLsResult(error=f"Path '{path}': path_not_found")
             if e.kind == "not_a_directory":
-                return LsResult(error=f"Path '{path}': not_a_directory")
-            return LsResult(error=f"Cannot list '{path}': {e}")
+                return SkillstoreLsResult(error=f"Path '{path}': not_a_directory")
+            return SkillstoreLsResult(error=f"Cannot list '{path}': {e}")
+        truncated = len(entries) > self.max_results
         infos: list[FileInfo] = []
-        for entry in entries:
+        for entry in entries[: self.max_results]:
             if entry.kind == "dir":
                 infos.append({"path": entry.path + "/", "is_dir": True, "size": 0})
             elif entry.kind == "file":
@@ -168,7 +248,9 @@ class SkillstoreBackend(BackendProtocol):
                     info["size"] = entry.size
                 infos.append(info)
         infos.sort(key=lambda x: x["path"])
-        return LsResult(entries=infos)
+        if truncated:
+            return SkillstoreLsResult(entries=infos, truncated=True, truncation_reason="budget", limit="max_results")
+        return SkillstoreLsResult(entries=infos)
 
     # -- reading -----------------------------------------------------------
 
@@ -206,29 +288,41 @@ class SkillstoreBackend(BackendProtocol):
 
     # -- searching ---------------------------------------------------------
 
-    def _files_under(self, path: str | None) -> dict[str, Any]:
+    def _files_under(self, path: str | None) -> tuple[dict[str, Any], bool]:
+        """The files below `path` (or the file at it) with their sizes, and
+        True when the walk stopped at `max_walk` with more below."""
         root = _vpath(path)
         try:
             entry = self.namespace.stat(root)
+            if entry.kind == "file":
+                return {entry.path: {"size": entry.size or 0}}, False
+            walked, cut = self.namespace.walk(root, max_entries=self.max_walk)
         except SkillstoreError:
-            return {}
-        if entry.kind == "file":
-            return {entry.path: {"size": entry.size or 0}}
-        walked, _ = self.namespace.walk(root)
-        return {e.path: {"size": e.size or 0} for e in walked if e.kind == "file"}
+            return {}, False
+        return {e.path: {"size": e.size or 0} for e in walked if e.kind == "file"}, cut
 
     def glob(self, pattern: str, path: str | None = None) -> GlobResult:
-        """Files below `path` matching `pattern` (deepagents' glob rules)."""
-        files = self._files_under(path)
+        """Files below `path` matching `pattern` (deepagents' glob rules),
+        sorted by path: at most `max_results` of those among the first
+        `max_walk` entries below `path` (`truncated` says when more may
+        exist)."""
+        files, cut = self._files_under(path)
         try:
             found = _glob_search_files(files, pattern, path)
         except InvalidGlobPatternError as e:
-            return GlobResult(error=str(e))
+            return SkillstoreGlobResult(error=str(e))
         if found == "No files found":
-            return GlobResult(matches=[])
-        matches: list[FileInfo] = [{"path": p, "is_dir": False, "size": files[p]["size"]} for p in found.split("\n")]
+            found = ""
+        matches: list[FileInfo] = [{"path": p, "is_dir": False, "size": files[p]["size"]} for p in found.split("\n") if p]
         matches.sort(key=lambda x: x["path"])
-        return GlobResult(matches=matches)
+        limit = None
+        if len(matches) > self.max_results:
+            matches, limit = matches[: self.max_results], "max_results"
+        elif cut:
+            limit = "max_walk"
+        if limit is None:
+            return SkillstoreGlobResult(matches=matches)
+        return SkillstoreGlobResult(matches=matches, truncated=True, truncation_reason="budget", limit=limit)
 
     def grep(
         self,
@@ -238,27 +332,39 @@ class SkillstoreBackend(BackendProtocol):
         *,
         max_count: int | None = None,
     ) -> GrepResult:
-        """Lines holding the literal `pattern` in text files below `path`.
-        Files over the read limit, unreadable or not UTF-8 are skipped."""
-        files = self._files_under(path)
+        """Lines holding the literal `pattern` in text files below `path`,
+        by file path then line: at most `max_count` (or `max_results`)
+        matches, each line cut to 2,000 characters. Files are read one
+        batch at a time and let go (`Namespace.grep`), at most
+        `max_grep_bytes` in all, among the first `max_walk` entries below
+        `path`; `truncated` says when more may exist. Files over the read
+        limit, unreadable or not UTF-8 are skipped."""
+        files, cut = self._files_under(path)
         if glob:
             try:
                 matching = _glob_search_files(files, glob, path)
             except InvalidGlobPatternError as e:
-                return GrepResult(error=str(e))
+                return SkillstoreGrepResult(error=str(e))
             names = [] if matching == "No files found" else matching.split("\n")
         else:
             names = list(files)
         names.sort()
-        texts: dict[str, Any] = {}
-        for name, result in zip(names, self.namespace.read_many(names), strict=True):
-            if not isinstance(result, Blob):
-                continue
-            try:
-                texts[name] = {"content": result.data.decode("utf-8"), "encoding": "utf-8"}
-            except UnicodeDecodeError:
-                continue
-        return grep_matches_from_files(texts, pattern, path if path is not None else "/", None, max_count=max_count)
+        del files
+        cap, cap_name = self.max_results, "max_results"
+        if max_count is not None and max(int(max_count), 0) < cap:
+            cap, cap_name = max(int(max_count), 0), "max_count"
+        report = self.namespace.grep(pattern, names, max_matches=cap, max_bytes=self.max_grep_bytes)
+        matches: list[GrepMatch] = [{"path": p, "line": n, "text": t} for p, n, t in report.matches]
+        limit = None
+        if report.reason == "max_matches":
+            limit = cap_name
+        elif report.reason == "max_bytes":
+            limit = "max_grep_bytes"
+        elif cut:
+            limit = "max_walk"
+        if limit is None:
+            return SkillstoreGrepResult(matches=matches)
+        return SkillstoreGrepResult(matches=matches, truncated=True, truncation_reason="budget", limit=limit)
 
     # -- writing -----------------------------------------------------------
 
