@@ -94,9 +94,15 @@ impl skillstore_backends::Unpack for RootedUnpack {
         match SkillArchive::read_rooted(bytes, name, &self.limits) {
             Ok(archive) => Ok(archive.files.into_iter().map(|f| (f.path, f.data)).collect()),
             // The backend's diagnostic says "refused archive (KIND): " once
-            // itself: the message alone, not the error's display.
-            Err(ArchiveError::Refused { kind, message, .. }) => Err((kind.as_str().to_owned(), message)),
-            Err(e) => Err((e.kind().to_owned(), e.to_string())),
+            // itself: the message alone, however the refusal was wrapped.
+            Err(e) => {
+                let kind = e.kind().to_owned();
+                let shown = e.to_string();
+                let message = shown
+                    .strip_prefix(&format!("refused archive ({kind}): "))
+                    .map_or_else(|| shown.clone(), str::to_owned);
+                Err((kind, message))
+            }
         }
     }
 }
