@@ -439,6 +439,10 @@ impl Catalog {
         let mut candidates = Vec::new();
         let mut work = Vec::new();
         let mut cache_dirty = false;
+        // Candidates taken from the local cache in this load: with those
+        // read in this load, all the cache may keep. An entry taken from the
+        // source's index is a claim nobody checked, and never becomes one.
+        let mut from_cache: std::collections::HashSet<usize> = std::collections::HashSet::new();
         let deep_listed = deep.is_some();
         match deep {
             Some(deep) => {
@@ -478,7 +482,11 @@ impl Catalog {
                         let candidate = &mut candidates[*at];
                         match cached.get(&candidate.key()) {
                             Some(entry) if entry.version == *version && entry.size == *size => {
-                                !take_entry(source, candidate, entry, true, digests)
+                                let taken = take_entry(source, candidate, entry, true, digests);
+                                if taken {
+                                    from_cache.insert(*at);
+                                }
+                                !taken
                             }
                             _ => true,
                         }
@@ -559,7 +567,9 @@ impl Catalog {
         {
             let entries: Entries = candidates
                 .iter()
-                .filter_map(|c| {
+                .enumerate()
+                .filter(|(at, c)| !c.from_entry || from_cache.contains(at))
+                .filter_map(|(_, c)| {
                     let entry = HeadEntry {
                         version: c.version.clone()?,
                         size: c.size?,

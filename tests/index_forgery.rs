@@ -331,3 +331,38 @@ proptest! {
         })?;
     }
 }
+
+/// Finding: an entry taken from a planted index was written into the local
+/// cache, and the forged text was shown by every later load, the index
+/// long gone. The cache keeps only what was read from the file itself (or
+/// was in the cache already).
+#[tokio::test]
+async fn a_planted_index_entry_never_reaches_the_local_cache() {
+    let server = S3TestServer::shared();
+    let bucket = server.create_bucket();
+    let backend: Arc<dyn SkillBackend> = Arc::new(server.backend(&bucket, "cached-forgery"));
+    backend
+        .put(
+            &vpath("/skills/pdf/SKILL.md"),
+            Bytes::from(skill_md("pdf", "The real pdf skill.")),
+            PutMode::Overwrite,
+        )
+        .await
+        .unwrap();
+    let cache_dir = tempfile::tempdir().unwrap();
+    let options = LoadOptions {
+        cache: Some(skillstore::cache::CacheSettings {
+            dir: Some(cache_dir.path().join("cache")),
+            ..Default::default()
+        }),
+        ..LoadOptions::default()
+    };
+    plant(&backend, FORGED).await;
+    let planted = Catalog::load(Arc::clone(&backend), sources(), options.clone()).await;
+    assert!(planted.get("pdf").unwrap().metadata.description.starts_with("FORGED"));
+    backend.delete(&vpath(&format!("/skills/{INDEX_FILE}"))).await.unwrap();
+    for _ in 0..2 {
+        let later = Catalog::load(Arc::clone(&backend), sources(), options.clone()).await;
+        assert_eq!(later.get("pdf").unwrap().metadata.description, "The real pdf skill.");
+    }
+}

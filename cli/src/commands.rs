@@ -16,6 +16,12 @@ pub async fn list(global: &Global, json: bool, digests: bool) -> Result<(), Fail
     let mut catalog = build(global)?.load().await;
     if digests {
         catalog = catalog.with_digests().await;
+        // A digest reads every file whole: a skill shown from an index
+        // entry its file does not hold is withdrawn then, and shown again
+        // as its file says.
+        if catalog.withdrawn_count() > 0 {
+            catalog = catalog.refresh().await.with_digests().await;
+        }
     }
     let degraded = degraded(&catalog);
     if json {
@@ -197,7 +203,15 @@ const SHOW_LIMITS: FileLimits = FileLimits {
 };
 
 pub async fn show(global: &Global, name: &str, json: bool) -> Result<(), Failure> {
-    let catalog = build(global)?.load().await;
+    let mut catalog = build(global)?.load().await;
+    // The digest below reads the skill whole: one shown from an index entry
+    // its file does not hold is then withdrawn, and shown as its file says.
+    if catalog.get(name).is_some_and(|s| s.digest.is_none()) {
+        let _ = catalog.skill_digest(name).await;
+        if catalog.is_withdrawn(name) {
+            catalog = catalog.refresh().await;
+        }
+    }
     let degraded = degraded(&catalog);
     let Some(found) = catalog.get(name) else {
         return Err(degraded.unwrap_or_else(|| {

@@ -333,12 +333,25 @@ async fn send(
     checked: Option<&CheckedFiles>,
 ) -> (Sent, Published) {
     let in_checked_skill = checked.is_some_and(|c| c.expected(&file.path).is_some());
-    let data = match local.read(&file.path, ReadOptions::default()).await {
+    // A file of a skill (`/LAYER/NAME/...`) is read confined to its skill's
+    // directory, as a catalog serves it: no link out of the skill, and none
+    // to a hidden name (`notes.txt -> .env`).
+    let options = if file.path.segments().count() > 2 {
+        ReadOptions::default().confined(2)
+    } else {
+        ReadOptions::default()
+    };
+    let data = match local.read(&file.path, options).await {
         Ok(blob) => blob.data,
         Err(e) if in_checked_skill => {
             return (Sent::Failed(format!("checked, then cannot be read: {e}")), None);
         }
-        Err(e) if matches!(e.kind(), ErrorKind::TooLarge | ErrorKind::NotRegularFile) => {
+        Err(e)
+            if matches!(
+                e.kind(),
+                ErrorKind::TooLarge | ErrorKind::NotRegularFile | ErrorKind::SymlinkRefused | ErrorKind::SymlinkEscape
+            ) =>
+        {
             return (Sent::Skipped(e.to_string()), None);
         }
         Err(e) => return (Sent::Failed(e.to_string()), None),

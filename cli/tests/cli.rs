@@ -1247,6 +1247,41 @@ fn publish_does_not_follow_directory_links() {
     assert!(!out.join("base/x/a/up").exists());
 }
 
+/// Finding: `publish` skipped hidden files but followed links with
+/// innocent names to them (`notes.txt -> .env`, `cfg -> .git/config`) and
+/// uploaded their bytes. Each file is read as a catalog serves it:
+/// confined to its skill, never through a link to a hidden name.
+#[test]
+fn publish_never_uploads_a_hidden_file_through_a_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let skill = dir.path().join("tree/base/x");
+    std::fs::create_dir_all(skill.join(".git")).unwrap();
+    std::fs::write(skill.join("SKILL.md"), "---\nname: x\ndescription: Links.\n---\n").unwrap();
+    std::fs::write(skill.join("ok.md"), "fine").unwrap();
+    std::fs::write(skill.join(".env"), "DOTENV-SECRET").unwrap();
+    std::fs::write(skill.join(".git/config"), "GITCONFIG-SECRET").unwrap();
+    std::os::unix::fs::symlink(".env", skill.join("notes.txt")).unwrap();
+    std::os::unix::fs::symlink(".git/config", skill.join("cfg")).unwrap();
+    std::os::unix::fs::symlink("notes.txt", skill.join("chain.txt")).unwrap();
+    let out = dir.path().join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let tree = dir.path().join("tree");
+    let published = run(skillstore().args(["publish", tree.to_str().unwrap(), out.to_str().unwrap()]));
+    assert_eq!(
+        std::fs::read_to_string(out.join("base/x/ok.md")).unwrap(),
+        "fine",
+        "{}",
+        published.text()
+    );
+    for name in ["notes.txt", "cfg", "chain.txt", ".env", ".git/config"] {
+        assert!(
+            !out.join("base/x").join(name).exists(),
+            "{name} was published: {}",
+            published.text()
+        );
+    }
+}
+
 /// `prompt` with no skills prints nothing; `--location-root` puts every
 /// location under the synced or mounted tree.
 #[test]

@@ -398,6 +398,18 @@ fn a_planted_index_forges_nothing_under_locked(target: &S3Target) {
     // held to the checked bytes as well.
     let cached = target.skillstore(root).args(["--locked", "prompt"]).output().unwrap();
     assert!(!String::from_utf8_lossy(&cached.stdout).contains("FORGED"));
+    // Finding: `show` and `list --digests` read the file whole for the
+    // digest yet printed the entry's text beside it. Unlocked, what they
+    // print is what the digested file says.
+    for args in [
+        &["--no-cache", "show", "pdf", "--json"][..],
+        &["--no-cache", "list", "--json", "--digests"],
+    ] {
+        let out = target.skillstore(root).args(args).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(!text.contains("FORGED"), "{args:?}: {text}");
+        assert!(text.contains("The real pdf skill."), "{args:?}: {text}");
+    }
 }
 
 #[test]
