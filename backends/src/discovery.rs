@@ -458,6 +458,12 @@ impl DiscoveryBackend {
         } else {
             crate::DEFAULT_READ_LIMIT
         };
+        // Past the load's bound nothing more is held: refused before a
+        // kept blob is read and hashed again, so entries sharing one digest
+        // cost nothing once the bound is met.
+        if budget.exhausted() {
+            return Err(over_budget(budget.limit()).with_path(dir.clone()));
+        }
         let (bytes, downloaded) = match self.blobs.as_ref().and_then(|c| c.get(expected, bound)) {
             Some(bytes) => (bytes, 0),
             None => {
