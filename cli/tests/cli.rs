@@ -527,6 +527,15 @@ fn list_reads_the_local_cache_only_at_listed_versions_and_no_cache_turns_it_off(
             .args(["list", "--json"]);
         descriptions(&run(&mut cmd))
     };
+    // The cache keeps what was read from the files themselves, never an
+    // entry taken from a source's index: without the indexes `publish`
+    // wrote, the first load reads every SKILL.md.
+    let backend = server.backend(&bucket, "catalog");
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    for layer in EXAMPLE_LAYERS {
+        let index = VPath::new(format!("/{layer}/.skillstore/index.json")).unwrap();
+        runtime.block_on(backend.delete(&index)).unwrap();
+    }
 
     // A first load fills a private cache.
     assert_eq!(descriptions(&list(cache_home.path(), &[])), local);
@@ -574,9 +583,7 @@ fn list_reads_the_local_cache_only_at_listed_versions_and_no_cache_turns_it_off(
     let original = std::fs::read_to_string(repo().join("examples/skills/base/csv-report/SKILL.md")).unwrap();
     let changed = original.replacen("Summarise a CSV file", "Summarize a CSV file", 1);
     assert_eq!(changed.len(), original.len());
-    let backend = server.backend(&bucket, "catalog");
-    tokio::runtime::Runtime::new()
-        .unwrap()
+    runtime
         .block_on(backend.put(&path, changed.clone().into(), PutMode::Overwrite))
         .unwrap();
     let after = descriptions(&list(cache_home.path(), &[]));

@@ -167,18 +167,12 @@ pub fn read(
     prefix: Option<u64>,
 ) -> PyResult<PyBlob> {
     let p = offered_path(py, sources, path, false)?;
-    let b = block_on(
-        py,
-        backend.read(
-            &p,
-            ReadOptions {
-                limit,
-                prefix,
-                ..ReadOptions::default()
-            },
-        ),
-    )
-    .py(py)?;
+    let options = ReadOptions {
+        limit,
+        prefix,
+        ..ReadOptions::default()
+    };
+    let b = block_on(py, backend.read(&p, crate::offered::confined(sources, &p, options))).py(py)?;
     Ok(blob(py, &p, b))
 }
 
@@ -194,7 +188,11 @@ pub fn read_many(
 ) -> PyResult<Vec<Py<PyAny>>> {
     let parsed: Vec<skillstore_backends::Result<VPath>> = paths.iter().map(|p| offered(sources, p, false)).collect();
     let valid: Vec<VPath> = parsed.iter().filter_map(|p| p.as_ref().ok().cloned()).collect();
-    let mut results = block_on(py, backend.read_many(&valid, ReadOptions::with_limit(limit))).into_iter();
+    let mut results = block_on(
+        py,
+        crate::offered::read_confined(&**backend, sources, &valid, ReadOptions::with_limit(limit)),
+    )
+    .into_iter();
     let mut out = Vec::with_capacity(paths.len());
     for p in parsed {
         let item: Py<PyAny> = match p {

@@ -512,10 +512,18 @@ impl PyNamespace {
                     .map(|r| r.map(|b| b.data).map_err(drop))
                     .collect()
             } else {
-                block_on(py, backend.read_many(&paths, ReadOptions::with_limit(limit)))
-                    .into_iter()
-                    .map(|r| r.map(|b| b.data).map_err(drop))
-                    .collect()
+                block_on(
+                    py,
+                    crate::offered::read_confined(
+                        &*backend,
+                        self.inner.sources(),
+                        &paths,
+                        ReadOptions::with_limit(limit),
+                    ),
+                )
+                .into_iter()
+                .map(|r| r.map(|b| b.data).map_err(drop))
+                .collect()
             };
             let mut read = Vec::with_capacity(reads.len());
             let mut unread = 0;

@@ -5,7 +5,7 @@
 use skillstore::SourceList;
 use skillstore::integrity::signature::SIGNATURE_FILE;
 use skillstore::skill_files::is_foreign;
-use skillstore_backends::{ErrorKind, VPath};
+use skillstore_backends::{ErrorKind, ReadOptions, VPath};
 
 /// True when `path` is never named, searched or read by the package's
 /// listings (`ls`, `walk`, `stat`, `grep`) and path reads: the library's
@@ -52,4 +52,31 @@ fn holds_signature(relative: &str) -> bool {
 /// were there.
 pub fn withheld_error(path: &VPath) -> skillstore_backends::Error {
     skillstore_backends::Error::at(ErrorKind::NotFound, path).with_public_detail("not a file any skill offers")
+}
+
+/// `options` for a read of `path` as a skill serves it: a path inside a
+/// skill's directory (below a source, one level down) is read confined to
+/// that directory, so no link leads out of the skill or to a hidden name
+/// (`notes.txt -> .env`); any other path is read as asked.
+pub fn confined(sources: &SourceList, path: &VPath, options: ReadOptions) -> ReadOptions {
+    let segments = path.segments().count();
+    sources
+        .iter()
+        .map(|s| s.path())
+        .filter(|dir| path.starts_with(dir))
+        .map(|dir| dir.segments().count() + 1)
+        .filter(|&skill_depth| skill_depth < segments)
+        .max()
+        .map_or(options, |skill_depth| options.confined(skill_depth))
+}
+
+/// Reads `paths`, each as [`confined`] says, concurrently; results in
+/// order.
+pub async fn read_confined(
+    backend: &dyn skillstore_backends::SkillBackend,
+    sources: &SourceList,
+    paths: &[VPath],
+    options: ReadOptions,
+) -> Vec<skillstore_backends::Result<skillstore_backends::Blob>> {
+    futures::future::join_all(paths.iter().map(|p| backend.read(p, confined(sources, p, options)))).await
 }

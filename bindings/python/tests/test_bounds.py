@@ -5,6 +5,7 @@ search or read offers a path that no skill may offer."""
 
 from __future__ import annotations
 
+import os
 import types
 
 import pytest
@@ -272,3 +273,27 @@ def test_a_skill_never_offers_git_or_hidden_paths(tmp_path):
     assert "/skills/pdf/scripts/.hidden" not in {i["path"] for i in backend.ls("/skills/pdf/scripts").entries}
     assert backend.ls("/skills/pdf/.git").error is not None
     assert ns.walk("/skills/pdf")[0] and not any("/.git" in e.path.lower() for e in ns.walk("/skills")[0])
+
+
+def test_a_link_with_an_innocent_name_never_offers_a_hidden_file(tmp_path):
+    """Finding: `notes.txt -> .env`, `gitlink -> .git` and `res.txt ->
+    .skillstore/notes` served the hidden bytes to read, grep and
+    download_files, though the hidden paths themselves were refused. A
+    read inside a skill is confined to it, and follows no link to a hidden
+    name."""
+    fixture_tree.write_tree(tmp_path, {**OFFERED, **HIDDEN, **RESERVED})
+    skill = tmp_path / "skills" / "pdf"
+    os.symlink(".env", skill / "notes.txt")
+    os.symlink(".git", skill / "gitlink")
+    os.symlink(".skillstore/notes", skill / "res.txt")
+    os.symlink("../../outside.txt", skill / "out.txt")
+    (tmp_path / "outside.txt").write_text("SECRET-outside\n")
+    ns = skillstore.Namespace(mounts={"/skills": str(tmp_path / "skills")}, sources=["/skills"])
+    backend = SkillstoreBackend(namespace=ns)
+    for path in ["/skills/pdf/notes.txt", "/skills/pdf/gitlink/config", "/skills/pdf/res.txt"]:
+        assert "SECRET" not in str(backend.read(path)), path
+        assert backend.read(path).error is not None, path
+        [download] = backend.download_files([path])
+        assert download.content is None, path
+    assert backend.grep("SECRET", "/skills").matches == []
+    assert "VISIBLE" in str(backend.read("/skills/pdf/scripts/run.sh"))
