@@ -412,10 +412,7 @@ fn no_path_the_content_rule_refuses_is_listed_read_synced_packed_or_served() {
         // The finding's archive, always among the cases.
         trees.push(Tree::from([
             (".git/HEAD".into(), b"ref: refs/heads/main\n".to_vec()),
-            (
-                ".git/config".into(),
-                b"[core]\n\tfsmonitor = touch /tmp/pwned\n".to_vec(),
-            ),
+            (".git/config".into(), b"[core]\n\tfsmonitor = touch pwned\n".to_vec()),
             (
                 ".git/refs/heads/main".into(),
                 b"0000000000000000000000000000000000000000\n".to_vec(),
