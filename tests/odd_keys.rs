@@ -159,24 +159,35 @@ async fn a_key_that_is_a_file_and_a_prefix_is_named_and_every_channel_agrees() {
         ("base/alpha/SKILL.md", ALPHA),
         ("base/alpha/file", b"the object"),
         ("base/alpha/file/inner.txt", b"inner"),
+        ("base/alpha/a/file", b"the object"),
+        ("base/alpha/a/file/inner.txt", b"inner"),
     ])
     .await;
     let (listed, left_out, synced, refused) = channels(&catalog).await;
-    assert_eq!(listed, ["SKILL.md", "file/inner.txt"]);
-    assert_eq!(left_out, [("file".to_owned(), "special_file".to_owned())]);
-    assert_eq!(synced, ["SKILL.md", "file/inner.txt"]);
+    assert_eq!(listed, ["SKILL.md", "a/file/inner.txt", "file/inner.txt"]);
+    assert_eq!(
+        left_out,
+        [
+            ("file".to_owned(), "special_file".to_owned()),
+            ("a/file".to_owned(), "special_file".to_owned())
+        ]
+    );
+    assert_eq!(synced, ["SKILL.md", "a/file/inner.txt", "file/inner.txt"]);
     assert_eq!(
         refused,
-        [("/base/alpha/file".to_owned(), "not_regular_file".to_owned())]
+        [
+            ("/base/alpha/a/file".to_owned(), "not_regular_file".to_owned()),
+            ("/base/alpha/file".to_owned(), "not_regular_file".to_owned())
+        ]
     );
     let listed = catalog
         .skill_files("alpha", skillstore::FileLimits::default())
         .await
         .unwrap();
     let diagnostics = listed.diagnostics("base");
-    assert_eq!(diagnostics.len(), 1);
-    assert_eq!(
-        diagnostics[0].path.as_ref().map(|p| p.as_str()),
-        Some("/base/alpha/file")
-    );
+    let named: Vec<Option<&str>> = diagnostics
+        .iter()
+        .map(|d| d.path.as_ref().map(|p| p.as_str()))
+        .collect();
+    assert_eq!(named, [Some("/base/alpha/file"), Some("/base/alpha/a/file")]);
 }
