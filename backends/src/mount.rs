@@ -169,10 +169,11 @@ impl SkillBackend for MountTable {
             symlink: false,
         }));
         entries.sort_by(|a, b| a.name.cmp(&b.name));
-        // A name listed twice (an object and a prefix) is the later entry.
+        // A name listed twice (an object and a prefix at once) is the
+        // directory: what lies below it is listed, as a walk lists it.
         entries.dedup_by(|later, kept| {
             let same = later.name == kept.name;
-            if same {
+            if same && later.kind == EntryKind::Dir {
                 std::mem::swap(later, kept);
             }
             same
