@@ -336,13 +336,14 @@ struct Done {
 
 /// A skill directory found by a deep listing: its name, its file's name
 /// and the listed version and size.
-type DeepSkill = (String, &'static str, Option<(Version, u64)>);
+type DeepSkill = (String, &'static str, Option<(Version, u64)>, bool);
 
 /// A source's skill directories as a deep listing gives them.
 struct DeepSource {
-    /// Directory name, file name and the listed version and size (`None`
-    /// when the file must be read to know what it is), in ascending order
-    /// of `"<name>/"`.
+    /// Directory name, file name, the listed version and size (`None`
+    /// when the file must be read to know what it is), and whether the
+    /// listing shows `SKILL.md` as a directory, in ascending order of
+    /// `"<name>/"`.
     skills: Vec<DeepSkill>,
     /// Names no path can hold (escaped).
     odd: Vec<String>,
@@ -453,10 +454,21 @@ impl Catalog {
                 // Candidates whose listed version may be found in the cache
                 // or the index: (position, listed version and size).
                 let mut pending: Vec<(usize, Version, u64)> = Vec::new();
-                for (dir_name, file, listed) in deep.skills {
+                for (dir_name, file, listed, is_dir) in deep.skills {
                     let skill_md = skill_file(source, &dir_name)
                         .map(|p| with_file(&p, file))
                         .expect("checked when listed");
+                    if is_dir {
+                        // `SKILL.md` is a directory here (on S3, a key that
+                        // is also a prefix): what a read of a directory
+                        // answers, without a read that an object store
+                        // would answer with the object's bytes.
+                        let mut candidate = Candidate::new(dir_name, skill_md.clone());
+                        let err = skillstore_backends::Error::at(ErrorKind::IsADirectory, &skill_md);
+                        candidate.outcome = outcome_of_error(source, &skill_md, &err);
+                        candidates.push(candidate);
+                        continue;
+                    }
                     if let (Some((version, _)), Some(old)) = (&listed, known.get(dir_name.as_str()))
                         && old.version.as_ref() == Some(version)
                         && old.skill_md == skill_md
@@ -1686,14 +1698,14 @@ async fn list_deep_source(backend: &dyn SkillBackend, source: &Source) -> Option
     let mut skills: Vec<DeepSkill> = dirs
         .into_iter()
         .filter_map(|(name, found)| {
-            let (file, listed) = match found {
-                Found { upper: Some(l), .. } => (SKILL_FILE, versioned(l)),
-                Found { upper_is_dir: true, .. } => (SKILL_FILE, None),
-                Found { lower: Some(l), .. } => (LOWERCASE_SKILL_FILE, versioned(l)),
-                Found { lower_is_dir: true, .. } => (SKILL_FILE, None),
+            let (file, listed, is_dir) = match found {
+                Found { upper: Some(l), .. } => (SKILL_FILE, versioned(l), false),
+                Found { upper_is_dir: true, .. } => (SKILL_FILE, None, true),
+                Found { lower: Some(l), .. } => (LOWERCASE_SKILL_FILE, versioned(l), false),
+                Found { lower_is_dir: true, .. } => (SKILL_FILE, None, false),
                 _ => return None,
             };
-            Some((name, file, listed))
+            Some((name, file, listed, is_dir))
         })
         .collect();
     skills.sort_unstable_by(|a, b| slash_order(&a.0, &b.0));

@@ -222,3 +222,39 @@ async fn a_key_that_is_a_file_and_a_prefix(mounted: bool) {
         .collect();
     assert_eq!(named, [Some("/base/alpha/file"), Some("/base/alpha/a/file")]);
 }
+
+/// Finding: with keys `j/SKILL.md` and `j/SKILL.md/x`, `list` showed a
+/// skill `j` whose `show` listed `SKILL.md/x`, whose `sync` was refused and
+/// whose `read j SKILL.md` gave the object. A `SKILL.md` that is also a
+/// prefix is a directory, as on a filesystem: no skill, one diagnostic.
+#[tokio::test]
+#[ignore = "needs moto: set SKILLSTORE_MOTO_ENDPOINT and pass --include-ignored"]
+async fn a_skill_md_that_is_also_a_prefix_makes_no_skill() {
+    for mounted in [false, true] {
+        let catalog = moto_catalog_as(
+            &[
+                ("base/alpha/SKILL.md", ALPHA),
+                ("base/j/SKILL.md", b"---\nname: j\ndescription: J.\n---\n"),
+                ("base/j/SKILL.md/x", b"x"),
+            ],
+            mounted,
+        )
+        .await;
+        let names: Vec<&str> = catalog.skills().iter().map(|s| s.name()).collect();
+        assert_eq!(names, ["alpha"], "mounted: {mounted}");
+        let kinds: Vec<(String, &str)> = catalog
+            .diagnostics()
+            .iter()
+            .map(|d| {
+                (
+                    d.path.as_ref().map(|p| p.as_str().to_owned()).unwrap_or_default(),
+                    d.kind.as_str(),
+                )
+            })
+            .collect();
+        assert!(
+            kinds.contains(&("/base/j/SKILL.md".to_owned(), "is_a_directory")),
+            "mounted: {mounted}: {kinds:?}"
+        );
+    }
+}
