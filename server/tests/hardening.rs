@@ -14,6 +14,7 @@ use common::*;
 use rmcp::model::{CallToolRequestParams, GetSkillRequestParams, ListSkillsResult, SkillResources};
 use serde_json::{Value, json};
 use skillstore::backends::{MemoryBackend, PutMode, SkillBackend, VPath};
+use skillstore_server::tenant::RefreshOutcome;
 use skillstore_server::{Limits, Scope, Settings};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -779,11 +780,14 @@ async fn finding_10_concurrent_refreshes_of_a_tenant_share_one() {
     let ran = refreshes(&client, &server).await - before;
     assert!(ran < 40, "forty concurrent refreshes ran {ran}");
     // Forty calls started together: the first runs, every later one waits
-    // for it and then shares one more that began after they arrived.
+    // for it and then shares one more that began after they arrived. A
+    // refresh that ends before the next caller arrives lets that caller run
+    // its own, so the count depends on timing; forty in a row would not.
     let tenant = &server.service.tenants()[0];
     let outcomes = futures::future::join_all((0..40).map(|_| tenant.refresh_shared())).await;
     let ran = outcomes.iter().filter(|(_, ran)| *ran).count();
-    assert_eq!(ran, 2, "{outcomes:?}");
+    assert!((1..=5).contains(&ran), "{outcomes:?}");
+    assert!(outcomes.iter().all(|(o, _)| *o == RefreshOutcome::Fresh), "{outcomes:?}");
     server.stop().await;
 }
 
