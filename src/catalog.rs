@@ -36,6 +36,7 @@ use crate::skill::{
 };
 use crate::skill_files::{FileLimits, LeftOutKind, SkillFiles};
 use crate::source::{Patterns, Source, SourceList};
+use crate::source_pool::SharedSources;
 
 /// How many skills are digested at once.
 const DIGEST_PARALLEL: usize = 16;
@@ -74,6 +75,10 @@ pub struct LoadOptions {
     /// What every winner must pass before it is served (a lock); checked
     /// at every load, refresh and reload.
     pub integrity: Option<Arc<Integrity>>,
+    /// The sources loaded once per process and shared with other catalogs
+    /// ([`crate::source_pool`]); `None` (the default) loads every source
+    /// here.
+    pub shared: Option<SharedSources>,
 }
 
 impl Default for LoadOptions {
@@ -87,6 +92,7 @@ impl Default for LoadOptions {
             standing: Vec::new(),
             digests: Arc::new(FileDigests::new()),
             integrity: None,
+            shared: None,
         }
     }
 }
@@ -180,7 +186,7 @@ pub struct Catalog {
     pins: Arc<Pins>,
     sources: Arc<SourceList>,
     options: Arc<LoadOptions>,
-    states: Vec<SourceState>,
+    states: Vec<Arc<SourceState>>,
     skills: Vec<Skill>,
     index: NameIndex,
     diagnostics: Vec<Diagnostic>,
@@ -206,10 +212,34 @@ enum Listing {
 }
 
 #[derive(Debug, Clone)]
-struct SourceState {
+pub(crate) struct SourceState {
     listing: Listing,
     /// Skill directories, in ascending order of `"<name>/"`.
     candidates: Vec<Candidate>,
+}
+
+impl SourceState {
+    /// True when `other` lists the same skill files at the same versions
+    /// with the same listing outcome: a catalog merged from either would
+    /// be the same.
+    pub(crate) fn same_as(&self, other: &SourceState) -> bool {
+        let listing = match (&self.listing, &other.listing) {
+            (Listing::Loaded(a), Listing::Loaded(b)) => a == b,
+            (Listing::Failed(a), Listing::Failed(b)) => a == b,
+            _ => false,
+        };
+        listing
+            && self.candidates.len() == other.candidates.len()
+            && self.candidates.iter().zip(&other.candidates).all(|(a, b)| {
+                a.dir_name == b.dir_name
+                    && a.skill_md == b.skill_md
+                    && a.version == b.version
+                    && a.size == b.size
+                    && a.from_entry == b.from_entry
+                    && a.sha256 == b.sha256
+                    && (a.version.is_some() || a.outcome.same_as(&b.outcome))
+            })
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -292,6 +322,18 @@ enum Outcome {
     },
     /// Unusable; the diagnostics say why.
     Rejected { diagnostics: Vec<Diagnostic> },
+}
+
+impl Outcome {
+    /// True when both say the same without a version to tell them by: no
+    /// skill, or refused for the same reasons.
+    fn same_as(&self, other: &Outcome) -> bool {
+        match (self, other) {
+            (Outcome::NotASkill, Outcome::NotASkill) => true,
+            (Outcome::Rejected { diagnostics: a }, Outcome::Rejected { diagnostics: b }) => a == b,
+            _ => false,
+        }
+    }
 }
 
 /// Work for one candidate during a load or refresh.
@@ -379,7 +421,27 @@ impl Catalog {
         self.reload(Some(&self.states)).await
     }
 
-    async fn reload(&self, previous: Option<&[SourceState]>) -> Catalog {
+    /// [`Catalog::refresh`], or `None` when it would give this catalog
+    /// again: every source listed the same files at the same versions (a
+    /// shared source's state unchanged in its pool), no skill is withdrawn
+    /// and no integrity check applies, so nothing would be read or merged
+    /// differently.
+    pub async fn refresh_if_changed(&self) -> Option<Catalog> {
+        let next = self.reload(Some(&self.states)).await;
+        (!self.made_from(&next.states)).then_some(next)
+    }
+
+    /// True when this catalog is what `states` would make: the very same
+    /// source states, no skill withdrawn since, and no integrity check to
+    /// run again.
+    fn made_from(&self, states: &[Arc<SourceState>]) -> bool {
+        states.len() == self.states.len()
+            && states.iter().zip(&self.states).all(|(a, b)| Arc::ptr_eq(a, b))
+            && self.withdrawn_count() == 0
+            && !self.options.integrity.as_ref().is_some_and(|i| i.is_active())
+    }
+
+    async fn reload(&self, previous: Option<&[Arc<SourceState>]>) -> Catalog {
         let started = std::time::Instant::now();
         // Candidates go to the backend in batches of the size it prefers,
         // with about `concurrency` candidates in flight across all sources
@@ -389,12 +451,26 @@ impl Catalog {
         let batch = self.storage.preferred_batch().max(1);
         let parallel = self.options.concurrency.div_ceil(batch).max(8);
         let permits = Arc::new(tokio::sync::Semaphore::new(parallel));
-        let loads = self
-            .sources
-            .iter()
-            .enumerate()
-            .map(|(i, source)| self.load_source(i, source, previous.and_then(|p| p.get(i)), batch, &permits));
+        let loads = self.sources.iter().enumerate().map(|(i, source)| {
+            let permits = &permits;
+            async move {
+                let before = previous.and_then(|p| p.get(i));
+                match self.options.shared.as_ref().and_then(|s| s.key(i)) {
+                    Some((pool, key)) => pool.state(key, self, i).await,
+                    None => {
+                        let next = self.load_source(i, source, before.map(|b| &**b), batch, permits).await;
+                        match before {
+                            Some(before) if next.same_as(before) => Arc::clone(before),
+                            _ => Arc::new(next),
+                        }
+                    }
+                }
+            }
+        });
         let states = futures::future::join_all(loads).await;
+        if previous.is_some() && self.made_from(&states) {
+            return self.clone();
+        }
         let catalog = self.with_states(states).checked().await;
         tracing::debug!(
             sources = self.sources.len(),
@@ -404,6 +480,36 @@ impl Catalog {
             "catalog loaded"
         );
         catalog
+    }
+
+    /// A catalog over the same storage, sources and options, with no
+    /// state and no pool: what a [`crate::source_pool::SourcePool`] keeps
+    /// to load a shared source again.
+    pub(crate) fn without_pool(&self) -> Catalog {
+        let mut options = LoadOptions::clone(&self.options);
+        options.shared = None;
+        Catalog {
+            backend: Arc::clone(&self.storage),
+            pins: Arc::new(Pins::new()),
+            storage: Arc::clone(&self.storage),
+            sources: Arc::clone(&self.sources),
+            options: Arc::new(options),
+            states: Vec::new(),
+            skills: Vec::new(),
+            index: NameIndex::default(),
+            diagnostics: Vec::new(),
+            cache: Arc::clone(&self.cache),
+        }
+    }
+
+    /// Lists source `index` and reads what changed since `before` (see
+    /// [`Catalog::refresh`]), on its own.
+    pub(crate) async fn load_one_source(&self, index: usize, before: Option<&SourceState>) -> SourceState {
+        let source = self.sources.iter().nth(index).expect("a source of this catalog");
+        let batch = self.storage.preferred_batch().max(1);
+        let parallel = self.options.concurrency.div_ceil(batch).max(8);
+        let permits = Arc::new(tokio::sync::Semaphore::new(parallel));
+        self.load_source(index, source, before, batch, &permits).await
     }
 
     /// The local cache, when the options ask for one and it can be opened.
@@ -633,7 +739,7 @@ impl Catalog {
 
     /// A catalog over the same backend, sources and options with these
     /// source states, merged and indexed.
-    fn with_states(&self, states: Vec<SourceState>) -> Catalog {
+    fn with_states(&self, states: Vec<Arc<SourceState>>) -> Catalog {
         let (skills, index, mut diagnostics) = merge(&self.sources, &states, &self.options.filter);
         diagnostics.splice(0..0, self.options.standing.iter().cloned());
         // Winners a check will digest show what the digested bytes hold
@@ -688,7 +794,8 @@ impl Catalog {
             .pop()
             .expect("one job gives one result");
         let mut states = self.states.clone();
-        if let Some(state) = states.get_mut(index) {
+        if let Some(shared) = states.get_mut(index) {
+            let mut state = SourceState::clone(shared);
             let candidates = &mut state.candidates;
             let at = candidates.binary_search_by(|c| slash_order(&c.dir_name, dir_name));
             match (at, &outcome) {
@@ -720,6 +827,7 @@ impl Catalog {
                 ),
                 (Err(_), _) => {}
             }
+            *shared = Arc::new(state);
         }
         Ok(self.with_states(states).checked().await)
     }
@@ -1528,7 +1636,7 @@ fn entry_refuted(skill_md: &VPath, entry: &HeadEntry, digests: &FileDigests) -> 
 /// Adds to `pins` the claims of the winners among `skills` whose outcome
 /// came from an entry, except those `pinned` holds (their check digested
 /// them).
-fn add_claims(pins: &mut Pins, states: &[SourceState], skills: &[Skill], pinned: &Pins) {
+fn add_claims(pins: &mut Pins, states: &[Arc<SourceState>], skills: &[Skill], pinned: &Pins) {
     if !states.iter().any(|s| s.candidates.iter().any(|c| c.from_entry)) {
         return;
     }
@@ -1791,7 +1899,7 @@ fn outcome_of_parse(source: &Source, skill_md: &VPath, parsed: Parsed) -> Outcom
 /// Merges the sources' skills: later sources win, first positions stay.
 fn merge(
     sources: &SourceList,
-    states: &[SourceState],
+    states: &[Arc<SourceState>],
     filter: &SkillFilter,
 ) -> (Vec<Skill>, NameIndex, Vec<Diagnostic>) {
     let capacity = states.iter().map(|s| s.candidates.len()).sum();

@@ -56,6 +56,7 @@ mod shared_catalog;
 pub mod skill;
 pub mod skill_files;
 pub mod source;
+pub mod source_pool;
 pub mod suggest;
 pub mod sync;
 pub mod validate;

@@ -33,6 +33,7 @@ use crate::integrity::{Integrity, Lock, SignaturePolicy};
 use crate::location::{Location, read_local_text};
 use crate::prompt::{PromptOptions, PromptStyle};
 use crate::source::{Patterns, Source, SourceList, parse_dir};
+use crate::source_pool::{SharedSources, SourcePool};
 use crate::sync::SyncOptions;
 
 /// Everything a catalog, an editor or a prompt needs: one namespace
@@ -43,6 +44,10 @@ pub struct Namespace {
     backend: Arc<dyn SkillBackend>,
     sources: SourceList,
     source_locations: Vec<Location>,
+    /// Per source, what makes it the same as another namespace's (its
+    /// location, commit, settings and place), when it may be shared: see
+    /// [`Namespace::with_source_pool`].
+    share_keys: Vec<Option<String>>,
     git_mounts: Vec<(Location, Option<String>)>,
     load: LoadOptions,
     prompt: PromptSettings,
@@ -104,6 +109,28 @@ impl Namespace {
         self
     }
 
+    /// This namespace with its read-only sources shared through `pool`
+    /// ([`crate::source_pool`]): a source another namespace in the pool
+    /// mounts with the same location (and commit), symlink policies, place,
+    /// name, patterns and load settings is loaded once for both. Writable
+    /// sources and memory mounts are never shared. A namespace opened again
+    /// ([`Namespace::reopen`]) keeps the pool.
+    pub fn with_source_pool(mut self, pool: Arc<SourcePool>) -> Self {
+        let settings = format!(
+            "{}|{}|{}",
+            self.load.read_limit,
+            self.load.prefix_bytes,
+            self.load.cache.is_some()
+        );
+        let keys = self
+            .share_keys
+            .iter()
+            .map(|k| k.as_ref().map(|k| Arc::from(format!("{k}|{settings}"))))
+            .collect();
+        self.load.shared = Some(SharedSources::new(pool, keys));
+        self
+    }
+
     /// True when some Git mount follows a branch, a tag or the remote's
     /// `HEAD` rather than a full commit id: only [`Namespace::reopen`] sees
     /// it move.
@@ -130,6 +157,9 @@ impl Namespace {
         if let Some(layer) = &self.layer {
             next.backend = (layer.0)(next.backend);
             next.layer = Some(layer.clone());
+        }
+        if let Some(shared) = &self.load.shared {
+            next = next.with_source_pool(Arc::clone(shared.pool()));
         }
         Ok(Some(next))
     }
@@ -288,7 +318,12 @@ impl Namespace {
                 }
             }
         }
-        Ok(Catalog::load(self.backend(), sources, self.load.clone()).await)
+        // Its sources are not the namespace's: none is taken from a pool.
+        let options = LoadOptions {
+            shared: None,
+            ..self.load.clone()
+        };
+        Ok(Catalog::load(self.backend(), sources, options).await)
     }
 
     /// The source a write goes to: the one named, or else the
@@ -623,6 +658,7 @@ pub(crate) fn assemble(config: &Config, writable_names: &[String]) -> Result<Nam
     let mut own_roots: Vec<(VPath, Arc<dyn SkillBackend>)> = Vec::new();
     let mut list = SourceList::new();
     let mut source_locations = Vec::with_capacity(sources.len());
+    let mut share_keys = Vec::with_capacity(sources.len());
     let mut identities = Vec::with_capacity(sources.len());
     let mut standing = Vec::new();
     for (index, (source, policy)) in sources.into_iter().enumerate() {
@@ -663,6 +699,20 @@ pub(crate) fn assemble(config: &Config, writable_names: &[String]) -> Result<Nam
         }
         identities.push((index, source.is_writable(), identity(mount, &mounts, &inner)));
         source_locations.push(mount.location.clone());
+        // A writable source is written through this namespace's editor and
+        // seen at once by its catalog, and each memory mount is a store of
+        // its own: neither is shared.
+        share_keys.push((!source.is_writable() && !matches!(mount.location, Location::Memory(_))).then(|| {
+            format!(
+                "{}|{}|{:?}|{}|{}|{:?}",
+                mount.location,
+                mount.policy,
+                policy,
+                inner,
+                mount.opened.commit().unwrap_or_default(),
+                source
+            )
+        }));
         if let Opened::Git {
             stale: true,
             commit: Some(commit),
@@ -744,6 +794,7 @@ pub(crate) fn assemble(config: &Config, writable_names: &[String]) -> Result<Nam
         backend: Arc::new(table),
         sources: list,
         source_locations,
+        share_keys,
         git_mounts: mounts
             .iter()
             .filter(|m| m.location.is_git())

@@ -70,8 +70,11 @@ impl SharedCatalog {
             return;
         }
         let _turn = self.updates.lock().await;
-        let next = self.snapshot().refresh().await;
-        self.replace(next);
+        // An unchanged catalog stays the same snapshot, so whatever was
+        // rendered from it stays too.
+        if let Some(next) = self.snapshot().refresh_if_changed().await {
+            self.replace(next);
+        }
     }
 
     /// Reads one skill directory of one source again (see

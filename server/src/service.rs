@@ -14,6 +14,7 @@ use crate::http::origin::BrowserPolicy;
 use crate::metrics::Metrics;
 use crate::settings::{Limits, Scope, Settings, TokenHash};
 use crate::tenant::Tenant;
+use skillstore::source_pool::SourcePool;
 
 /// Who is calling: a tenant and what the caller may do there.
 #[derive(Debug, Clone)]
@@ -45,6 +46,8 @@ pub struct Service {
     open: bool,
     metrics_tokens: Vec<TokenHash>,
     refresh_interval: Duration,
+    /// The sources the tenants share, loaded and refreshed once.
+    pool: Arc<SourcePool>,
     /// What a request's `Host`, `Origin` and content type must satisfy.
     pub browser: BrowserPolicy,
     /// Request limits.
@@ -60,10 +63,11 @@ impl Service {
     /// [`Service::start_refresh`]).
     pub fn open(settings: &Settings) -> Result<Arc<Self>, ServerError> {
         let metrics = Metrics::default();
+        let pool = SourcePool::new();
         let mut tenants = Vec::with_capacity(settings.tenants.len());
         let mut tokens = HashMap::new();
         for (index, spec) in settings.tenants.iter().enumerate() {
-            tenants.push(Arc::new(Tenant::open(spec, Arc::clone(&metrics.backend_calls))?));
+            tenants.push(Arc::new(Tenant::open(spec, Arc::clone(&metrics.backend_calls), &pool)?));
             for (hash, scope) in &spec.tokens {
                 tokens.insert(*hash, (index, *scope));
             }
@@ -79,6 +83,7 @@ impl Service {
             tenants,
             tokens,
             refresh_interval: settings.refresh_interval,
+            pool,
             limits: settings.limits,
             metrics,
             shutdown: CancellationToken::new(),
@@ -108,10 +113,26 @@ impl Service {
     /// Loads every tenant's catalog now, then refreshes each at the
     /// configured interval until shutdown. Returns once the first loads
     /// are started; `/readyz` tells when they are done.
+    ///
+    /// The shared sources are listed once per interval, whatever the
+    /// number of tenants over them; a tenant refreshes at its own interval
+    /// (listing only its own sources) and as soon as a shared source it may
+    /// mount changed.
     pub fn start_refresh(self: &Arc<Self>) {
+        let service = Arc::clone(self);
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    () = service.shutdown.cancelled() => break,
+                    () = tokio::time::sleep(service.refresh_interval) => {}
+                }
+                service.pool.refresh().await;
+            }
+        });
         for tenant in &self.tenants {
             let service = Arc::clone(self);
             let tenant = Arc::clone(tenant);
+            let mut shared_changes = self.pool.changes();
             tokio::spawn(async move {
                 loop {
                     let outcome = tenant.refresh().await;
@@ -119,10 +140,16 @@ impl Service {
                     tokio::select! {
                         () = service.shutdown.cancelled() => break,
                         () = tokio::time::sleep(service.refresh_interval) => {}
+                        changed = shared_changes.changed() => if changed.is_err() { break },
                     }
                 }
             });
         }
+    }
+
+    /// The sources the tenants share.
+    pub fn source_pool(&self) -> &Arc<SourcePool> {
+        &self.pool
     }
 
     /// Loads every tenant's catalog and waits until all are loaded (for a
@@ -216,7 +243,14 @@ impl Service {
             .map(|c| c.skills().len())
             .sum();
         let digests = self.tenants.iter().map(|t| t.digests.computed()).sum();
-        self.metrics.render(self.tenants.len(), skills, digests)
+        let mut text = self.metrics.render(self.tenants.len(), skills, digests);
+        text.push_str("# HELP skillstore_shared_sources Sources loaded once and shared by the tenants that mount them.\n");
+        text.push_str("# TYPE skillstore_shared_sources gauge\n");
+        text.push_str(&format!("skillstore_shared_sources {}\n", self.pool.len()));
+        text.push_str("# HELP skillstore_shared_source_loads_total Listings of shared sources (first loads and refreshes).\n");
+        text.push_str("# TYPE skillstore_shared_source_loads_total counter\n");
+        text.push_str(&format!("skillstore_shared_source_loads_total {}\n", self.pool.loads()));
+        text
     }
 }
 

@@ -58,6 +58,10 @@ pub struct View {
     pub catalog: Arc<Catalog>,
     /// The snapshot's count of withdrawn skills when this was rendered.
     withdrawn: usize,
+    /// The tenant's count of refreshes when this was rendered: a refresh
+    /// that left the skills as they were may still have found other files
+    /// changed, which shows and manifests list.
+    refreshes: u64,
     /// `GET /v1/skills`: the `list --json` object.
     pub list: Rendered,
     shows: Mutex<HashMap<String, Rendered>>,
@@ -67,7 +71,7 @@ pub struct View {
 }
 
 impl View {
-    fn new(catalog: Arc<Catalog>) -> Self {
+    fn new(catalog: Arc<Catalog>, refreshes: u64) -> Self {
         #[derive(Serialize)]
         struct ListOutput<'a> {
             skills: Vec<&'a Skill>,
@@ -87,6 +91,7 @@ impl View {
         View {
             catalog,
             withdrawn,
+            refreshes,
             list: Rendered::new(body),
             shows: Mutex::new(HashMap::new()),
             prompts: Mutex::new(HashMap::new()),
@@ -295,6 +300,8 @@ pub struct Tenant {
     generation: watch::Sender<u64>,
     refresh_turn: tokio::sync::Mutex<()>,
     refreshes_started: AtomicU64,
+    /// Refreshes finished: a view rendered before the last is rendered again.
+    refreshes_done: AtomicU64,
     last_refresh: Mutex<(u64, RefreshOutcome)>,
     /// Digests of the tenant's files, by path and version.
     pub digests: DigestCache,
@@ -316,7 +323,13 @@ impl std::fmt::Debug for Tenant {
 impl Tenant {
     /// Opens the tenant's namespace, its storage calls counted into
     /// `calls`; the catalog is loaded by [`Tenant::refresh`].
-    pub fn open(settings: &TenantSettings, calls: Arc<BackendCalls>) -> Result<Self, ServerError> {
+    /// Its read-only sources are shared through `pool` with every other
+    /// tenant that mounts them alike ([`skillstore::source_pool`]).
+    pub fn open(
+        settings: &TenantSettings,
+        calls: Arc<BackendCalls>,
+        pool: &Arc<skillstore::source_pool::SourcePool>,
+    ) -> Result<Self, ServerError> {
         let wrap = |source| ServerError::Tenant {
             tenant: settings.name.clone(),
             source,
@@ -325,7 +338,8 @@ impl Tenant {
             .config
             .open()
             .map_err(wrap)?
-            .with_backend_layer(move |backend| Counting::wrap(backend, Arc::clone(&calls)));
+            .with_backend_layer(move |backend| Counting::wrap(backend, Arc::clone(&calls)))
+            .with_source_pool(Arc::clone(pool));
         let mut prompt = namespace.prompt_options().map_err(wrap)?;
         prompt.search_hint = Some(SEARCH_HINT.to_owned());
         let digests = DigestCache::new(Arc::clone(&namespace.load_options().digests));
@@ -339,6 +353,7 @@ impl Tenant {
             generation: watch::Sender::new(0),
             refresh_turn: tokio::sync::Mutex::new(()),
             refreshes_started: AtomicU64::new(0),
+            refreshes_done: AtomicU64::new(0),
             last_refresh: Mutex::new((0, RefreshOutcome::Fresh)),
             digests,
             discovery: settings.discovery,
@@ -405,13 +420,13 @@ impl Tenant {
         let mut slot = lock(&self.view);
         // A skill withdrawn since the view was rendered is left out of a
         // view rendered again.
-        if let Some(view) = slot
-            .as_ref()
-            .filter(|v| Arc::ptr_eq(&v.catalog, &catalog) && v.withdrawn == catalog.withdrawn_count())
-        {
+        let refreshes = self.refreshes_done.load(Ordering::SeqCst);
+        if let Some(view) = slot.as_ref().filter(|v| {
+            Arc::ptr_eq(&v.catalog, &catalog) && v.withdrawn == catalog.withdrawn_count() && v.refreshes == refreshes
+        }) {
             return Ok(Arc::clone(view));
         }
-        let view = Arc::new(View::new(catalog));
+        let view = Arc::new(View::new(catalog, refreshes));
         *slot = Some(Arc::clone(&view));
         Ok(view)
     }
@@ -477,22 +492,29 @@ impl Tenant {
     }
 
     async fn refresh_now(&self) -> RefreshOutcome {
-        let catalog = match self.catalog.get() {
+        let (catalog, same) = match self.catalog.get() {
             Some(shared) => {
+                let before = shared.snapshot();
                 shared.refresh().await;
-                shared.snapshot()
+                let after = shared.snapshot();
+                let same = Arc::ptr_eq(&before, &after);
+                (after, same)
             }
             None => {
                 let loaded = self.namespace.load().await;
                 let shared = SharedCatalog::new(loaded).following(self.namespace.clone());
                 let _ = self.catalog.set(shared);
-                self.snapshot().expect("just loaded")
+                (self.snapshot().expect("just loaded"), false)
             }
         };
-        for d in catalog.diagnostics() {
-            tracing::debug!(tenant = %self.name, kind = %d.kind, path = ?d.path, message = %d.message, "diagnostic");
+        // The same snapshot: nothing to log again or compare.
+        if !same {
+            for d in catalog.diagnostics() {
+                tracing::debug!(tenant = %self.name, kind = %d.kind, path = ?d.path, message = %d.message, "diagnostic");
+            }
+            self.note_change(&catalog);
         }
-        self.note_change(&catalog);
+        self.refreshes_done.fetch_add(1, Ordering::SeqCst);
         if catalog.is_stale() {
             RefreshOutcome::Stale
         } else {

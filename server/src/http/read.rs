@@ -100,12 +100,16 @@ pub async fn search(
     Ok(Json(SearchAnswer { results }).into_response())
 }
 
-/// `POST /v1/refresh`: refreshes the caller's catalog now.
+/// `POST /v1/refresh`: refreshes the caller's catalog now, the sources it
+/// shares with other tenants included (listed once for all of them).
 /// Concurrent refreshes of a tenant share one.
 pub async fn refresh(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
 ) -> Result<Response, ApiError> {
+    if let Some(shared) = &caller.tenant.namespace().load_options().shared {
+        shared.pool().refresh_sources(shared).await;
+    }
     let (outcome, ran) = caller.tenant.refresh_shared().await;
     let stale = outcome == crate::tenant::RefreshOutcome::Stale;
     if ran {

@@ -1,0 +1,135 @@
+//! A base every tenant mounts is loaded, held and refreshed once: the
+//! tenants share its state, shadow it each in their own way, and all see a
+//! change of it after one listing.
+
+mod common;
+
+use std::path::Path;
+use std::time::Duration;
+
+use common::*;
+use serde_json::Value;
+use skillstore::Config;
+use skillstore_server::Scope;
+
+const ACME: &str = "acme-token";
+const GLOBEX: &str = "globex-token";
+
+/// The platform's base at `root/base`, and each tenant's own layer at
+/// `root/teams/NAME`.
+fn tenant_config(root: &Path, team: &str) -> Config {
+    let mut config = Config::parse("sources:\n  - path: /base\n  - path: /team\n    writable: true\n").unwrap();
+    config
+        .set_mount("/base", root.join("base").to_str().unwrap(), Path::new("."))
+        .unwrap();
+    config
+        .set_mount("/team", root.join("teams").join(team).to_str().unwrap(), Path::new("."))
+        .unwrap();
+    config
+}
+
+fn platform(root: &Path) -> skillstore_server::Settings {
+    for name in ["alpha", "beta", "gamma"] {
+        write(root, &format!("base/{name}/SKILL.md"), &skill_md(name, &format!("{name} from the base.")));
+    }
+    write(root, "teams/acme/alpha/SKILL.md", &skill_md("alpha", "Alpha, acme's way."));
+    write(root, "teams/acme/own/SKILL.md", &skill_md("own", "Acme's own."));
+    write(root, "teams/globex/.keep", "");
+    let mut settings = settings(vec![
+        ("acme", tenant_config(root, "acme"), vec![(ACME, Scope::Write)]),
+        ("globex", tenant_config(root, "globex"), vec![(GLOBEX, Scope::Write)]),
+    ]);
+    settings.refresh_interval = Duration::from_millis(300);
+    settings
+}
+
+async fn skills(client: &reqwest::Client, server: &Served, token: &str) -> Vec<(String, String, String)> {
+    let body: Value = get(client, server.url("/v1/skills"), token).await.json().await.unwrap();
+    body["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["name"].as_str().unwrap().to_owned(),
+                s["source"].as_str().unwrap().to_owned(),
+                s["description"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn described(list: &[(String, String, String)], name: &str) -> Option<String> {
+    list.iter().find(|(n, _, _)| n == name).map(|(_, _, d)| d.clone())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_tenants_hold_one_load_of_the_base_and_shadow_it_each_their_way() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Served::start(platform(dir.path())).await;
+    let pool = server.service.source_pool();
+    assert_eq!(pool.len(), 1, "one shared source: the base");
+    assert_eq!(pool.loads(), 1, "the base was listed once for both tenants");
+    let client = reqwest::Client::new();
+    let acme = skills(&client, &server, ACME).await;
+    let globex = skills(&client, &server, GLOBEX).await;
+    assert_eq!(described(&acme, "alpha").as_deref(), Some("Alpha, acme's way."));
+    assert_eq!(described(&globex, "alpha").as_deref(), Some("alpha from the base."));
+    assert!(described(&acme, "own").is_some());
+    assert_eq!(described(&globex, "own"), None, "nothing of one tenant is shown to another");
+    assert_eq!(described(&globex, "gamma").as_deref(), Some("gamma from the base."));
+    let metrics = get(&client, server.url("/metrics"), METRICS_TOKEN).await.text().await.unwrap();
+    assert!(metrics.contains("skillstore_shared_sources 1"), "{metrics}");
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_of_the_base_reaches_every_tenant_after_one_listing() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Served::start(platform(dir.path())).await;
+    let client = reqwest::Client::new();
+    let pool = server.service.source_pool();
+    write(dir.path(), "base/delta/SKILL.md", &skill_md("delta", "Delta, new in the base."));
+    write(dir.path(), "base/beta/SKILL.md", &skill_md("beta", "Beta, edited."));
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let acme = skills(&client, &server, ACME).await;
+        let globex = skills(&client, &server, GLOBEX).await;
+        let seen = |list: &[(String, String, String)]| {
+            described(list, "delta").is_some() && described(list, "beta").as_deref() == Some("Beta, edited.")
+        };
+        if seen(&acme) && seen(&globex) {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{acme:?} {globex:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // The tenants' own refreshes never list the base: only the pool does,
+    // once per interval.
+    let before = pool.loads();
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let listed = pool.loads() - before;
+    assert!((1..=5).contains(&listed), "the base was listed {listed} times in about three intervals");
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_to_a_tenants_own_layer_stays_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Served::start(platform(dir.path())).await;
+    let client = reqwest::Client::new();
+    let put = client
+        .put(server.url("/v1/skills/gamma/files/SKILL.md"))
+        .bearer_auth(GLOBEX)
+        .body(skill_md("gamma", "Gamma, globex's way."))
+        .send()
+        .await
+        .unwrap();
+    assert!(put.status().is_success(), "{}", put.text().await.unwrap());
+    let globex = skills(&client, &server, GLOBEX).await;
+    let acme = skills(&client, &server, ACME).await;
+    assert_eq!(described(&globex, "gamma").as_deref(), Some("Gamma, globex's way."));
+    assert_eq!(described(&acme, "gamma").as_deref(), Some("gamma from the base."));
+    assert!(std::fs::read_to_string(dir.path().join("base/gamma/SKILL.md")).unwrap().contains("from the base"));
+    server.stop().await;
+}
