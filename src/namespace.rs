@@ -702,17 +702,19 @@ pub(crate) fn assemble(config: &Config, writable_names: &[String]) -> Result<Nam
         // A writable source is written through this namespace's editor and
         // seen at once by its catalog, and each memory mount is a store of
         // its own: neither is shared.
-        share_keys.push((!source.is_writable() && !matches!(mount.location, Location::Memory(_))).then(|| {
-            format!(
-                "{}|{}|{:?}|{}|{}|{:?}",
-                mount.location,
-                mount.policy,
-                policy,
-                inner,
-                mount.opened.commit().unwrap_or_default(),
-                source
-            )
-        }));
+        share_keys.push(
+            (!source.is_writable() && !matches!(mount.location, Location::Memory(_))).then(|| {
+                format!(
+                    "{}|{}|{:?}|{}|{}|{:?}",
+                    mount.location,
+                    mount.policy,
+                    policy,
+                    inner,
+                    mount.opened.commit().unwrap_or_default(),
+                    source
+                )
+            }),
+        );
         if let Opened::Git {
             stale: true,
             commit: Some(commit),

@@ -166,7 +166,12 @@ impl SourcePool {
     pub async fn refresh_sources(&self, shared: &SharedSources) {
         let entries: Vec<Arc<Entry>> = {
             let map = lock(&self.entries);
-            shared.keys.iter().flatten().filter_map(|k| map.get(k).cloned()).collect()
+            shared
+                .keys
+                .iter()
+                .flatten()
+                .filter_map(|k| map.get(k).cloned())
+                .collect()
         };
         let mut changed = false;
         for entry in entries {
@@ -216,6 +221,12 @@ impl SharedSources {
     /// `keys` (one per source, `None` for a source not shared) in `pool`.
     pub fn new(pool: Arc<SourcePool>, keys: Vec<Option<Arc<str>>>) -> Self {
         SharedSources { pool, keys }
+    }
+
+    /// One per source, in the source list's order: the key of a shared
+    /// source, `None` for one the catalog loads itself.
+    pub fn keys(&self) -> &[Option<Arc<str>>] {
+        &self.keys
     }
 
     /// The pool.

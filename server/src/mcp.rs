@@ -147,6 +147,7 @@ async fn door(State(sessions): State<Arc<Sessions>>, mut request: Request, next:
         }
     };
     request.extensions_mut().insert(caller.clone());
+    service.loaded(&caller.tenant).await;
     sessions.run(&caller, request, next).await
 }
 

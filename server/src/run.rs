@@ -9,6 +9,9 @@ use crate::error::ServerError;
 use crate::service::Service;
 use crate::settings::Settings;
 
+/// How often `serve` looks whether its server file changed.
+pub const FILE_CHECK: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// The address `serve` listens on when none is given.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
 
@@ -39,6 +42,9 @@ pub async fn serve_http(settings: Settings, listen: Option<&str>) -> Result<(), 
         service.tenants().len()
     );
     service.start_refresh();
+    if let Some(file) = &settings.file {
+        service.follow_file(file.clone(), FILE_CHECK);
+    }
     let router = crate::http::router(service.clone(), Some(crate::mcp::http_router(service.clone())));
     crate::http::serve(
         listener,

@@ -2,8 +2,10 @@
 //! the refresh loop, the limits and the counters.
 
 use std::collections::HashMap;
+use std::fmt::Write as _;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use axum::http::HeaderMap;
@@ -13,7 +15,7 @@ use crate::error::{ApiError, ServerError};
 use crate::http::origin::BrowserPolicy;
 use crate::metrics::Metrics;
 use crate::settings::{Limits, Scope, Settings, TokenHash};
-use crate::tenant::Tenant;
+use crate::tenant::{RenderBudget, Tenant};
 use skillstore::source_pool::SourcePool;
 
 /// Who is calling: a tenant and what the caller may do there.
@@ -38,16 +40,97 @@ impl Caller {
     }
 }
 
-/// Everything a request is answered from. Cheap to share (`Arc`).
+/// The tenants of one reading of the server file, and their tokens.
 #[derive(Debug)]
-pub struct Service {
+struct Registry {
     tenants: Vec<Arc<Tenant>>,
+    /// What each tenant was opened from, to keep an unchanged tenant
+    /// loaded when the file is read again.
+    opened_from: HashMap<String, (String, usize)>,
     tokens: HashMap<TokenHash, (usize, Scope)>,
     open: bool,
     metrics_tokens: Vec<TokenHash>,
+    /// The tenants loaded at start: the first tenant, and the first to
+    /// mount each shared source, so the shared sources are loaded before
+    /// the server says it is ready.
+    warm: Vec<usize>,
+}
+
+impl Registry {
+    /// Opens the tenants of `settings`, keeping those of `before` whose
+    /// name and configuration are unchanged.
+    fn open(
+        settings: &Settings,
+        before: Option<&Registry>,
+        calls: &Arc<crate::counting::BackendCalls>,
+        pool: &Arc<SourcePool>,
+        budget: &Arc<RenderBudget>,
+    ) -> Result<Registry, ServerError> {
+        let mut tenants = Vec::with_capacity(settings.tenants.len());
+        let mut opened_from = HashMap::with_capacity(settings.tenants.len());
+        let mut tokens = HashMap::new();
+        for (index, spec) in settings.tenants.iter().enumerate() {
+            let from = format!("{:?}|{:?}", spec.config, spec.discovery);
+            let kept = before.and_then(|b| {
+                let (was, at) = b.opened_from.get(&spec.name)?;
+                (*was == from).then(|| Arc::clone(&b.tenants[*at]))
+            });
+            let tenant = match kept {
+                Some(tenant) => tenant,
+                None => Arc::new(Tenant::open(spec, Arc::clone(calls), pool, budget)?),
+            };
+            tenants.push(tenant);
+            opened_from.insert(spec.name.clone(), (from, index));
+            for (hash, scope) in &spec.tokens {
+                tokens.insert(*hash, (index, *scope));
+            }
+        }
+        if tenants.is_empty() {
+            return Err(ServerError::Config("no tenants".into()));
+        }
+        let open = tenants.len() == 1 && settings.tenants[0].tokens.is_empty();
+        let mut covered: std::collections::HashSet<Arc<str>> = tenants[0].shared_keys().into_iter().collect();
+        let mut warm = vec![0];
+        for (index, tenant) in tenants.iter().enumerate().skip(1) {
+            let keys = tenant.shared_keys();
+            if keys.iter().any(|k| !covered.contains(k)) {
+                covered.extend(keys);
+                warm.push(index);
+            }
+        }
+        Ok(Registry {
+            tenants,
+            opened_from,
+            tokens,
+            open,
+            metrics_tokens: settings.metrics_tokens.clone(),
+            warm,
+        })
+    }
+}
+
+/// Counters of tenants loaded and unloaded.
+#[derive(Debug, Default)]
+struct Tenancy {
+    loads: AtomicU64,
+    load_micros: AtomicU64,
+    unloads: AtomicU64,
+    reloads: AtomicU64,
+    reloads_refused: AtomicU64,
+}
+
+/// Everything a request is answered from. Cheap to share (`Arc`).
+#[derive(Debug)]
+pub struct Service {
+    registry: RwLock<Arc<Registry>>,
     refresh_interval: Duration,
     /// The sources the tenants share, loaded and refreshed once.
     pool: Arc<SourcePool>,
+    /// What the tenants' views keep of what they rendered.
+    budget: Arc<RenderBudget>,
+    tenancy: Tenancy,
+    /// Held while the server file is read again, so readings apply in turn.
+    reloading: tokio::sync::Mutex<()>,
     /// What a request's `Host`, `Origin` and content type must satisfy.
     pub browser: BrowserPolicy,
     /// Request limits.
@@ -64,45 +147,46 @@ impl Service {
     pub fn open(settings: &Settings) -> Result<Arc<Self>, ServerError> {
         let metrics = Metrics::default();
         let pool = SourcePool::new();
-        let mut tenants = Vec::with_capacity(settings.tenants.len());
-        let mut tokens = HashMap::new();
-        for (index, spec) in settings.tenants.iter().enumerate() {
-            tenants.push(Arc::new(Tenant::open(spec, Arc::clone(&metrics.backend_calls), &pool)?));
-            for (hash, scope) in &spec.tokens {
-                tokens.insert(*hash, (index, *scope));
-            }
-        }
-        if tenants.is_empty() {
-            return Err(ServerError::Config("no tenants".into()));
-        }
-        let open = tenants.len() == 1 && settings.tenants[0].tokens.is_empty();
+        let budget = RenderBudget::new(settings.limits.max_rendered_bytes);
+        let registry = Registry::open(settings, None, &metrics.backend_calls, &pool, &budget)?;
         Ok(Arc::new(Service {
-            open,
-            metrics_tokens: settings.metrics_tokens.clone(),
-            browser: BrowserPolicy::new(open, &settings.allowed_origins),
-            tenants,
-            tokens,
+            browser: BrowserPolicy::new(registry.open, &settings.allowed_origins),
+            registry: RwLock::new(Arc::new(registry)),
             refresh_interval: settings.refresh_interval,
             pool,
+            budget,
+            tenancy: Tenancy::default(),
+            reloading: tokio::sync::Mutex::new(()),
             limits: settings.limits,
             metrics,
             shutdown: CancellationToken::new(),
         }))
     }
 
-    /// The tenants.
-    pub fn tenants(&self) -> &[Arc<Tenant>] {
-        &self.tenants
+    fn registry(&self) -> Arc<Registry> {
+        Arc::clone(&self.registry.read().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// The tenants, in the server file's order.
+    pub fn tenants(&self) -> Vec<Arc<Tenant>> {
+        self.registry().tenants.clone()
+    }
+
+    /// The tenant named `name`, loaded or not.
+    pub fn tenant_named(&self, name: &str) -> Option<Arc<Tenant>> {
+        let registry = self.registry();
+        let (_, at) = registry.opened_from.get(name)?;
+        registry.tenants.get(*at).cloned()
     }
 
     /// True when the one tenant is served without a token.
     pub fn is_open(&self) -> bool {
-        self.open
+        self.registry().open
     }
 
     /// Refuses an open server on an address other than loopback.
     pub fn check_listen(&self, addr: &SocketAddr) -> Result<(), ServerError> {
-        if self.open && !addr.ip().is_loopback() {
+        if self.is_open() && !addr.ip().is_loopback() {
             return Err(ServerError::Listen(format!(
                 "without tokens the server may listen on a loopback address only, not {addr}; give tenants tokens in a server file"
             )));
@@ -110,14 +194,13 @@ impl Service {
         Ok(())
     }
 
-    /// Loads every tenant's catalog now, then refreshes each at the
-    /// configured interval until shutdown. Returns once the first loads
-    /// are started; `/readyz` tells when they are done.
-    ///
-    /// The shared sources are listed once per interval, whatever the
-    /// number of tenants over them; a tenant refreshes at its own interval
-    /// (listing only its own sources) and as soon as a shared source it may
-    /// mount changed.
+    /// Loads the tenants that bring the shared sources in (see
+    /// [`Service::is_ready`]); every other tenant is loaded at its first
+    /// request ([`Service::loaded`]). Then refreshes the shared sources
+    /// once per interval, whatever the number of tenants over them, and
+    /// each loaded tenant at its own interval (listing only its own
+    /// sources) and as soon as a shared source changed; unloads tenants
+    /// past the limits. Returns at once.
     pub fn start_refresh(self: &Arc<Self>) {
         let service = Arc::clone(self);
         tokio::spawn(async move {
@@ -129,41 +212,230 @@ impl Service {
                 service.pool.refresh().await;
             }
         });
-        for tenant in &self.tenants {
+        let registry = self.registry();
+        for &at in &registry.warm {
             let service = Arc::clone(self);
-            let tenant = Arc::clone(tenant);
-            let mut shared_changes = self.pool.changes();
+            let tenant = Arc::clone(&registry.tenants[at]);
+            tokio::spawn(async move { service.loaded(&tenant).await });
+        }
+        let idle = self.limits.tenant_idle_unload;
+        if idle.is_some() || self.limits.max_loaded_tenants.is_some() {
+            // Past the bound, a tenant a request used within the timeout is
+            // spared at its load; this finds it once it is not.
+            let every = idle
+                .map_or(self.limits.request_timeout, |idle| {
+                    (idle / 4).min(self.limits.request_timeout)
+                })
+                .clamp(Duration::from_millis(50), Duration::from_secs(30));
+            let service = Arc::clone(self);
             tokio::spawn(async move {
                 loop {
-                    let outcome = tenant.refresh().await;
-                    service.metrics.refresh(outcome == crate::tenant::RefreshOutcome::Stale);
                     tokio::select! {
                         () = service.shutdown.cancelled() => break,
-                        () = tokio::time::sleep(service.refresh_interval) => {}
-                        changed = shared_changes.changed() => if changed.is_err() { break },
+                        () = tokio::time::sleep(every) => {}
                     }
+                    if let Some(idle) = idle {
+                        service.unload_idle(idle).await;
+                    }
+                    service.unload_over_bound().await;
                 }
             });
         }
     }
 
-    /// The sources the tenants share.
-    pub fn source_pool(&self) -> &Arc<SourcePool> {
-        &self.pool
+    /// The tenant, loaded: a request waits here for its tenant's first
+    /// load (no other request does), and marks the tenant used.
+    pub async fn loaded(self: &Arc<Self>, tenant: &Arc<Tenant>) {
+        tenant.touch();
+        if tenant.is_ready() {
+            return;
+        }
+        let started = std::time::Instant::now();
+        let (outcome, ran) = tenant.refresh_shared().await;
+        if ran {
+            self.metrics.refresh(outcome == crate::tenant::RefreshOutcome::Stale);
+            self.tenancy.loads.fetch_add(1, Ordering::Relaxed);
+            self.tenancy
+                .load_micros
+                .fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
+        }
+        self.follow(tenant);
+        self.unload_over_bound().await;
+    }
+
+    /// Starts the refresh loop of a tenant just loaded.
+    fn follow(self: &Arc<Self>, tenant: &Arc<Tenant>) {
+        let Some(stop) = tenant.begin_refresh_loop() else {
+            return;
+        };
+        let service = Arc::clone(self);
+        let tenant = Arc::clone(tenant);
+        let mut shared_changes = self.pool.changes();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    () = service.shutdown.cancelled() => break,
+                    () = stop.cancelled() => break,
+                    () = tokio::time::sleep(service.refresh_interval) => {}
+                    changed = shared_changes.changed() => if changed.is_err() { break },
+                }
+                let outcome = tenant.refresh().await;
+                service.metrics.refresh(outcome == crate::tenant::RefreshOutcome::Stale);
+            }
+        });
+    }
+
+    /// Unloads the least recently used tenants past `max_loaded_tenants`,
+    /// sparing the tenants loaded at start and any a request used within
+    /// the request timeout.
+    async fn unload_over_bound(&self) {
+        let Some(max) = self.limits.max_loaded_tenants else {
+            return;
+        };
+        let registry = self.registry();
+        let loaded: Vec<usize> = (0..registry.tenants.len())
+            .filter(|at| registry.tenants[*at].is_ready())
+            .collect();
+        if loaded.len() <= max {
+            return;
+        }
+        let mut spare: Vec<(Duration, &Arc<Tenant>)> = loaded
+            .iter()
+            .filter(|at| !registry.warm.contains(at))
+            .map(|at| (registry.tenants[*at].idle_for(), &registry.tenants[*at]))
+            .filter(|(idle, _)| *idle > self.limits.request_timeout)
+            .collect();
+        spare.sort_by(|a, b| b.0.cmp(&a.0));
+        for (_, tenant) in spare.into_iter().take(loaded.len() - max) {
+            tenant.unload().await;
+            self.tenancy.unloads.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Unloads every tenant (but those loaded at start) without a request
+    /// for `idle`.
+    async fn unload_idle(&self, idle: Duration) {
+        let registry = self.registry();
+        for (at, tenant) in registry.tenants.iter().enumerate() {
+            if tenant.is_ready() && !registry.warm.contains(&at) && tenant.idle_for() > idle {
+                tenant.unload().await;
+                self.tenancy.unloads.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Applies a new reading of the server file: tenants added, removed or
+    /// changed, tokens added, removed or rotated, without a restart. A
+    /// tenant whose configuration is unchanged stays loaded and keeps its
+    /// MCP sessions; a removed or changed one is unloaded. Limits, the
+    /// listen address, the refresh interval and allowed origins are read
+    /// at start only. A reading that does not open is refused whole: the
+    /// tenants as they were stay in force.
+    pub async fn reload(self: &Arc<Self>, settings: &Settings) -> Result<(), ServerError> {
+        let _turn = self.reloading.lock().await;
+        let before = self.registry();
+        let next = Registry::open(
+            settings,
+            Some(&before),
+            &self.metrics.backend_calls,
+            &self.pool,
+            &self.budget,
+        );
+        let next = match next {
+            Ok(next) if next.open != before.open => Err(ServerError::Config(
+                "a server file read again may not change whether the server needs tokens; restart it".into(),
+            )),
+            other => other,
+        };
+        let next = match next {
+            Ok(next) => Arc::new(next),
+            Err(e) => {
+                self.tenancy.reloads_refused.fetch_add(1, Ordering::Relaxed);
+                return Err(e);
+            }
+        };
+        *self.registry.write().unwrap_or_else(|e| e.into_inner()) = Arc::clone(&next);
+        self.tenancy.reloads.fetch_add(1, Ordering::Relaxed);
+        for old in &before.tenants {
+            if !next.tenants.iter().any(|t| Arc::ptr_eq(t, old)) {
+                old.unload().await;
+            }
+        }
+        for &at in &next.warm {
+            let tenant = Arc::clone(&next.tenants[at]);
+            let service = Arc::clone(self);
+            tokio::spawn(async move { service.loaded(&tenant).await });
+        }
+        Ok(())
+    }
+
+    /// Reads `path` again when it changes (checked every `every`) and on
+    /// SIGHUP, and applies it ([`Service::reload`]); a reading that fails
+    /// is logged and counted, and the tenants as they were stay in force.
+    pub fn follow_file(self: &Arc<Self>, path: std::path::PathBuf, every: Duration) {
+        let service = Arc::clone(self);
+        tokio::spawn(async move {
+            let stamp = |p: &std::path::Path| {
+                std::fs::metadata(p).ok().map(|m| {
+                    use std::os::unix::fs::MetadataExt;
+                    (m.mtime(), m.mtime_nsec(), m.ino(), m.len())
+                })
+            };
+            let mut seen = stamp(&path);
+            #[cfg(unix)]
+            let mut hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
+            loop {
+                let signalled = async {
+                    match hangup.as_mut() {
+                        Some(h) => {
+                            h.recv().await;
+                        }
+                        None => std::future::pending::<()>().await,
+                    }
+                };
+                let asked = tokio::select! {
+                    () = service.shutdown.cancelled() => break,
+                    () = tokio::time::sleep(every) => false,
+                    () = signalled => true,
+                };
+                let now = stamp(&path);
+                if !asked && now == seen {
+                    continue;
+                }
+                seen = now;
+                let result = match Settings::load(&path) {
+                    Ok(settings) => service.reload(&settings).await,
+                    Err(e) => {
+                        service.tenancy.reloads_refused.fetch_add(1, Ordering::Relaxed);
+                        Err(e)
+                    }
+                };
+                match result {
+                    Ok(()) => tracing::info!(file = %path.display(), "the server file was read again"),
+                    Err(e) => {
+                        tracing::error!(error = %e, "the server file read again was refused; the tenants as they were stay in force")
+                    }
+                }
+            }
+        });
     }
 
     /// Loads every tenant's catalog and waits until all are loaded (for a
     /// front end that serves one client, such as MCP over stdio).
-    pub async fn load_all(&self) {
-        futures::future::join_all(self.tenants.iter().map(|t| t.refresh())).await;
+    pub async fn load_all(self: &Arc<Self>) {
+        let tenants = self.tenants();
+        futures::future::join_all(tenants.iter().map(|t| self.loaded(t))).await;
     }
 
-    /// True once every tenant's first load is done and some tenant can
-    /// read a source: a server whose storage is wholly out of reach is not
-    /// ready, while one tenant's broken source does not take the others'
-    /// server out of a load balancer.
+    /// True once the tenants loaded at start (which bring every shared
+    /// source in) are loaded and some loaded tenant can read a source: a
+    /// server whose storage is wholly out of reach is not ready, while
+    /// one tenant's broken source does not take the others' server out of
+    /// a load balancer.
     pub fn is_ready(&self) -> bool {
-        self.tenants.iter().all(|t| t.is_ready()) && self.tenants.iter().any(|t| t.reads_a_source())
+        let registry = self.registry();
+        registry.warm.iter().all(|at| registry.tenants[*at].is_ready())
+            && registry.tenants.iter().any(|t| t.is_ready() && t.reads_a_source())
     }
 
     /// The caller a request's `Authorization` header names. A missing or
@@ -172,12 +444,18 @@ impl Service {
     pub fn authenticate(&self, headers: &HeaderMap) -> Result<Caller, ApiError> {
         match bearer(headers)? {
             Some(token) => self.caller_for_token(token).ok_or_else(ApiError::unauthorized),
-            None if self.open => Ok(Caller {
-                tenant: Arc::clone(&self.tenants[0]),
-                scope: Scope::Write,
-                token: None,
-            }),
-            None => Err(ApiError::unauthorized()),
+            None => {
+                let registry = self.registry();
+                if registry.open {
+                    Ok(Caller {
+                        tenant: Arc::clone(&registry.tenants[0]),
+                        scope: Scope::Write,
+                        token: None,
+                    })
+                } else {
+                    Err(ApiError::unauthorized())
+                }
+            }
         }
     }
 
@@ -185,9 +463,10 @@ impl Service {
     /// server (whose one caller may do everything); 401 otherwise, and a
     /// tenant's token is not a metrics token.
     pub fn authenticate_metrics(&self, headers: &HeaderMap) -> Result<(), ApiError> {
+        let registry = self.registry();
         match bearer(headers)? {
-            Some(token) if self.metrics_tokens.contains(&TokenHash::of(token)) => Ok(()),
-            None if self.open => Ok(()),
+            Some(token) if registry.metrics_tokens.contains(&TokenHash::of(token)) => Ok(()),
+            None if registry.open => Ok(()),
             // Says no more than any 401: not whether the token is a tenant's.
             _ => Err(ApiError::new(
                 axum::http::StatusCode::UNAUTHORIZED,
@@ -200,9 +479,10 @@ impl Service {
     /// The caller `token` names, if any.
     pub fn caller_for_token(&self, token: &str) -> Option<Caller> {
         let hash = TokenHash::of(token);
-        let (index, scope) = self.tokens.get(&hash)?;
+        let registry = self.registry();
+        let (index, scope) = registry.tokens.get(&hash)?;
         Some(Caller {
-            tenant: Arc::clone(&self.tenants[*index]),
+            tenant: Arc::clone(&registry.tenants[*index]),
             scope: *scope,
             token: Some(hash),
         })
@@ -212,7 +492,7 @@ impl Service {
     /// with no tokens (MCP over stdio): it may write.
     pub fn local_caller(&self) -> Caller {
         Caller {
-            tenant: Arc::clone(&self.tenants[0]),
+            tenant: Arc::clone(&self.registry().tenants[0]),
             scope: Scope::Write,
             token: None,
         }
@@ -223,33 +503,87 @@ impl Service {
     /// (`discovery: public`), or for the root, an open server's one
     /// tenant. `None` otherwise, whether or not the tenant exists.
     pub fn discovery_tenant(&self, name: Option<&str>) -> Option<Arc<Tenant>> {
+        let registry = self.registry();
         match name {
-            None if self.open => Some(Arc::clone(&self.tenants[0])),
+            None if registry.open => Some(Arc::clone(&registry.tenants[0])),
             None => None,
             Some(name) => self
-                .tenants
-                .iter()
-                .find(|t| t.name() == name && t.discovery() == crate::settings::Discovery::Public)
-                .cloned(),
+                .tenant_named(name)
+                .filter(|t| t.discovery() == crate::settings::Discovery::Public),
         }
+    }
+
+    /// The sources the tenants share.
+    pub fn source_pool(&self) -> &Arc<SourcePool> {
+        &self.pool
     }
 
     /// The Prometheus text.
     pub fn render_metrics(&self) -> String {
-        let skills = self
-            .tenants
-            .iter()
-            .filter_map(|t| t.snapshot().ok())
-            .map(|c| c.skills().len())
-            .sum();
-        let digests = self.tenants.iter().map(|t| t.digests.computed()).sum();
-        let mut text = self.metrics.render(self.tenants.len(), skills, digests);
-        text.push_str("# HELP skillstore_shared_sources Sources loaded once and shared by the tenants that mount them.\n");
-        text.push_str("# TYPE skillstore_shared_sources gauge\n");
-        text.push_str(&format!("skillstore_shared_sources {}\n", self.pool.len()));
-        text.push_str("# HELP skillstore_shared_source_loads_total Listings of shared sources (first loads and refreshes).\n");
-        text.push_str("# TYPE skillstore_shared_source_loads_total counter\n");
-        text.push_str(&format!("skillstore_shared_source_loads_total {}\n", self.pool.loads()));
+        let registry = self.registry();
+        let loaded: Vec<Arc<skillstore::Catalog>> = registry.tenants.iter().filter_map(|t| t.snapshot().ok()).collect();
+        let skills = loaded.iter().map(|c| c.skills().len()).sum();
+        let digests = registry.tenants.iter().map(|t| t.digests.computed()).sum();
+        let mut text = self.metrics.render(registry.tenants.len(), skills, digests);
+        let load = |n: &AtomicU64| n.load(Ordering::Relaxed);
+        for (name, kind, help, value) in [
+            (
+                "skillstore_tenants_loaded",
+                "gauge",
+                "Tenants loaded now.",
+                loaded.len() as f64,
+            ),
+            (
+                "skillstore_tenant_loads_total",
+                "counter",
+                "Tenant loads (first requests and loads after an unload).",
+                load(&self.tenancy.loads) as f64,
+            ),
+            (
+                "skillstore_tenant_load_seconds_total",
+                "counter",
+                "Time spent loading tenants.",
+                load(&self.tenancy.load_micros) as f64 / 1e6,
+            ),
+            (
+                "skillstore_tenant_unloads_total",
+                "counter",
+                "Tenants unloaded, past max_loaded_tenants or idle.",
+                load(&self.tenancy.unloads) as f64,
+            ),
+            (
+                "skillstore_server_file_reloads_total",
+                "counter",
+                "Readings of the server file applied without a restart.",
+                load(&self.tenancy.reloads) as f64,
+            ),
+            (
+                "skillstore_server_file_reloads_refused_total",
+                "counter",
+                "Readings of the server file refused (the tenants as they were stayed in force).",
+                load(&self.tenancy.reloads_refused) as f64,
+            ),
+            (
+                "skillstore_rendered_bytes",
+                "gauge",
+                "Bytes of rendered answers kept, all tenants (bounded by limits.max_rendered_bytes).",
+                self.budget.used() as f64,
+            ),
+            (
+                "skillstore_shared_sources",
+                "gauge",
+                "Sources loaded once and shared by the tenants that mount them.",
+                self.pool.len() as f64,
+            ),
+            (
+                "skillstore_shared_source_loads_total",
+                "counter",
+                "Listings of shared sources (first loads and refreshes).",
+                self.pool.loads() as f64,
+            ),
+        ] {
+            let _ = writeln!(text, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}");
+        }
         text
     }
 }

@@ -15,6 +15,9 @@
 //!   mcp_sessions: 512           # MCP sessions open at once, all tokens
 //!   mcp_sessions_per_token: 32
 //!   mcp_session_idle: 5m        # an MCP session unused this long is closed
+//!   max_loaded_tenants: 1000    # tenants kept loaded; the least recently used is unloaded past it (default: all)
+//!   tenant_idle_unload: 10m     # a tenant without requests this long is unloaded (default: never)
+//!   max_rendered_bytes: 268435456  # rendered lists, shows and prompts kept, all tenants
 //! allowed_origins: []           # browser origins besides loopback ones allowed to call
 //! metrics_tokens:               # who may read /metrics (any token shape below)
 //!   - env: METRICS_TOKEN
@@ -139,6 +142,17 @@ pub struct LimitsSpec {
     /// How long an unused MCP session is kept (`5m`).
     #[serde(default)]
     pub mcp_session_idle: Option<String>,
+    /// Tenants kept loaded at once; past it the least recently used is
+    /// unloaded (loaded again at its next request).
+    #[serde(default)]
+    pub max_loaded_tenants: Option<usize>,
+    /// A tenant without requests this long is unloaded (`10m`).
+    #[serde(default)]
+    pub tenant_idle_unload: Option<String>,
+    /// Bytes of rendered answers (lists, shows, prompts) kept across all
+    /// tenants; past it answers are rendered at each request.
+    #[serde(default)]
+    pub max_rendered_bytes: Option<usize>,
 }
 
 /// The server file as written.
@@ -205,6 +219,16 @@ pub struct Limits {
     /// How long an MCP session may go unused before it is closed and its
     /// memory given back (default 5 minutes).
     pub mcp_session_idle: Duration,
+    /// Tenants kept loaded at once (default: no bound). A tenant is loaded
+    /// at its first request; past the bound, the least recently used that
+    /// no request used within `request_timeout` is unloaded.
+    pub max_loaded_tenants: Option<usize>,
+    /// A tenant without requests this long is unloaded (default: never).
+    pub tenant_idle_unload: Option<Duration>,
+    /// Bytes of rendered answers (lists, shows, prompts) kept across all
+    /// tenants (default 256 MiB); past it, answers are rendered at each
+    /// request.
+    pub max_rendered_bytes: usize,
 }
 
 impl Default for Limits {
@@ -219,6 +243,9 @@ impl Default for Limits {
             mcp_sessions: 512,
             mcp_sessions_per_token: 32,
             mcp_session_idle: Duration::from_secs(300),
+            max_loaded_tenants: None,
+            tenant_idle_unload: None,
+            max_rendered_bytes: 256 * 1024 * 1024,
         }
     }
 }
@@ -288,6 +315,9 @@ pub struct Settings {
     pub allowed_origins: Vec<String>,
     /// The tokens that may read `/metrics`, hashed.
     pub metrics_tokens: Vec<TokenHash>,
+    /// The server file these settings were read from, if any: `serve`
+    /// reads it again when it changes and on SIGHUP.
+    pub file: Option<PathBuf>,
 }
 
 impl Settings {
@@ -306,6 +336,7 @@ impl Settings {
             listen: None,
             allowed_origins: Vec::new(),
             metrics_tokens: Vec::new(),
+            file: None,
         }
     }
 
@@ -318,10 +349,12 @@ impl Settings {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
         };
-        Settings::parse(&text, &base).map_err(|e| match e {
+        let mut settings = Settings::parse(&text, &base).map_err(|e| match e {
             ServerError::Config(m) => ServerError::Config(format!("{}: {m}", path.display())),
             other => other,
-        })
+        })?;
+        settings.file = Some(path.to_path_buf());
+        Ok(settings)
     }
 
     /// Parses a server file's text; relative locations resolve against
@@ -425,6 +458,7 @@ impl Settings {
             listen: file.listen,
             allowed_origins: file.allowed_origins,
             metrics_tokens,
+            file: None,
         })
     }
 
@@ -482,6 +516,13 @@ fn limits(spec: &LimitsSpec) -> Result<Limits, ServerError> {
             "limits.mcp_session_idle",
             defaults.mcp_session_idle,
         )?,
+        max_loaded_tenants: spec.max_loaded_tenants.map(|n| n.max(1)),
+        tenant_idle_unload: spec
+            .tenant_idle_unload
+            .as_ref()
+            .map(|t| parse_duration(t, "limits.tenant_idle_unload"))
+            .transpose()?,
+        max_rendered_bytes: spec.max_rendered_bytes.unwrap_or(defaults.max_rendered_bytes),
     })
 }
 

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use serde::Serialize;
@@ -39,6 +39,58 @@ impl Rendered {
     }
 }
 
+/// The bytes of rendered answers kept across every tenant of a server: a
+/// view keeps what it rendered only while the whole server keeps less than
+/// the bound, and renders again at each request otherwise, so a platform
+/// of many tenants holds at most this much of them.
+#[derive(Debug)]
+pub struct RenderBudget {
+    used: std::sync::atomic::AtomicUsize,
+    max: usize,
+}
+
+impl RenderBudget {
+    /// A budget of `max` bytes.
+    pub fn new(max: usize) -> Arc<Self> {
+        Arc::new(RenderBudget {
+            used: std::sync::atomic::AtomicUsize::new(0),
+            max,
+        })
+    }
+
+    /// The bytes kept now.
+    pub fn used(&self) -> usize {
+        self.used.load(Ordering::Relaxed)
+    }
+
+    /// Room for `bytes`, held until the ticket is dropped; `None` when the
+    /// budget has none.
+    fn hold(self: &Arc<Self>, bytes: usize) -> Option<Held> {
+        self.used
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
+                (used + bytes <= self.max).then_some(used + bytes)
+            })
+            .ok()?;
+        Some(Held {
+            budget: Arc::clone(self),
+            bytes,
+        })
+    }
+}
+
+/// Bytes of a [`RenderBudget`] held by something kept.
+#[derive(Debug)]
+struct Held {
+    budget: Arc<RenderBudget>,
+    bytes: usize,
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.budget.used.fetch_sub(self.bytes, Ordering::AcqRel);
+    }
+}
+
 /// How far `GET /v1/skills/{name}` lists a skill's files.
 /// How many histories the whole server reads at once.
 pub const HISTORY_READS: usize = 2;
@@ -62,37 +114,24 @@ pub struct View {
     /// that left the skills as they were may still have found other files
     /// changed, which shows and manifests list.
     refreshes: u64,
-    /// `GET /v1/skills`: the `list --json` object.
-    pub list: Rendered,
-    shows: Mutex<HashMap<String, Rendered>>,
-    prompts: Mutex<HashMap<(String, Option<usize>), Rendered>>,
+    budget: Arc<RenderBudget>,
+    /// `GET /v1/skills`: the `list --json` object, when kept.
+    list: Mutex<Option<(Rendered, Held)>>,
+    shows: Mutex<HashMap<String, (Rendered, Held)>>,
+    prompts: Mutex<HashMap<(String, Option<usize>), (Rendered, Held)>>,
     manifests: Mutex<HashMap<String, Arc<Manifest>>>,
     discovery: tokio::sync::OnceCell<Arc<Published>>,
 }
 
 impl View {
-    fn new(catalog: Arc<Catalog>, refreshes: u64) -> Self {
-        #[derive(Serialize)]
-        struct ListOutput<'a> {
-            skills: Vec<&'a Skill>,
-            diagnostics: Vec<Diagnostic>,
-        }
+    fn new(catalog: Arc<Catalog>, refreshes: u64, budget: Arc<RenderBudget>) -> Self {
         let withdrawn = catalog.withdrawn_count();
-        let output = ListOutput {
-            skills: catalog
-                .skills()
-                .iter()
-                .filter(|s| withdrawn == 0 || !catalog.is_withdrawn(s.name()))
-                .collect(),
-            diagnostics: public_diagnostics(catalog.diagnostics()),
-        };
-        let mut body = serde_json::to_vec(&output).expect("a catalog serializes");
-        body.push(b'\n');
         View {
             catalog,
             withdrawn,
             refreshes,
-            list: Rendered::new(body),
+            budget,
+            list: Mutex::new(None),
             shows: Mutex::new(HashMap::new()),
             prompts: Mutex::new(HashMap::new()),
             manifests: Mutex::new(HashMap::new()),
@@ -111,13 +150,45 @@ impl View {
         Arc::clone(published)
     }
 
+    /// `GET /v1/skills`: the `list --json` object, rendered once per
+    /// snapshot while the server's [`RenderBudget`] has room.
+    pub fn list(&self) -> Rendered {
+        if let Some((hit, _)) = lock(&self.list).as_ref() {
+            return hit.clone();
+        }
+        #[derive(Serialize)]
+        struct ListOutput<'a> {
+            skills: Vec<&'a Skill>,
+            diagnostics: Vec<Diagnostic>,
+        }
+        let catalog = &self.catalog;
+        let output = ListOutput {
+            skills: catalog
+                .skills()
+                .iter()
+                .filter(|s| self.withdrawn == 0 || !catalog.is_withdrawn(s.name()))
+                .collect(),
+            diagnostics: public_diagnostics(catalog.diagnostics()),
+        };
+        let mut body = serde_json::to_vec(&output).expect("a catalog serializes");
+        body.push(b'\n');
+        let rendered = Rendered::new(body);
+        let mut slot = lock(&self.list);
+        if slot.is_none()
+            && let Some(held) = self.budget.hold(rendered.body.len())
+        {
+            *slot = Some((rendered.clone(), held));
+        }
+        rendered
+    }
+
     /// `GET /v1/skills/{name}`: the `show --json` object, built once per
-    /// snapshot.
+    /// snapshot (while the server's [`RenderBudget`] has room).
     /// A checked skill is listed again first (no file read), so one that
     /// lost or changed a checked file since it was rendered is refused
     /// ([`Catalog::confirm_whole`]).
     pub async fn show(&self, name: &str) -> Result<Rendered, ApiError> {
-        let hit = lock(&self.shows).get(name).cloned();
+        let hit = lock(&self.shows).get(name).map(|(r, _)| r.clone());
         if let Some(hit) = hit {
             self.catalog.confirm_whole(name).await?;
             return Ok(hit);
@@ -161,8 +232,11 @@ impl View {
         body.push(b'\n');
         let rendered = Rendered::new(body);
         let mut shows = lock(&self.shows);
-        if shows.len() < 10_000 {
-            shows.insert(name.to_owned(), rendered.clone());
+        if shows.len() < 10_000
+            && !shows.contains_key(name)
+            && let Some(held) = self.budget.hold(rendered.body.len() + name.len())
+        {
+            shows.insert(name.to_owned(), (rendered.clone(), held));
         }
         Ok(rendered)
     }
@@ -203,7 +277,7 @@ impl View {
     /// empty or over-long answer.
     pub fn prompt(&self, options: &PromptOptions) -> Result<Rendered, ApiError> {
         let key = (format!("{:?}", options.style), options.max_chars);
-        if let Some(hit) = lock(&self.prompts).get(&key) {
+        if let Some((hit, _)) = lock(&self.prompts).get(&key) {
             return Ok(hit.clone());
         }
         let prompt = skillstore::render(&self.catalog, options);
@@ -215,8 +289,11 @@ impl View {
         }
         let rendered = Rendered::new(prompt.text);
         let mut prompts = lock(&self.prompts);
-        if prompts.len() < 64 {
-            prompts.insert(key, rendered.clone());
+        if prompts.len() < 64
+            && !prompts.contains_key(&key)
+            && let Some(held) = self.budget.hold(rendered.body.len())
+        {
+            prompts.insert(key, (rendered.clone(), held));
         }
         Ok(rendered)
     }
@@ -294,7 +371,14 @@ pub struct Tenant {
     name: String,
     namespace: Namespace,
     prompt: PromptOptions,
-    catalog: OnceLock<SharedCatalog>,
+    /// The catalog while the tenant is loaded.
+    catalog: Mutex<Option<SharedCatalog>>,
+    /// What the server's views may keep.
+    budget: Arc<RenderBudget>,
+    /// When a request last used the tenant (see [`Tenant::touch`]).
+    last_used: Mutex<std::time::Instant>,
+    /// Stops the refresh loop of the current load.
+    unloaded: Mutex<Option<tokio_util::sync::CancellationToken>>,
     view: Mutex<Option<Arc<View>>>,
     signature: Mutex<u64>,
     generation: watch::Sender<u64>,
@@ -329,6 +413,7 @@ impl Tenant {
         settings: &TenantSettings,
         calls: Arc<BackendCalls>,
         pool: &Arc<skillstore::source_pool::SourcePool>,
+        budget: &Arc<RenderBudget>,
     ) -> Result<Self, ServerError> {
         let wrap = |source| ServerError::Tenant {
             tenant: settings.name.clone(),
@@ -347,7 +432,10 @@ impl Tenant {
             name: settings.name.clone(),
             namespace,
             prompt,
-            catalog: OnceLock::new(),
+            catalog: Mutex::new(None),
+            budget: Arc::clone(budget),
+            last_used: Mutex::new(std::time::Instant::now()),
+            unloaded: Mutex::new(None),
             view: Mutex::new(None),
             signature: Mutex::new(0),
             generation: watch::Sender::new(0),
@@ -382,16 +470,64 @@ impl Tenant {
         &self.prompt
     }
 
-    /// True once the first load is done.
+    /// The keys of the sources this tenant shares with others
+    /// ([`skillstore::source_pool`]).
+    pub fn shared_keys(&self) -> Vec<Arc<str>> {
+        self.namespace
+            .load_options()
+            .shared
+            .as_ref()
+            .map(|s| s.keys().iter().flatten().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// True while the tenant is loaded: from the end of its first load
+    /// until [`Tenant::unload`].
     pub fn is_ready(&self) -> bool {
-        self.catalog.get().is_some()
+        lock(&self.catalog).is_some()
+    }
+
+    /// Marks the tenant used now.
+    pub fn touch(&self) {
+        *lock(&self.last_used) = std::time::Instant::now();
+    }
+
+    /// How long since a request last used the tenant.
+    pub fn idle_for(&self) -> std::time::Duration {
+        lock(&self.last_used).elapsed()
+    }
+
+    /// The token that stops the refresh loop of the current load, when no
+    /// loop was started for it yet.
+    pub(crate) fn begin_refresh_loop(&self) -> Option<tokio_util::sync::CancellationToken> {
+        let mut slot = lock(&self.unloaded);
+        if slot.is_some() || !self.is_ready() {
+            return None;
+        }
+        let token = tokio_util::sync::CancellationToken::new();
+        *slot = Some(token.clone());
+        Some(token)
+    }
+
+    /// Drops the tenant's catalog and all that was rendered from it; the
+    /// next request loads it again. Requests under way keep the snapshot
+    /// they hold. Waits for a refresh under way, so none sets the catalog
+    /// again after this.
+    pub async fn unload(&self) {
+        let _turn = self.refresh_turn.lock().await;
+        if let Some(stop) = lock(&self.unloaded).take() {
+            stop.cancel();
+        }
+        *lock(&self.catalog) = None;
+        *lock(&self.view) = None;
+        *self.search.lock().await = None;
     }
 
     /// True when the current catalog has some source it could list (or
     /// serves from an earlier load); false before the first load and when
     /// every source is unreachable or refused.
     pub fn reads_a_source(&self) -> bool {
-        self.catalog.get().is_some_and(|shared| {
+        lock(&self.catalog).as_ref().is_some_and(|shared| {
             let catalog = shared.snapshot();
             let sources = catalog.sources().iter().count();
             sources == 0 || catalog.unlisted_sources().len() < sources
@@ -404,9 +540,9 @@ impl Tenant {
         self.generation.subscribe()
     }
 
-    /// The shared catalog, once loaded.
-    pub fn shared(&self) -> Result<&SharedCatalog, ApiError> {
-        self.catalog.get().ok_or_else(ApiError::loading)
+    /// The shared catalog, while loaded.
+    pub fn shared(&self) -> Result<SharedCatalog, ApiError> {
+        lock(&self.catalog).clone().ok_or_else(ApiError::loading)
     }
 
     /// The catalog as of now.
@@ -426,7 +562,7 @@ impl Tenant {
         }) {
             return Ok(Arc::clone(view));
         }
-        let view = Arc::new(View::new(catalog, refreshes));
+        let view = Arc::new(View::new(catalog, refreshes, Arc::clone(&self.budget)));
         *slot = Some(Arc::clone(&view));
         Ok(view)
     }
@@ -482,7 +618,7 @@ impl Tenant {
         let arrived = self.refreshes_started.load(Ordering::SeqCst);
         let _turn = self.refresh_turn.lock().await;
         let (done, outcome) = *lock(&self.last_refresh);
-        if done > arrived {
+        if done > arrived && self.is_ready() {
             return (outcome, false);
         }
         let number = self.refreshes_started.fetch_add(1, Ordering::SeqCst) + 1;
@@ -492,7 +628,8 @@ impl Tenant {
     }
 
     async fn refresh_now(&self) -> RefreshOutcome {
-        let (catalog, same) = match self.catalog.get() {
+        let current = lock(&self.catalog).clone();
+        let (catalog, same) = match current {
             Some(shared) => {
                 let before = shared.snapshot();
                 shared.refresh().await;
@@ -503,7 +640,7 @@ impl Tenant {
             None => {
                 let loaded = self.namespace.load().await;
                 let shared = SharedCatalog::new(loaded).following(self.namespace.clone());
-                let _ = self.catalog.set(shared);
+                *lock(&self.catalog) = Some(shared);
                 (self.snapshot().expect("just loaded"), false)
             }
         };
@@ -543,7 +680,7 @@ impl Tenant {
     /// the shared catalog up to date; `read_only` when no source is
     /// writable.
     pub fn editor(&self) -> Result<SkillEditor, ApiError> {
-        let shared = self.shared()?.clone();
+        let shared = self.shared()?;
         self.check_writable()?;
         let editor = self.namespace.editor(None)?;
         Ok(editor.with_catalog(shared).with_author(format!("server:{}", self.name)))

@@ -30,9 +30,17 @@ fn tenant_config(root: &Path, team: &str) -> Config {
 
 fn platform(root: &Path) -> skillstore_server::Settings {
     for name in ["alpha", "beta", "gamma"] {
-        write(root, &format!("base/{name}/SKILL.md"), &skill_md(name, &format!("{name} from the base.")));
+        write(
+            root,
+            &format!("base/{name}/SKILL.md"),
+            &skill_md(name, &format!("{name} from the base.")),
+        );
     }
-    write(root, "teams/acme/alpha/SKILL.md", &skill_md("alpha", "Alpha, acme's way."));
+    write(
+        root,
+        "teams/acme/alpha/SKILL.md",
+        &skill_md("alpha", "Alpha, acme's way."),
+    );
     write(root, "teams/acme/own/SKILL.md", &skill_md("own", "Acme's own."));
     write(root, "teams/globex/.keep", "");
     let mut settings = settings(vec![
@@ -76,9 +84,17 @@ async fn two_tenants_hold_one_load_of_the_base_and_shadow_it_each_their_way() {
     assert_eq!(described(&acme, "alpha").as_deref(), Some("Alpha, acme's way."));
     assert_eq!(described(&globex, "alpha").as_deref(), Some("alpha from the base."));
     assert!(described(&acme, "own").is_some());
-    assert_eq!(described(&globex, "own"), None, "nothing of one tenant is shown to another");
+    assert_eq!(
+        described(&globex, "own"),
+        None,
+        "nothing of one tenant is shown to another"
+    );
     assert_eq!(described(&globex, "gamma").as_deref(), Some("gamma from the base."));
-    let metrics = get(&client, server.url("/metrics"), METRICS_TOKEN).await.text().await.unwrap();
+    let metrics = get(&client, server.url("/metrics"), METRICS_TOKEN)
+        .await
+        .text()
+        .await
+        .unwrap();
     assert!(metrics.contains("skillstore_shared_sources 1"), "{metrics}");
     server.stop().await;
 }
@@ -89,7 +105,11 @@ async fn a_change_of_the_base_reaches_every_tenant_after_one_listing() {
     let server = Served::start(platform(dir.path())).await;
     let client = reqwest::Client::new();
     let pool = server.service.source_pool();
-    write(dir.path(), "base/delta/SKILL.md", &skill_md("delta", "Delta, new in the base."));
+    write(
+        dir.path(),
+        "base/delta/SKILL.md",
+        &skill_md("delta", "Delta, new in the base."),
+    );
     write(dir.path(), "base/beta/SKILL.md", &skill_md("beta", "Beta, edited."));
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     loop {
@@ -109,7 +129,10 @@ async fn a_change_of_the_base_reaches_every_tenant_after_one_listing() {
     let before = pool.loads();
     tokio::time::sleep(Duration::from_millis(1000)).await;
     let listed = pool.loads() - before;
-    assert!((1..=5).contains(&listed), "the base was listed {listed} times in about three intervals");
+    assert!(
+        (1..=5).contains(&listed),
+        "the base was listed {listed} times in about three intervals"
+    );
     server.stop().await;
 }
 
@@ -130,6 +153,10 @@ async fn a_write_to_a_tenants_own_layer_stays_its_own() {
     let acme = skills(&client, &server, ACME).await;
     assert_eq!(described(&globex, "gamma").as_deref(), Some("Gamma, globex's way."));
     assert_eq!(described(&acme, "gamma").as_deref(), Some("gamma from the base."));
-    assert!(std::fs::read_to_string(dir.path().join("base/gamma/SKILL.md")).unwrap().contains("from the base"));
+    assert!(
+        std::fs::read_to_string(dir.path().join("base/gamma/SKILL.md"))
+            .unwrap()
+            .contains("from the base")
+    );
     server.stop().await;
 }

@@ -109,6 +109,7 @@ async fn serve(
     headers: &HeaderMap,
 ) -> Result<Response, ApiError> {
     let tenant = state.service.discovery_tenant(tenant).ok_or_else(no_route)?;
+    state.service.loaded(&tenant).await;
     let view = tenant.view()?;
     let published = view.discovery(&tenant).await;
     let (name, kind) = match wanted {

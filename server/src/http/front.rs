@@ -63,7 +63,16 @@ pub(crate) async fn guard(State(state): State<AppState>, mut request: Request, n
         Err(refused) => unread_body_closes(refused.into_response(), has_body),
         Ok(Door::Public | Door::Metrics) => next.run(request).await,
         Ok(_) => match state.permits.clone().acquire_owned().await {
-            Ok(_permit) => match tokio::time::timeout(service.limits.request_timeout, next.run(request)).await {
+            Ok(_permit) => match tokio::time::timeout(service.limits.request_timeout, async {
+                // A tenant not loaded yet is loaded for its first request.
+                if let Some(caller) = request.extensions().get::<crate::service::Caller>() {
+                    let tenant = std::sync::Arc::clone(&caller.tenant);
+                    service.loaded(&tenant).await;
+                }
+                next.run(request).await
+            })
+            .await
+            {
                 Ok(response) => response,
                 Err(_) => ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "timeout", "the request took too long")
                     .into_response(),

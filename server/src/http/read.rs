@@ -17,7 +17,7 @@ use crate::service::Caller;
 /// `GET /v1/skills`: the `list --json` object.
 pub async fn list(Extension(caller): Extension<Caller>, headers: HeaderMap) -> Result<Response, ApiError> {
     let view = caller.tenant.view()?;
-    Ok(answer(&headers, &view.list, "application/json"))
+    Ok(answer(&headers, &view.list(), "application/json"))
 }
 
 /// `GET /v1/skills/{name}`: the `show --json` object.
