@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::{ApiError, ServerError};
 use crate::http::origin::BrowserPolicy;
+use crate::jwt::JwtVerifier;
 use crate::metrics::Metrics;
 use crate::settings::{Limits, Scope, Settings, TokenHash};
 use crate::tenant::Tenant;
@@ -44,6 +45,7 @@ pub struct Service {
     tokens: HashMap<TokenHash, (usize, Scope)>,
     open: bool,
     metrics_tokens: Vec<TokenHash>,
+    jwt: Option<JwtVerifier>,
     refresh_interval: Duration,
     /// What a request's `Host`, `Origin` and content type must satisfy.
     pub browser: BrowserPolicy,
@@ -71,10 +73,15 @@ impl Service {
         if tenants.is_empty() {
             return Err(ServerError::Config("no tenants".into()));
         }
-        let open = tenants.len() == 1 && settings.tenants[0].tokens.is_empty();
+        let jwt = match &settings.jwt {
+            Some(jwt) => Some(JwtVerifier::new(jwt).map_err(|e| ServerError::Config(format!("auth.jwt: {e}")))?),
+            None => None,
+        };
+        let open = tenants.len() == 1 && settings.tenants[0].tokens.is_empty() && jwt.is_none();
         Ok(Arc::new(Service {
             open,
             metrics_tokens: settings.metrics_tokens.clone(),
+            jwt,
             browser: BrowserPolicy::new(open, &settings.allowed_origins),
             tenants,
             tokens,
@@ -139,12 +146,16 @@ impl Service {
         self.tenants.iter().all(|t| t.is_ready()) && self.tenants.iter().any(|t| t.reads_a_source())
     }
 
-    /// The caller a request's `Authorization` header names. A missing or
-    /// unknown token is 401 and says nothing of what exists; an open
-    /// server's one tenant needs no token.
-    pub fn authenticate(&self, headers: &HeaderMap) -> Result<Caller, ApiError> {
+    /// The caller a request's `Authorization` header names: a token of the
+    /// file, or a JWT when the file takes them. A missing, unknown or
+    /// refused token is 401 and says nothing of what exists or why; an
+    /// open server's one tenant needs no token.
+    pub async fn authenticate(&self, headers: &HeaderMap) -> Result<Caller, ApiError> {
         match bearer(headers)? {
-            Some(token) => self.caller_for_token(token).ok_or_else(ApiError::unauthorized),
+            Some(token) => match self.caller_for_token(token) {
+                Some(caller) => Ok(caller),
+                None => self.caller_for_jwt(token).await.ok_or_else(ApiError::unauthorized),
+            },
             None if self.open => Ok(Caller {
                 tenant: Arc::clone(&self.tenants[0]),
                 scope: Scope::Write,
@@ -179,6 +190,33 @@ impl Service {
             scope: *scope,
             token: Some(hash),
         })
+    }
+
+    /// The caller a bearer JWT names, if the file takes JWTs, the token is
+    /// valid and its tenant is served; why not goes to the debug log.
+    async fn caller_for_jwt(&self, token: &str) -> Option<Caller> {
+        let jwt = self.jwt.as_ref()?;
+        let identity = match jwt.verify(token).await {
+            Ok(identity) => identity,
+            Err(why) => {
+                tracing::debug!(target: "skillstore::auth", "bearer JWT refused: {why}");
+                return None;
+            }
+        };
+        let Some(tenant) = self.tenant_named(&identity.tenant) else {
+            tracing::debug!(target: "skillstore::auth", tenant = %identity.tenant, "bearer JWT refused: its tenant is not served");
+            return None;
+        };
+        Some(Caller {
+            tenant,
+            scope: identity.scope,
+            token: Some(TokenHash::of(token)),
+        })
+    }
+
+    /// The tenant called `name`, a name that passed the tenant-name rule.
+    pub fn tenant_named(&self, name: &str) -> Option<Arc<Tenant>> {
+        self.tenants.iter().find(|t| t.name() == name).cloned()
     }
 
     /// The open server's one tenant, or the only tenant, for a front end

@@ -162,6 +162,7 @@ pub fn settings(tenants: Vec<TenantFixture<'_>>) -> Settings {
         listen: None,
         allowed_origins: Vec::new(),
         metrics_tokens: vec![TokenHash::of(METRICS_TOKEN)],
+        jwt: None,
     }
 }
 
