@@ -119,7 +119,7 @@ impl JwtVerifier {
             other => return Err(format!("the algorithm {other:?} is never taken")),
         };
         if !self.settings.algorithms.contains(&alg) {
-            return Err(format!("the algorithm {alg:?} is not configured"));
+            return Err(format!("the algorithm {} is not configured", alg.name()));
         }
         let kid = header.kid.as_deref();
         let mut set = self.current().await;
@@ -237,13 +237,13 @@ fn find<'a>(set: &'a KeySet, kid: Option<&str>, alg: JwtAlgorithm) -> Result<&'a
             }
             named
                 .find(|k| k.alg == alg)
-                .ok_or_else(|| format!("the key the token's kid names is not a key for {alg:?}"))
+                .ok_or_else(|| format!("the key the token's kid names is not a key for {}", alg.name()))
         }
         None => {
             let mut fitting = set.keys.iter().filter(|k| k.alg == alg);
             match (fitting.next(), fitting.next()) {
                 (Some(key), None) => Ok(key),
-                (None, _) => Err(format!("the JWKS holds no key for {alg:?}")),
+                (None, _) => Err(format!("the JWKS holds no key for {}", alg.name())),
                 (Some(_), Some(_)) => Err("a token without a kid, and several keys fit".into()),
             }
         }

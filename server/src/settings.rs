@@ -139,6 +139,17 @@ pub enum JwtAlgorithm {
     EdDsa,
 }
 
+impl JwtAlgorithm {
+    /// The name a token's `alg` and the server file give it.
+    pub fn name(self) -> &'static str {
+        match self {
+            JwtAlgorithm::RS256 => "RS256",
+            JwtAlgorithm::ES256 => "ES256",
+            JwtAlgorithm::EdDsa => "EdDSA",
+        }
+    }
+}
+
 /// Bearer JWTs verified against a JWKS (`auth.jwt`).
 #[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
