@@ -12,7 +12,9 @@
 //! keeps the keys held before.
 //!
 //! `none`, HMAC and any algorithm not configured are refused, and a
-//! token's `alg` must be the one its key's type is for. Every refusal is
+//! token's `alg` must be the one its key's type is for. Keys are taken
+//! from the JWKS only, never from the token's header (`jwk`, `jku`,
+//! `x5u`, `x5c`), and a header with `crit` is refused. Every refusal is
 //! the same to the caller; the reason goes to the debug log only.
 
 use std::sync::{Arc, RwLock};
@@ -112,6 +114,12 @@ impl JwtVerifier {
     /// log, never for the caller).
     pub async fn verify(&self, token: &str) -> Result<Identity, String> {
         let header = jsonwebtoken::decode_header(token).map_err(|e| format!("malformed token: {e}"))?;
+        if header.crit.is_some() {
+            return Err("the token names critical header parameters, and none is understood here".into());
+        }
+        if header.enc.is_some() || header.zip.is_some() {
+            return Err("an encrypted or compressed token".into());
+        }
         let alg = match header.alg {
             Algorithm::RS256 => JwtAlgorithm::RS256,
             Algorithm::ES256 => JwtAlgorithm::ES256,

@@ -422,6 +422,14 @@ async fn none_hmac_and_algorithms_that_do_not_fit_the_key_are_refused() {
     let rsa_as_ed = rsa.sign_with(&json!({"alg": "RS256", "kid": "ed-1"}), &valid);
     // ES256 is not configured here, whatever signs it.
     let ec = Signer::ec("rsa-1");
+    // A key of the attacker's own, offered in the header under a known kid.
+    let attacker = Signer::ed("ed-1");
+    let embedded = attacker.sign_with(&json!({"alg": "EdDSA", "kid": "ed-1", "jwk": attacker.jwk()}), &valid);
+    let fetched = attacker.sign_with(
+        &json!({"alg": "EdDSA", "kid": "ed-1", "jku": "http://127.0.0.1:9/jwks.json", "x5u": "http://127.0.0.1:9/x"}),
+        &valid,
+    );
+    let critical = ed.sign_with(&json!({"alg": "EdDSA", "kid": "ed-1", "crit": ["exp"]}), &valid);
     assert_refused(
         &server,
         &[
@@ -434,6 +442,9 @@ async fn none_hmac_and_algorithms_that_do_not_fit_the_key_are_refused() {
             ("EdDSA under an RSA kid", ed_as_rsa),
             ("RS256 under an Ed25519 kid", rsa_as_ed),
             ("an algorithm not configured", ec.sign(&valid)),
+            ("a key embedded in the header", embedded),
+            ("a key URL in the header", fetched),
+            ("a critical header parameter", critical),
             ("not a JWT", "a.b.c".into()),
             ("two parts", format!("{}.{payload}", b64(b"{\"alg\":\"RS256\"}"))),
             ("garbage", "x".repeat(4000)),
