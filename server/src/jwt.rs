@@ -111,8 +111,15 @@ impl JwtVerifier {
     }
 
     /// The identity `token` proves, or why it proves none (for the debug
-    /// log, never for the caller).
+    /// log, never for the caller: one line, at most 300 characters, what
+    /// came from the token escaped).
     pub async fn verify(&self, token: &str) -> Result<Identity, String> {
+        self.check(token)
+            .await
+            .map_err(|why| why.chars().take(300).flat_map(char::escape_debug).collect())
+    }
+
+    async fn check(&self, token: &str) -> Result<Identity, String> {
         let header = jsonwebtoken::decode_header(token).map_err(|e| format!("malformed token: {e}"))?;
         if header.crit.is_some() {
             return Err("the token names critical header parameters, and none is understood here".into());
