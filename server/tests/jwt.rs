@@ -725,6 +725,36 @@ async fn an_expired_jwks_is_fetched_again_and_a_failed_fetch_keeps_the_keys() {
     server.stop().await;
 }
 
+#[tokio::test]
+async fn one_tenant_without_file_tokens_is_not_open_when_jwts_name_it() {
+    let dir = tempfile::tempdir().unwrap();
+    layered_tree(dir.path());
+    let ed = Signer::ed("ed-1");
+    std::fs::write(dir.path().join("jwks.json"), jwks(&[&ed])).unwrap();
+    let text = format!(
+        "tenants:\n  - name: acme\n    config: {{mounts: [{{at: /, location: \"{}\"}}], sources: [{{path: /base}}, {{path: /team, writable: true}}]}}\nauth:\n  jwt:\n    jwks_file: jwks.json\n    issuer: {ISSUER}\n    audience: {AUDIENCE}\n",
+        dir.path().display()
+    );
+    let settings = Settings::parse(&text, dir.path()).unwrap();
+    assert!(!settings.is_open());
+    let server = Served::start(settings).await;
+    assert!(!server.service.is_open());
+    let client = reqwest::Client::new();
+    let unknown = unknown_token_answer(&server).await;
+    let anonymous = client.get(server.url("/v1/skills")).send().await.unwrap();
+    assert_eq!(status_and_body(anonymous).await, unknown);
+    let anonymous_write = client
+        .put(server.url("/v1/skills/gamma"))
+        .header("content-type", "text/markdown")
+        .body(skill_md("gamma", "Gamma."))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(anonymous_write.status(), 401);
+    assert_eq!(list(&server, &ed.sign(&claims("acme", "read"))).await.0, 200);
+    server.stop().await;
+}
+
 #[test]
 fn a_server_file_with_a_bad_jwks_file_is_refused() {
     let dir = tempfile::tempdir().unwrap();
