@@ -8,8 +8,9 @@
 //! `jwks_min_refetch` and `jwks_max_refetch`), and read again then, or
 //! once when a token names a `kid` the kept set lacks (so a rotated key is
 //! taken without a restart), never twice within `jwks_min_refetch`. One
-//! read at a time; a fetch is bounded in time and bytes, and a failed one
-//! keeps the keys held before.
+//! read at a time, and only a caller that needs it waits for it (keys due
+//! for a read are used meanwhile); a fetch is bounded in time and bytes,
+//! and a failed one keeps the keys held before.
 //!
 //! `none`, HMAC and any algorithm not configured are refused, and a
 //! token's `alg` must be the one its key's type is for. Keys are taken
@@ -139,7 +140,7 @@ impl JwtVerifier {
         let kid = header.kid.as_deref();
         let mut set = self.current().await;
         if !set.keys.iter().any(|k| kid.is_none() || k.kid.as_deref() == kid) {
-            set = self.read_again(&set).await;
+            set = self.read_again(&set, true).await;
         }
         let key = find(&set, kid, alg)?;
         let mut validation = Validation::new(header.alg);
@@ -185,20 +186,31 @@ impl JwtVerifier {
         Arc::clone(&self.keys.read().unwrap_or_else(std::sync::PoisonError::into_inner))
     }
 
-    /// The keys, read again first when they are due.
+    /// The keys, read again first when they are due. While one caller
+    /// reads them, the others go on with the keys held, if any.
     async fn current(&self) -> Arc<KeySet> {
         let set = self.held();
         match set.expires {
             Some(expires) if Instant::now() < expires => set,
-            _ => self.read_again(&set).await,
+            _ => {
+                let wait = set.keys.is_empty();
+                self.read_again(&set, wait).await
+            }
         }
     }
 
     /// Reads the keys again unless a read began within `min_refetch`, or
     /// another caller replaced `seen` while this one waited; the keys held
-    /// after.
-    async fn read_again(&self, seen: &Arc<KeySet>) -> Arc<KeySet> {
-        let mut last = self.reading.lock().await;
+    /// after. Without `wait`, a read under way is not waited for.
+    async fn read_again(&self, seen: &Arc<KeySet>, wait: bool) -> Arc<KeySet> {
+        let mut last = if wait {
+            self.reading.lock().await
+        } else {
+            match self.reading.try_lock() {
+                Ok(guard) => guard,
+                Err(_) => return self.held(),
+            }
+        };
         let held = self.held();
         if !Arc::ptr_eq(&held, seen) {
             return held;

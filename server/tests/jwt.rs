@@ -600,6 +600,7 @@ async fn each_refusal_is_logged_at_debug_with_its_reason_and_never_the_token() {
 struct Idp {
     url: String,
     body: Arc<Mutex<(String, String)>>,
+    delay: Arc<Mutex<Duration>>,
     fetches: Arc<AtomicUsize>,
     _task: tokio::task::JoinHandle<()>,
 }
@@ -608,15 +609,19 @@ impl Idp {
     async fn start(jwks: String, cache_control: &str) -> Idp {
         let body = Arc::new(Mutex::new((jwks, cache_control.to_owned())));
         let fetches = Arc::new(AtomicUsize::new(0));
+        let delay = Arc::new(Mutex::new(Duration::ZERO));
         let app = axum::Router::new().route(
             "/jwks.json",
             axum::routing::get({
                 let body = Arc::clone(&body);
                 let fetches = Arc::clone(&fetches);
+                let delay = Arc::clone(&delay);
                 move || {
                     let (jwks, cache) = body.lock().unwrap().clone();
+                    let delay = *delay.lock().unwrap();
                     fetches.fetch_add(1, Ordering::SeqCst);
                     async move {
+                        tokio::time::sleep(delay).await;
                         (
                             [
                                 ("content-type", "application/json".to_owned()),
@@ -636,9 +641,14 @@ impl Idp {
         Idp {
             url,
             body,
+            delay,
             fetches,
             _task: task,
         }
+    }
+
+    fn delay(&self, delay: Duration) {
+        *self.delay.lock().unwrap() = delay;
     }
 
     fn set(&self, jwks: String) {
@@ -722,6 +732,69 @@ async fn an_expired_jwks_is_fetched_again_and_a_failed_fetch_keeps_the_keys() {
     idp.set("<html>maintenance</html>".into());
     assert_eq!(list(&server, &ed.sign(&claims("acme", "read"))).await.0, 200);
     assert_eq!(idp.fetches(), 2);
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_slow_or_oversized_jwks_keeps_the_keys_and_holds_up_only_the_request_that_reads_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (ed, next) = (Signer::ed("ed-1"), Signer::ec("ec-2"));
+    let idp = Idp::start(jwks(&[&ed]), "max-age=0").await;
+    let server = Served::start(server_file(
+        dir.path(),
+        &format!(
+            "    jwks_url: {}\n    jwks_min_refetch: 1s\n    jwks_timeout: 2s\n",
+            idp.url
+        ),
+    ))
+    .await;
+    let token = ed.sign(&claims("acme", "read"));
+    assert_eq!(list(&server, &token).await.0, 200);
+    let due = Duration::from_millis(1100);
+    tokio::time::sleep(due).await;
+    // The keys are due; the provider now hangs past the fetch timeout.
+    idp.delay(Duration::from_secs(5));
+    let reader = async {
+        let started = std::time::Instant::now();
+        (list(&server, &token).await.0, started.elapsed())
+    };
+    let other = async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let started = std::time::Instant::now();
+        (list(&server, &token).await.0, started.elapsed())
+    };
+    let ((read_status, read_took), (other_status, other_took)) = tokio::join!(reader, other);
+    assert_eq!(read_status, 200, "a failed read keeps the keys");
+    assert!(read_took >= Duration::from_millis(1900), "{read_took:?}");
+    assert_eq!(other_status, 200);
+    assert!(
+        other_took < Duration::from_secs(1),
+        "waited for the read: {other_took:?}"
+    );
+    assert_eq!(idp.fetches(), 2);
+
+    // An answer over 1 MiB is not taken either.
+    idp.delay(Duration::ZERO);
+    idp.set(format!(
+        "{{\"keys\": [{}], \"pad\": \"{}\"}}",
+        next.jwk(),
+        "x".repeat(1 << 20)
+    ));
+    tokio::time::sleep(due).await;
+    assert_eq!(list(&server, &token).await.0, 200);
+    assert_eq!(idp.fetches(), 3);
+    assert_refused(
+        &server,
+        &[("a key of the refused answer", next.sign(&claims("acme", "read")))],
+    )
+    .await;
+
+    // A good answer again: its keys replace the old ones.
+    idp.set(jwks(&[&next]));
+    tokio::time::sleep(due).await;
+    assert_eq!(list(&server, &next.sign(&claims("acme", "read"))).await.0, 200);
+    assert_eq!(idp.fetches(), 4);
+    assert_refused(&server, &[("a key no longer published", token)]).await;
     server.stop().await;
 }
 
