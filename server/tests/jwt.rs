@@ -799,6 +799,23 @@ async fn a_slow_or_oversized_jwks_keeps_the_keys_and_holds_up_only_the_request_t
 }
 
 #[tokio::test]
+async fn a_key_rotated_in_a_jwks_file_is_taken_without_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let (old, new) = (Signer::ed("old"), Signer::ed("new"));
+    let server = serve_file(dir.path(), &[&old], "    jwks_min_refetch: 1s\n").await;
+    assert_eq!(list(&server, &old.sign(&claims("acme", "read"))).await.0, 200);
+    std::fs::write(dir.path().join("jwks.json"), jwks(&[&new])).unwrap();
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    assert_eq!(list(&server, &new.sign(&claims("acme", "read"))).await.0, 200);
+    assert_refused(
+        &server,
+        &[("a key taken out of the file", old.sign(&claims("acme", "read")))],
+    )
+    .await;
+    server.stop().await;
+}
+
+#[tokio::test]
 async fn one_tenant_without_file_tokens_is_not_open_when_jwts_name_it() {
     let dir = tempfile::tempdir().unwrap();
     layered_tree(dir.path());
