@@ -57,12 +57,18 @@ struct KeySet {
     expires: Option<Instant>,
 }
 
+/// Where the keys are read from, ready to read.
+#[derive(Clone)]
+enum Source {
+    Url(reqwest::Client, reqwest::Url),
+    File(std::path::PathBuf),
+}
+
 /// Verifies bearer JWTs for the server (see the module's description).
 pub struct JwtVerifier {
     settings: JwtSettings,
-    url: Option<reqwest::Url>,
-    client: Option<reqwest::Client>,
-    keys: RwLock<Arc<KeySet>>,
+    source: Source,
+    keys: Arc<RwLock<Arc<KeySet>>>,
     /// Held while the keys are read; holds when the last read began.
     reading: tokio::sync::Mutex<Option<Instant>>,
 }
@@ -79,7 +85,7 @@ impl std::fmt::Debug for JwtVerifier {
 impl JwtVerifier {
     /// A verifier for `settings`; nothing is read yet.
     pub fn new(settings: &JwtSettings) -> Result<Self, String> {
-        let (url, client) = match &settings.jwks {
+        let source = match &settings.jwks {
             JwksSource::Url(text) => {
                 let url = check_jwks_url(text)?;
                 let client = reqwest::Client::builder()
@@ -89,18 +95,17 @@ impl JwtVerifier {
                     .user_agent(concat!("skillstore/", env!("CARGO_PKG_VERSION")))
                     .build()
                     .map_err(|e| format!("cannot build an HTTP client: {e}"))?;
-                (Some(url), Some(client))
+                Source::Url(client, url)
             }
-            JwksSource::File(_) => (None, None),
+            JwksSource::File(path) => Source::File(path.clone()),
         };
         Ok(JwtVerifier {
             settings: settings.clone(),
-            url,
-            client,
-            keys: RwLock::new(Arc::new(KeySet {
+            source,
+            keys: Arc::new(RwLock::new(Arc::new(KeySet {
                 keys: Vec::new(),
                 expires: None,
-            })),
+            }))),
             reading: tokio::sync::Mutex::new(None),
         })
     }
@@ -219,36 +224,47 @@ impl JwtVerifier {
             return held;
         }
         *last = Some(Instant::now());
-        match self.read().await {
-            Ok((keys, lifetime)) => {
-                let lifetime = lifetime.clamp(self.settings.min_refetch, self.settings.max_refetch);
-                tracing::debug!(target: "skillstore::auth", keys = keys.len(), "JWKS read");
-                let fresh = Arc::new(KeySet {
-                    keys,
-                    expires: Some(Instant::now() + lifetime),
-                });
-                *self.keys.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::clone(&fresh);
-                fresh
-            }
-            Err(why) => {
-                tracing::warn!(target: "skillstore::auth", "the JWKS could not be read, the keys held before are kept: {why}");
-                held
-            }
-        }
+        // The read runs on its own, so a request that gives up does not
+        // waste it: its keys are kept for the next.
+        let read = tokio::spawn(read_and_keep(
+            self.source.clone(),
+            Arc::clone(&self.keys),
+            Arc::clone(&held),
+            (self.settings.min_refetch, self.settings.max_refetch),
+        ));
+        read.await.unwrap_or(held)
     }
+}
 
-    /// Reads the keys and how long they may be kept.
-    async fn read(&self) -> Result<(Vec<Key>, Duration), String> {
-        match (&self.url, &self.client, &self.settings.jwks) {
-            (Some(url), Some(client), _) => fetch(client, url).await,
-            (_, _, JwksSource::File(path)) => {
-                let path = path.clone();
-                let keys = tokio::task::spawn_blocking(move || read_jwks_file(&path))
-                    .await
-                    .map_err(|e| format!("reading the file: {e}"))??;
-                Ok((keys, self.settings.max_refetch))
-            }
-            _ => Err("no JWKS source".into()),
+/// Reads the keys from `source` and keeps them in `keys` for their
+/// lifetime, bounded by `(min, max)`; on failure keeps `held`. The keys
+/// kept after.
+async fn read_and_keep(
+    source: Source,
+    keys: Arc<RwLock<Arc<KeySet>>>,
+    held: Arc<KeySet>,
+    (min, max): (Duration, Duration),
+) -> Arc<KeySet> {
+    let read = match source {
+        Source::Url(client, url) => fetch(&client, &url).await,
+        Source::File(path) => tokio::task::spawn_blocking(move || read_jwks_file(&path))
+            .await
+            .map_err(|e| format!("reading the file: {e}"))
+            .and_then(|read| read.map(|keys| (keys, max))),
+    };
+    match read {
+        Ok((read, lifetime)) => {
+            tracing::debug!(target: "skillstore::auth", keys = read.len(), "JWKS read");
+            let fresh = Arc::new(KeySet {
+                keys: read,
+                expires: Some(Instant::now() + lifetime.clamp(min, max)),
+            });
+            *keys.write().unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::clone(&fresh);
+            fresh
+        }
+        Err(why) => {
+            tracing::warn!(target: "skillstore::auth", "the JWKS could not be read, the keys held before are kept: {why}");
+            held
         }
     }
 }
