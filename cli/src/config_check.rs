@@ -30,6 +30,26 @@ pub fn run(file: Option<&Path>, global_config: Option<&Path>) -> Result<(), Fail
         if let Some(listen) = &settings.listen {
             let _ = writeln!(out, "listen: {listen}");
         }
+        if let Some(jwt) = &settings.jwt {
+            let keys = match &jwt.jwks {
+                skillstore_server::JwksSource::Url(url) => format!("the JWKS at {url}"),
+                skillstore_server::JwksSource::File(path) => format!("the JWKS file {}", path.display()),
+            };
+            let from_claims = if jwt.tenants_from_claims {
+                ", unlisted tenants from the template"
+            } else {
+                ""
+            };
+            let _ = writeln!(
+                out,
+                "auth: bearer JWTs ({}) signed by a key of {keys}, issuer {}, audience {}; tenant from `{}`, scope from `{}`{from_claims}",
+                jwt.algorithms.iter().map(|a| a.name()).collect::<Vec<_>>().join(", "),
+                jwt.issuer,
+                jwt.audience,
+                jwt.tenant_claim,
+                jwt.scope_claim
+            );
+        }
         for tenant in &settings.tenants {
             let namespace = tenant
                 .config

@@ -1846,6 +1846,30 @@ fn cli_config_check_names_the_file_and_says_what_it_would_open() {
         .args(["config", "check", server]));
     assert_eq!(unset.code, 2, "{}", unset.stderr);
     assert!(unset.stderr.contains(server), "{}", unset.stderr);
+
+    // JWTs: what the file takes is said; a block that does not validate is refused.
+    let jwt = "auth:\n  jwt:\n    jwks_url: https://idp.example.com/jwks.json\n    issuer: https://idp.example.com/\n    \
+               audience: skillstore\n";
+    let text = std::fs::read_to_string(server).unwrap();
+    std::fs::write(server, format!("{text}{jwt}")).unwrap();
+    let out = run(skillstore()
+        .env("CHECK_ACME_TOKEN", "t0ken")
+        .args(["config", "check", server]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.text().contains(
+            "auth: bearer JWTs (RS256, ES256, EdDSA) signed by a key of the JWKS at https://idp.example.com/jwks.json, \
+             issuer https://idp.example.com/, audience skillstore; tenant from `tenant`, scope from `scope`\n"
+        ),
+        "{}",
+        out.text()
+    );
+    std::fs::write(server, format!("{text}{jwt}    algorithms: [HS256]\n")).unwrap();
+    let out = run(skillstore()
+        .env("CHECK_ACME_TOKEN", "t0ken")
+        .args(["config", "check", server]));
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("HS256"), "{}", out.stderr);
 }
 
 /// `validate` of a layer validates every skill in it, and of a root of

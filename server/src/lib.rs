@@ -15,6 +15,7 @@ pub mod digest;
 pub mod discovery;
 pub mod error;
 pub mod http;
+pub mod jwt;
 pub mod manifest;
 pub mod metrics;
 pub mod service;
@@ -23,7 +24,9 @@ pub mod tenant;
 
 pub use error::{ApiError, ServerError};
 pub use service::{Caller, Service};
-pub use settings::{Discovery, Limits, Scope, ServerFile, Settings, TenantSettings, TokenHash};
+pub use settings::{
+    Discovery, JwksSource, JwtAlgorithm, JwtSettings, Limits, Scope, ServerFile, Settings, TenantSettings, TokenHash,
+};
 pub use tenant::Tenant;
 pub mod mcp;
 pub mod run;

@@ -135,11 +135,11 @@ fn next_cursor(start: usize, taken: usize, total: usize) -> Option<String> {
 /// handler, and runs it under the session rules.
 async fn door(State(sessions): State<Arc<Sessions>>, mut request: Request, next: Next) -> Response {
     let service = sessions.service();
-    let caller = match service
-        .browser
-        .check(request.method(), request.headers(), true)
-        .and_then(|()| service.authenticate(request.headers()))
-    {
+    let checked = match service.browser.check(request.method(), request.headers(), true) {
+        Ok(()) => service.authenticate(request.headers()).await,
+        Err(err) => Err(err),
+    };
+    let caller = match checked {
         Ok(caller) => caller,
         Err(err) => {
             let has_body = crate::http::front::declares_body(request.headers());

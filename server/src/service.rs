@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::{ApiError, ServerError};
 use crate::http::origin::BrowserPolicy;
+use crate::jwt::JwtVerifier;
 use crate::metrics::Metrics;
 use crate::settings::{Limits, Scope, Settings, TokenHash};
 use crate::tenant::{RenderBudget, Tenant};
@@ -88,7 +89,7 @@ impl Registry {
         if tenants.is_empty() {
             return Err(ServerError::Config("no tenants".into()));
         }
-        let open = tenants.len() == 1 && settings.tenants[0].tokens.is_empty();
+        let open = tenants.len() == 1 && settings.tenants[0].tokens.is_empty() && settings.jwt.is_none();
         let mut covered: std::collections::HashSet<Arc<str>> = tenants[0].shared_keys().into_iter().collect();
         let mut warm = vec![0];
         for (index, tenant) in tenants.iter().enumerate().skip(1) {
@@ -123,6 +124,8 @@ struct Tenancy {
 #[derive(Debug)]
 pub struct Service {
     registry: RwLock<Arc<Registry>>,
+    /// Bearer JWTs, when the server file takes them (read at start only).
+    jwt: Option<JwtVerifier>,
     refresh_interval: Duration,
     /// The sources the tenants share, loaded and refreshed once.
     pool: Arc<SourcePool>,
@@ -149,9 +152,14 @@ impl Service {
         let pool = SourcePool::new();
         let budget = RenderBudget::new(settings.limits.max_rendered_bytes);
         let registry = Registry::open(settings, None, &metrics.backend_calls, &pool, &budget)?;
+        let jwt = match &settings.jwt {
+            Some(jwt) => Some(JwtVerifier::new(jwt).map_err(|e| ServerError::Config(format!("auth.jwt: {e}")))?),
+            None => None,
+        };
         Ok(Arc::new(Service {
             browser: BrowserPolicy::new(registry.open, &settings.allowed_origins),
             registry: RwLock::new(Arc::new(registry)),
+            jwt,
             refresh_interval: settings.refresh_interval,
             pool,
             budget,
@@ -438,12 +446,16 @@ impl Service {
             && registry.tenants.iter().any(|t| t.is_ready() && t.reads_a_source())
     }
 
-    /// The caller a request's `Authorization` header names. A missing or
-    /// unknown token is 401 and says nothing of what exists; an open
-    /// server's one tenant needs no token.
-    pub fn authenticate(&self, headers: &HeaderMap) -> Result<Caller, ApiError> {
+    /// The caller a request's `Authorization` header names: a token of the
+    /// file, or a JWT when the file takes them. A missing, unknown or
+    /// refused token is 401 and says nothing of what exists or why; an
+    /// open server's one tenant needs no token.
+    pub async fn authenticate(&self, headers: &HeaderMap) -> Result<Caller, ApiError> {
         match bearer(headers)? {
-            Some(token) => self.caller_for_token(token).ok_or_else(ApiError::unauthorized),
+            Some(token) => match self.caller_for_token(token) {
+                Some(caller) => Ok(caller),
+                None => self.caller_for_jwt(token).await.ok_or_else(ApiError::unauthorized),
+            },
             None => {
                 let registry = self.registry();
                 if registry.open {
@@ -485,6 +497,28 @@ impl Service {
             tenant: Arc::clone(&registry.tenants[*index]),
             scope: *scope,
             token: Some(hash),
+        })
+    }
+
+    /// The caller a bearer JWT names, if the file takes JWTs, the token is
+    /// valid and its tenant is served; why not goes to the debug log.
+    async fn caller_for_jwt(&self, token: &str) -> Option<Caller> {
+        let jwt = self.jwt.as_ref()?;
+        let identity = match jwt.verify(token).await {
+            Ok(identity) => identity,
+            Err(why) => {
+                tracing::debug!(target: "skillstore::auth", "bearer JWT refused: {why}");
+                return None;
+            }
+        };
+        let Some(tenant) = self.tenant_named(&identity.tenant) else {
+            tracing::debug!(target: "skillstore::auth", tenant = %identity.tenant, "bearer JWT refused: its tenant is not served");
+            return None;
+        };
+        Some(Caller {
+            tenant,
+            scope: identity.scope,
+            token: Some(TokenHash::of(token)),
         })
     }
 

@@ -21,6 +21,13 @@
 //! allowed_origins: []           # browser origins besides loopback ones allowed to call
 //! metrics_tokens:               # who may read /metrics (any token shape below)
 //!   - env: METRICS_TOKEN
+//! auth:
+//!   jwt:                        # bearer JWTs besides the tokens below (see `JwtSpec`)
+//!     jwks_url: https://idp.example.com/.well-known/jwks.json
+//!     issuer: https://idp.example.com/
+//!     audience: skillstore
+//!     tenant_claim: tenant
+//!     scope_claim: scope
 //! template:                     # a skillstore configuration
 //!   mounts:
 //!     - at: /
@@ -40,6 +47,7 @@
 //!     discovery: public         # its winners at /t/globex/.well-known/agent-skills/, no token needed
 //! ```
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -108,6 +116,92 @@ pub struct TenantSpec {
     /// Whether its winners are published for discovery.
     #[serde(default)]
     pub discovery: Discovery,
+}
+
+/// How callers are authenticated besides the tenants' tokens.
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AuthSpec {
+    /// Bearer JWTs, verified against a JWKS: the tenant and the scope come
+    /// from the token's claims.
+    #[serde(default)]
+    pub jwt: Option<JwtSpec>,
+}
+
+/// A JWT signature algorithm the server verifies. `none` and HMAC
+/// (`HS256`, ...) are never taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
+pub enum JwtAlgorithm {
+    /// RSASSA-PKCS1-v1_5 with SHA-256, an RSA key (`kty: RSA`) of at least
+    /// 2048 bits.
+    RS256,
+    /// ECDSA on P-256 with SHA-256 (`kty: EC`, `crv: P-256`).
+    ES256,
+    /// Ed25519 (`kty: OKP`, `crv: Ed25519`).
+    #[serde(rename = "EdDSA")]
+    EdDsa,
+}
+
+impl JwtAlgorithm {
+    /// The name a token's `alg` and the server file give it.
+    pub fn name(self) -> &'static str {
+        match self {
+            JwtAlgorithm::RS256 => "RS256",
+            JwtAlgorithm::ES256 => "ES256",
+            JwtAlgorithm::EdDsa => "EdDSA",
+        }
+    }
+}
+
+/// Bearer JWTs verified against a JWKS (`auth.jwt`).
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct JwtSpec {
+    /// Where the keys are fetched from: an `https://` URL (`http://` only
+    /// for a loopback host). Give exactly one of `jwks_url` and `jwks_file`.
+    #[serde(default)]
+    pub jwks_url: Option<String>,
+    /// A local JWKS file, relative to the server file's directory.
+    #[serde(default)]
+    pub jwks_file: Option<String>,
+    /// The `iss` every token must carry.
+    pub issuer: String,
+    /// A value the token's `aud` must hold.
+    pub audience: String,
+    /// The algorithms taken (default all three); a token's `alg` must also
+    /// match its key's type.
+    #[serde(default)]
+    pub algorithms: Option<Vec<JwtAlgorithm>>,
+    /// The clock skew allowed on `exp` and `nbf` (default `60s`, at most
+    /// `5m`; `0` for none).
+    #[serde(default)]
+    pub clock_skew: Option<String>,
+    /// The claim naming the tenant (default `tenant`).
+    #[serde(default)]
+    pub tenant_claim: Option<String>,
+    /// The claim holding the scopes, a space-separated string or an array
+    /// (default `scope`).
+    #[serde(default)]
+    pub scope_claim: Option<String>,
+    /// Scope values and what each allows (default `read: read` and
+    /// `write: write`); a token with none of them is refused.
+    #[serde(default)]
+    pub scopes: Option<BTreeMap<String, Scope>>,
+    /// Whether a tenant named by a valid token that the file does not list
+    /// is served from the `template`.
+    #[serde(default)]
+    pub tenants_from_claims: bool,
+    /// The shortest time between two fetches of the JWKS, whatever its
+    /// cache headers say or a token's unknown `kid` asks (default `30s`).
+    #[serde(default)]
+    pub jwks_min_refetch: Option<String>,
+    /// The longest the JWKS is kept before it is fetched again (default
+    /// `1h`); its `Cache-Control: max-age` is honoured between the two.
+    #[serde(default)]
+    pub jwks_max_refetch: Option<String>,
+    /// The longest one fetch of the JWKS may take (default `10s`).
+    #[serde(default)]
+    pub jwks_timeout: Option<String>,
 }
 
 /// Request limits.
@@ -182,6 +276,9 @@ pub struct ServerFile {
     /// The tokens that may read `/metrics` (their scope is ignored).
     #[serde(default)]
     pub metrics_tokens: Vec<TokenSpec>,
+    /// How callers are authenticated besides the tenants' tokens.
+    #[serde(default)]
+    pub auth: AuthSpec,
 }
 
 impl ServerFile {
@@ -300,6 +397,48 @@ pub struct TenantSettings {
     pub discovery: Discovery,
 }
 
+/// Where a JWKS is read from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JwksSource {
+    /// Fetched over HTTPS (or plain HTTP on a loopback host).
+    Url(String),
+    /// A local file.
+    File(PathBuf),
+}
+
+/// The largest clock skew `auth.jwt.clock_skew` may allow.
+pub const MAX_CLOCK_SKEW: Duration = Duration::from_secs(300);
+
+/// `auth.jwt`, checked.
+#[derive(Debug, Clone)]
+pub struct JwtSettings {
+    /// Where the keys come from.
+    pub jwks: JwksSource,
+    /// The `iss` every token must carry.
+    pub issuer: String,
+    /// A value every token's `aud` must hold.
+    pub audience: String,
+    /// The algorithms taken.
+    pub algorithms: Vec<JwtAlgorithm>,
+    /// The skew allowed on `exp` and `nbf`.
+    pub clock_skew: Duration,
+    /// The claim naming the tenant.
+    pub tenant_claim: String,
+    /// The claim holding the scopes.
+    pub scope_claim: String,
+    /// Scope values and what each allows.
+    pub scopes: BTreeMap<String, Scope>,
+    /// Whether an unlisted tenant named by a valid token is served from
+    /// the template.
+    pub tenants_from_claims: bool,
+    /// The shortest time between two fetches of the keys.
+    pub min_refetch: Duration,
+    /// The longest the keys are kept.
+    pub max_refetch: Duration,
+    /// The longest one fetch may take.
+    pub fetch_timeout: Duration,
+}
+
 /// Everything the server needs: tenants, refresh interval and limits.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -318,6 +457,8 @@ pub struct Settings {
     /// The server file these settings were read from, if any: `serve`
     /// reads it again when it changes and on SIGHUP.
     pub file: Option<PathBuf>,
+    /// Bearer JWTs, when the file takes them.
+    pub jwt: Option<JwtSettings>,
 }
 
 impl Settings {
@@ -337,6 +478,7 @@ impl Settings {
             allowed_origins: Vec::new(),
             metrics_tokens: Vec::new(),
             file: None,
+            jwt: None,
         }
     }
 
@@ -421,7 +563,11 @@ impl Settings {
                 discovery: spec.discovery,
             });
         }
-        if tenants.len() > 1 && tenants.iter().any(|t| t.tokens.is_empty()) {
+        let jwt = match &file.auth.jwt {
+            Some(spec) => Some(jwt_settings(spec, base, file.template.is_some())?),
+            None => None,
+        };
+        if jwt.is_none() && tenants.len() > 1 && tenants.iter().any(|t| t.tokens.is_empty()) {
             return Err(ServerError::Config(
                 "with several tenants, every tenant needs a token: the token names the tenant".into(),
             ));
@@ -459,12 +605,13 @@ impl Settings {
             allowed_origins: file.allowed_origins,
             metrics_tokens,
             file: None,
+            jwt,
         })
     }
 
     /// True when some tenant can be reached without a token.
     pub fn is_open(&self) -> bool {
-        self.tenants.iter().any(|t| t.tokens.is_empty())
+        self.jwt.is_none() && self.tenants.iter().any(|t| t.tokens.is_empty())
     }
 }
 
@@ -548,8 +695,90 @@ pub fn parse_interval(text: &str) -> Result<Duration, String> {
     Ok(duration)
 }
 
-/// Tenant names go into locations and logs: keep them plain.
-fn check_tenant_name(name: &str) -> Result<(), ServerError> {
+/// `auth.jwt`, checked: one key source (a file is read and its keys
+/// checked now), an issuer and an audience, bounded intervals.
+fn jwt_settings(spec: &JwtSpec, base: &Path, has_template: bool) -> Result<JwtSettings, ServerError> {
+    let refuse = |why: String| ServerError::Config(format!("auth.jwt: {why}"));
+    let jwks = match (&spec.jwks_url, &spec.jwks_file) {
+        (Some(url), None) => {
+            crate::jwt::check_jwks_url(url).map_err(|e| refuse(format!("`jwks_url`: {e}")))?;
+            JwksSource::Url(url.clone())
+        }
+        (None, Some(file)) => {
+            let path = base.join(file);
+            crate::jwt::check_jwks_file(&path).map_err(|e| refuse(format!("`jwks_file` {}: {e}", path.display())))?;
+            JwksSource::File(path)
+        }
+        _ => return Err(refuse("give exactly one of `jwks_url` and `jwks_file`".into())),
+    };
+    if spec.issuer.trim().is_empty() || spec.audience.trim().is_empty() {
+        return Err(refuse("`issuer` and `audience` may not be empty".into()));
+    }
+    let algorithms = match &spec.algorithms {
+        Some(list) if list.is_empty() => return Err(refuse("`algorithms` lists none".into())),
+        Some(list) => list.clone(),
+        None => vec![JwtAlgorithm::RS256, JwtAlgorithm::ES256, JwtAlgorithm::EdDsa],
+    };
+    let clock_skew = match spec.clock_skew.as_deref().map(str::trim) {
+        None => Duration::from_secs(60),
+        Some("0" | "0s") => Duration::ZERO,
+        Some(text) => parse_duration(text, "auth.jwt.clock_skew")?,
+    };
+    if clock_skew > MAX_CLOCK_SKEW {
+        return Err(refuse("`clock_skew` is at most 5m".into()));
+    }
+    let claim = |value: &Option<String>, default: &str, key: &str| match value {
+        Some(name) if name.is_empty() => Err(refuse(format!("`{key}` may not be empty"))),
+        Some(name) => Ok(name.clone()),
+        None => Ok(default.to_owned()),
+    };
+    let tenant_claim = claim(&spec.tenant_claim, "tenant", "tenant_claim")?;
+    let scope_claim = claim(&spec.scope_claim, "scope", "scope_claim")?;
+    let scopes = match &spec.scopes {
+        Some(map) if map.is_empty() => return Err(refuse("`scopes` maps no value".into())),
+        Some(map) => map.clone(),
+        None => BTreeMap::from([("read".to_owned(), Scope::Read), ("write".to_owned(), Scope::Write)]),
+    };
+    if scopes.keys().any(|k| k.is_empty() || k.contains(char::is_whitespace)) {
+        return Err(refuse("a `scopes` value is one word".into()));
+    }
+    if spec.tenants_from_claims && !has_template {
+        return Err(refuse(
+            "`tenants_from_claims` serves tenants from the `template`, and there is none".into(),
+        ));
+    }
+    let interval = |value: &Option<String>, key: &str, default: Duration| match value {
+        Some(text) => parse_duration(text, &format!("auth.jwt.{key}")),
+        None => Ok(default),
+    };
+    let min_refetch = interval(&spec.jwks_min_refetch, "jwks_min_refetch", Duration::from_secs(30))?;
+    let max_refetch = interval(&spec.jwks_max_refetch, "jwks_max_refetch", Duration::from_secs(3600))?;
+    if min_refetch > max_refetch {
+        return Err(refuse("`jwks_min_refetch` is longer than `jwks_max_refetch`".into()));
+    }
+    let fetch_timeout = interval(&spec.jwks_timeout, "jwks_timeout", Duration::from_secs(10))?;
+    if fetch_timeout > Duration::from_secs(60) {
+        return Err(refuse("`jwks_timeout` is at most 1m".into()));
+    }
+    Ok(JwtSettings {
+        jwks,
+        issuer: spec.issuer.clone(),
+        audience: spec.audience.clone(),
+        algorithms,
+        clock_skew,
+        tenant_claim,
+        scope_claim,
+        scopes,
+        tenants_from_claims: spec.tenants_from_claims,
+        min_refetch,
+        max_refetch,
+        fetch_timeout,
+    })
+}
+
+/// Tenant names go into locations and logs: keep them plain. A name taken
+/// from a token's claim passes the same rule.
+pub(crate) fn check_tenant_name(name: &str) -> Result<(), ServerError> {
     let ok = !name.is_empty()
         && name.len() <= 64
         && name
@@ -648,6 +877,91 @@ mod tests {
         for name in ["", "../x", "a/b", "{tenant}", "Acme", "-x"] {
             assert!(check_tenant_name(name).is_err(), "{name}");
         }
+    }
+
+    fn with_auth(auth: &str) -> Result<Settings, String> {
+        let text = format!("{FILE}auth:\n  jwt:\n{auth}");
+        let file: ServerFile = serde_yaml::from_str(&text).map_err(|e| e.to_string())?;
+        Settings::from_file(file, Path::new("/srv"), &env).map_err(|e| e.to_string())
+    }
+
+    const JWT: &str = "    jwks_url: https://idp.example.com/jwks.json\n    issuer: https://idp.example.com/\n    audience: skillstore\n";
+
+    #[test]
+    fn the_jwt_block_takes_defaults() {
+        let settings = with_auth(JWT).unwrap();
+        assert!(!settings.is_open());
+        let jwt = settings.jwt.unwrap();
+        assert_eq!(jwt.jwks, JwksSource::Url("https://idp.example.com/jwks.json".into()));
+        assert_eq!(jwt.clock_skew, Duration::from_secs(60));
+        assert_eq!(
+            jwt.algorithms,
+            vec![JwtAlgorithm::RS256, JwtAlgorithm::ES256, JwtAlgorithm::EdDsa]
+        );
+        assert_eq!(
+            (jwt.tenant_claim.as_str(), jwt.scope_claim.as_str()),
+            ("tenant", "scope")
+        );
+        assert_eq!(jwt.scopes.get("write"), Some(&Scope::Write));
+        assert!(!jwt.tenants_from_claims);
+        let settings = with_auth(&format!(
+            "{JWT}    clock_skew: 0\n    algorithms: [EdDSA]\n    scopes: {{skills.read: read}}\n    tenants_from_claims: true\n"
+        ))
+        .unwrap();
+        let jwt = settings.jwt.unwrap();
+        assert_eq!(jwt.clock_skew, Duration::ZERO);
+        assert_eq!(jwt.algorithms, vec![JwtAlgorithm::EdDsa]);
+        assert!(jwt.tenants_from_claims);
+    }
+
+    #[test]
+    fn a_jwt_block_that_does_not_validate_is_refused_saying_why() {
+        for (auth, says) in [
+            (
+                "    issuer: a\n    audience: b\n",
+                "exactly one of `jwks_url` and `jwks_file`",
+            ),
+            (
+                "    jwks_url: https://a/\n    jwks_file: k.json\n    issuer: a\n    audience: b\n",
+                "exactly one",
+            ),
+            (
+                "    jwks_url: http://idp.example.com/\n    issuer: a\n    audience: b\n",
+                "loopback",
+            ),
+            ("    jwks_url: https://idp.example.com/\n    audience: b\n", "issuer"),
+            ("    jwks_url: https://idp.example.com/\n    issuer: a\n", "audience"),
+            (
+                "    jwks_url: https://idp.example.com/\n    issuer: ''\n    audience: b\n",
+                "may not be empty",
+            ),
+            (&format!("{JWT}    clock_skew: 10m\n"), "at most 5m"),
+            (&format!("{JWT}    algorithms: [HS256]\n"), "HS256"),
+            (&format!("{JWT}    algorithms: [none]\n"), "none"),
+            (&format!("{JWT}    algorithms: []\n"), "lists none"),
+            (&format!("{JWT}    scopes: {{a b: read}}\n"), "one word"),
+            (&format!("{JWT}    scopes: {{x: admin}}\n"), "admin"),
+            (&format!("{JWT}    jwks_min_refetch: 2h\n"), "longer than"),
+            (&format!("{JWT}    jwks_timeout: 5m\n"), "at most 1m"),
+            (&format!("{JWT}    tenant_claim: ''\n"), "may not be empty"),
+            (
+                "    jwks_file: /nonexistent/jwks.json\n    issuer: a\n    audience: b\n",
+                "jwks_file",
+            ),
+        ] {
+            let err = with_auth(auth).map(|_| ()).unwrap_err();
+            assert!(err.contains(says), "{auth}: {err}");
+        }
+    }
+
+    #[test]
+    fn tenants_from_claims_needs_the_template() {
+        let text = "tenants:\n  - name: acme\n    config: { sources: [ { path: /skills } ] }\nauth:\n  jwt:\n    jwks_url: https://idp.example.com/\n    issuer: a\n    audience: b\n    tenants_from_claims: true\n";
+        let err = Settings::parse(text, Path::new(".")).unwrap_err().to_string();
+        assert!(err.contains("template"), "{err}");
+        let settings = Settings::parse(&text.replace("true", "false"), Path::new(".")).unwrap();
+        // The JWT names the tenant: a tenant without tokens does not make the server open.
+        assert!(!settings.is_open());
     }
 
     #[test]

@@ -54,7 +54,7 @@ pub(crate) async fn guard(State(state): State<AppState>, mut request: Request, n
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
     let has_body = declares_body(request.headers());
-    let admitted = admit(&state, &route, &mut request);
+    let admitted = admit(&state, &route, &mut request).await;
     let tenant = request
         .extensions()
         .get::<crate::service::Caller>()
@@ -113,7 +113,7 @@ pub(crate) fn unread_body_closes(mut response: Response, has_body: bool) -> Resp
 
 /// Decides from the headers alone whether the request may go on; hands
 /// the caller to the handler.
-fn admit(state: &AppState, route: &str, request: &mut Request) -> Result<Door, ApiError> {
+async fn admit(state: &AppState, route: &str, request: &mut Request) -> Result<Door, ApiError> {
     let service = &state.service;
     service.browser.check(request.method(), request.headers(), false)?;
     let door = door(route, request.method());
@@ -121,7 +121,7 @@ fn admit(state: &AppState, route: &str, request: &mut Request) -> Result<Door, A
         Door::Public | Door::Anonymous => {}
         Door::Metrics => service.authenticate_metrics(request.headers())?,
         Door::Read | Door::Write => {
-            let caller = service.authenticate(request.headers())?;
+            let caller = service.authenticate(request.headers()).await?;
             if door == Door::Write {
                 caller.require_write()?;
                 caller.tenant.check_writable()?;

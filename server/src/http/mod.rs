@@ -101,6 +101,7 @@ async fn count_only(State(state): State<AppState>, request: Request, next: Next)
     let tenant = state
         .service
         .authenticate(request.headers())
+        .await
         .ok()
         .map(|caller| caller.tenant.name().to_owned());
     let response = next.run(request).await;

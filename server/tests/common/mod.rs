@@ -163,6 +163,7 @@ pub fn settings(tenants: Vec<TenantFixture<'_>>) -> Settings {
         allowed_origins: Vec::new(),
         metrics_tokens: vec![TokenHash::of(METRICS_TOKEN)],
         file: None,
+        jwt: None,
     }
 }
 
