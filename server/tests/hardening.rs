@@ -787,7 +787,10 @@ async fn finding_10_concurrent_refreshes_of_a_tenant_share_one() {
     let outcomes = futures::future::join_all((0..40).map(|_| tenant.refresh_shared())).await;
     let ran = outcomes.iter().filter(|(_, ran)| *ran).count();
     assert!((1..=5).contains(&ran), "{outcomes:?}");
-    assert!(outcomes.iter().all(|(o, _)| *o == RefreshOutcome::Fresh), "{outcomes:?}");
+    assert!(
+        outcomes.iter().all(|(o, _)| *o == RefreshOutcome::Fresh),
+        "{outcomes:?}"
+    );
     server.stop().await;
 }
 
