@@ -85,7 +85,7 @@ python3 scripts/docs_test.py --binary "${CARGO_TARGET_DIR:-target}/debug/skillst
 echo "== the server through the official Python MCP SDK (server/tests/python/run.sh)"
 bash server/tests/python/run.sh
 
-echo "== a 60 s soak of serve: legitimate clients beside hostile ones, no legitimate request may fail (scripts/soak_serve.py)"
+echo "== a 60 s soak of serve: legitimate clients beside hostile ones, no legitimate request may fail, no client may die, each legitimate client above its floor (scripts/soak_serve.py)"
 python3 scripts/soak_serve.py --duration 60 --binary "${CARGO_TARGET_DIR:-target}/debug/skillstore"
 
 echo "== python package (scripts/test-python.sh)"
