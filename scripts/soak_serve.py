@@ -533,7 +533,8 @@ def run(port: int, pid: int, args) -> int:
         for problem in problems:
             print(problem, file=sys.stderr)
         return 1
-    print(f"{len(every)} passed, 0 failed, every client above its floor")
+    print("every client above its floor, none died")
+    print(f"{len(every)} passed, 0 failed")
     return 0
 
 
