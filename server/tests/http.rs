@@ -652,6 +652,18 @@ async fn the_served_openapi_document_passes_a_real_validator() {
     assert!(said.contains("OK"), "the validator did not say OK:\n{said}");
 }
 
+/// Under CI the validator must be present: its absence fails the run
+/// instead of leaving the document unvalidated.
+#[test]
+fn openapi_validator_is_set_under_ci() {
+    if std::env::var_os("CI").is_some() {
+        assert!(
+            std::env::var_os("SKILLSTORE_OPENAPI_VALIDATOR").is_some(),
+            "CI is set but SKILLSTORE_OPENAPI_VALIDATOR is not: the served document would not be validated"
+        );
+    }
+}
+
 /// `/readyz` is 503 while no tenant has a source it could read (the only
 /// source is a file, not a directory), and 200 once one can be read.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
