@@ -4,7 +4,9 @@
 //!
 //!     cargo bench --bench read_floor -- ROOT [LAYER ...]
 //!
-//! (or run the built binary directly). Prints the files and bytes read.
+//! (or run the built binary directly). Prints the SKILL.md files it
+//! listed, those it read and their bytes, and fails (exit 1) when it read
+//! none or fewer than it listed: a floor that read nothing is no floor.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -39,7 +41,15 @@ fn main() {
             .map(|w| w.join().expect("reader thread"))
             .fold((0, 0), |(c, b), (wc, wb)| (c + wc, b + wb))
     });
-    println!("{count} files, {bytes} bytes");
+    println!("{count} files, {bytes} bytes ({} listed)", files.len());
+    if count == 0 || count < files.len() {
+        eprintln!(
+            "read_floor: read {count} of {} SKILL.md files listed under {} (layers {layers:?})",
+            files.len(),
+            root.display()
+        );
+        std::process::exit(1);
+    }
 }
 
 /// Reads files from the shared list until none is left.

@@ -62,6 +62,23 @@ def generate(peer_dir: Path, root: Path, per_layer: int) -> None:
     )
 
 
+def check_counts(floor: list[str], ours: list[str], root: Path, per_layer: int) -> str:
+    """Runs the floor and skillstore once each and checks they did the work
+    being timed: the floor read every SKILL.md of the four layers (it prints
+    `N files, B bytes (L listed)` and fails itself when it read none), and
+    skillstore listed the winners expected.json names. Exits otherwise, so a
+    figure never stands for a run that read nothing."""
+    said = subprocess.run(floor, check=True, capture_output=True, text=True).stdout.strip()
+    read = int(said.split()[0])
+    if read != 4 * per_layer:
+        sys.exit(f"the floor read {read} SKILL.md files, not {4 * per_layer}: {said}")
+    listed = json.loads(subprocess.run(ours, check=True, capture_output=True, text=True).stdout)
+    want = len(json.loads((root / "expected.json").read_text())["skills"])
+    if len(listed["skills"]) != want:
+        sys.exit(f"skillstore listed {len(listed['skills'])} skills, expected.json {want}")
+    return f"floor: {said}; skillstore: {len(listed['skills'])} skills"
+
+
 def once(cmd: list[str]) -> float:
     start = time.perf_counter()
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
@@ -125,6 +142,7 @@ def main() -> int:
         for source in SOURCES:
             ours_cmd += ["--source", source]
         ours_cmd += ["list", "--json"]
+        print(check_counts([str(floor), str(root)], ours_cmd, root, size), flush=True)
         floor_s, ours_s, ratio = paired([str(floor), str(root)], ours_cmd, args.runs)
         rss = peak_rss_mb(ours_cmd)
         line = (

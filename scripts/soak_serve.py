@@ -26,8 +26,12 @@ hostile (bounded in count, each reconnecting when closed):
 
 Prints the legitimate clients' p50/p99 latency and error count per kind,
 RSS every 5 s, open connections and MCP sessions (from /metrics), and
-exits 1 if any legitimate request failed. Every request goes to 127.0.0.1
-only, and every loop stops at the deadline.
+exits 1 if any legitimate request failed, if any client thread (legitimate
+or hostile) died of an exception or was still running well after the
+deadline, if a legitimate client made fewer successful requests than its
+floor (see `floors`: a soak with no traffic proves nothing), or if a
+hostile kind never ran once. Every request goes to 127.0.0.1 only, and
+every loop stops at the deadline.
 """
 
 import argparse
@@ -104,10 +108,24 @@ class Stats:
         self.latency: dict[str, list[float]] = {}
         self.errors: dict[str, list[str]] = {}
         self.hostile: dict[str, int] = {}
+        # Successful requests per legitimate client ("read acme", ...).
+        self.clients: dict[str, int] = {}
+        # Client threads that ended with an exception, by name.
+        self.died: dict[str, str] = {}
 
-    def ok(self, kind: str, seconds: float) -> None:
+    def ok(self, kind: str, seconds: float, client: str | None = None) -> None:
         with self.lock:
             self.latency.setdefault(kind, []).append(seconds)
+            if client is not None:
+                self.clients[client] = self.clients.get(client, 0) + 1
+
+    def register(self, client: str) -> None:
+        with self.lock:
+            self.clients.setdefault(client, 0)
+
+    def death(self, thread: str, what: str) -> None:
+        with self.lock:
+            self.died[thread] = what
 
     def error(self, kind: str, what: str) -> None:
         with self.lock:
@@ -147,7 +165,7 @@ class Client:
         raise AssertionError("unreachable")
 
 
-def timed(stats: Stats, kind: str, call, ok_statuses=(200, 304)):
+def timed(stats: Stats, kind: str, call, ok_statuses=(200, 304), client: str | None = None):
     started = time.perf_counter()
     try:
         status, headers, data = call()
@@ -158,21 +176,23 @@ def timed(stats: Stats, kind: str, call, ok_statuses=(200, 304)):
     if status not in ok_statuses:
         stats.error(kind, f"{status} {data[:200]!r}")
         return None
-    stats.ok(kind, elapsed)
+    stats.ok(kind, elapsed, client)
     return status, headers, data
 
 
 def reads(port: int, tenant: str, stats: Stats, deadline: float) -> None:
     client = Client(port, TOKENS[tenant])
+    me = f"read {tenant}"
+    stats.register(me)
     tag = None
     while time.time() < deadline:
         headers = {"If-None-Match": tag} if tag else {}
-        got = timed(stats, "read", lambda: client.request("GET", "/v1/skills", headers=headers))
+        got = timed(stats, "read", lambda: client.request("GET", "/v1/skills", headers=headers), client=me)
         if got and got[0] == 200:
             tag = got[1].get("ETag")
         name = f"skill-{random.randrange(SKILLS)}"
-        timed(stats, "read", lambda: client.request("GET", f"/v1/skills/{name}"))
-        timed(stats, "read", lambda: client.request("GET", f"/v1/skills/{name}/files/references/guide.md"))
+        timed(stats, "read", lambda: client.request("GET", f"/v1/skills/{name}"), client=me)
+        timed(stats, "read", lambda: client.request("GET", f"/v1/skills/{name}/files/references/guide.md"), client=me)
         time.sleep(0.005)
 
 
@@ -190,6 +210,8 @@ def sse_result(data: bytes, want_id: int):
 
 def mcp(port: int, tenant: str, stats: Stats, deadline: float) -> None:
     client = Client(port, TOKENS[tenant])
+    me = f"mcp {tenant}"
+    stats.register(me)
     accept = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
     while time.time() < deadline:
         init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
@@ -218,21 +240,33 @@ def mcp(port: int, tenant: str, stats: Stats, deadline: float) -> None:
                 message = sse_result(got[2], n + 2)
                 if message is None or "error" in message or message.get("result", {}).get("isError"):
                     stats.error("mcp", f"{method}: {str(message)[:200]}")
+                else:
+                    # Only an answered call counts towards the client's floor.
+                    with stats.lock:
+                        stats.clients[me] += 1
             time.sleep(0.005)
         timed(stats, "mcp", lambda: client.request("DELETE", "/mcp", None, session), (200, 202, 204))
 
 
 def writes(port: int, stats: Stats, deadline: float) -> None:
     client = Client(port, TOKENS["acme"])
+    me = "write acme"
+    stats.register(me)
     path = "/v1/skills/skill-0/files/references/notes.md"
     n = 0
     while time.time() < deadline:
-        current = client.request("GET", path)
+        # The GET that finds the current ETag is a legitimate request too:
+        # it is timed and counted, and its failure is an error, never the
+        # end of the thread.
+        current = timed(stats, "write", lambda: client.request("GET", path), (200, 404))
+        if current is None:
+            time.sleep(2)
+            continue
         headers = {"Content-Type": "text/markdown"}
         if current[0] == 200:
             headers["If-Match"] = current[1]["ETag"]
         n += 1
-        timed(stats, "write", lambda: client.request("PUT", path, f"# Notes {n}\n", headers), (200, 201))
+        timed(stats, "write", lambda: client.request("PUT", path, f"# Notes {n}\n", headers), (200, 201), client=me)
         time.sleep(2)
 
 
@@ -310,6 +344,34 @@ def refresh_storm(port: int, stats: Stats, deadline: float) -> None:
         for t in threads:
             t.join()
         time.sleep(1)
+
+
+def floors(duration: float) -> dict[str, int]:
+    """The fewest successful requests each legitimate client must make in
+    `duration` seconds: far below what a healthy run does (a reader makes
+    hundreds a second, the writer one PUT every 2 s, an MCP client dozens
+    a second), so a slow machine passes, but a client that stopped, never
+    started or only failed does not."""
+    return {
+        "read acme": int(20 * duration),
+        "read globex": int(20 * duration),
+        "mcp acme": int(5 * duration),
+        "mcp globex": int(5 * duration),
+        "write acme": max(1, int(duration / 5)),
+    }
+
+
+HOSTILE_KINDS = ["slow headers", "idle", "anonymous slow body", "authenticated slow body",
+                 "amplification round", "refresh"]
+
+
+def guarded(stats: Stats, name: str, target, args) -> None:
+    """Runs one client; an exception that ends it is recorded, never lost."""
+    try:
+        target(*args)
+    except BaseException as e:  # noqa: BLE001 - any end but the deadline is a failure
+        stats.death(name, repr(e))
+        raise
 
 
 def rss_kib(pid: int) -> int:
@@ -404,7 +466,10 @@ def run(port: int, pid: int, args) -> int:
     jobs.append((session_flood, (port, stats, deadline)))
     jobs.append((amplification, (port, stats, deadline)))
     jobs.append((refresh_storm, (port, stats, deadline)))
-    threads = [threading.Thread(target=f, args=a, daemon=True) for f, a in jobs]
+    threads = []
+    for i, (f, a) in enumerate(jobs):
+        name = f"{f.__name__}-{i}"
+        threads.append(threading.Thread(target=guarded, args=(stats, name, f, a), name=name, daemon=True))
     for t in threads:
         t.start()
     samples = []
@@ -412,8 +477,10 @@ def run(port: int, pid: int, args) -> int:
         time.sleep(min(5, max(0.1, deadline - time.time())))
         samples.append({"t": round(time.time() - started), "rss_mib": round(rss_kib(pid) / 1024, 1), **gauges(port)})
         print(json.dumps(samples[-1]), flush=True)
+    join_by = time.time() + 40
     for t in threads:
-        t.join(timeout=40)
+        t.join(timeout=max(0.0, join_by - time.time()))
+    hung = [t.name for t in threads if t.is_alive()]
     report = {"duration_s": args.duration, "legitimate": {}, "hostile": stats.hostile, "samples": samples}
     errors = 0
     for kind in sorted(set(stats.latency) | set(stats.errors)):
@@ -440,9 +507,33 @@ def run(port: int, pid: int, args) -> int:
     print(json.dumps({k: v for k, v in report.items() if k != "samples"}, indent=1))
     if args.json:
         args.json.write_text(json.dumps(report, indent=1))
+    report["clients"] = dict(stats.clients)
+    report["floors"] = floors(args.duration)
+    report["died"] = stats.died
+    report["hung"] = hung
+    problems = []
     if errors:
-        print(f"{errors} legitimate request(s) failed", file=sys.stderr)
+        problems.append(f"{errors} legitimate request(s) failed")
+    for name, what in sorted(stats.died.items()):
+        problems.append(f"client thread {name} died: {what}")
+    for name in hung:
+        problems.append(f"client thread {name} still running 40 s after the deadline")
+    for client, floor in floors(args.duration).items():
+        made = stats.clients.get(client)
+        if made is None:
+            problems.append(f"legitimate client {client} never ran")
+        elif made < floor:
+            problems.append(f"legitimate client {client} made {made} successful request(s), fewer than {floor}")
+    for kind in HOSTILE_KINDS:
+        if not stats.hostile.get(kind):
+            problems.append(f"hostile client kind {kind!r} never ran")
+    print(json.dumps({"clients": report["clients"], "floors": report["floors"], "died": stats.died, "hung": hung},
+                     indent=1))
+    if problems:
+        for problem in problems:
+            print(problem, file=sys.stderr)
         return 1
+    print("every client above its floor, none died")
     print(f"{len(every)} passed, 0 failed")
     return 0
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every test of the workspace, on a fresh machine: makes the Python
 # environments the tests drive (moto, a second S3 server; skills-ref, the
-# specification's reference validator) and the npm tools (Node 22 and the
+# specification's reference validator; openapi-spec-validator, for the
+# server's /openapi.json) and the npm tools (Node 22 and the
 # `skills` command) under target/, starts moto on a free
 # loopback port, and runs `cargo test` with the tests that need them
 # included, then builds the book (docs/, mdBook), checks that every link of
@@ -34,6 +35,7 @@ venv() {
 echo "== python environments"
 venv moto 'moto[server]==5.2.5'
 venv skills-ref 'skills-ref==0.1.1'
+venv openapi 'openapi-spec-validator==0.9.0'
 
 # npm_tool DIR PACKAGE: PACKAGE installed under target/tools/DIR once, reused
 # while the package (with its version) is unchanged.
@@ -65,8 +67,9 @@ bucket=skillstore-ci
 curl -fsS -X PUT "http://127.0.0.1:$port/$bucket" -o /dev/null
 export SKILLSTORE_MOTO_ENDPOINT="http://127.0.0.1:$port/$bucket"
 export SKILLSTORE_AGENTSKILLS="$PWD/$venvs/skills-ref/bin/agentskills"
+export SKILLSTORE_OPENAPI_VALIDATOR="$PWD/$venvs/openapi/bin/openapi-spec-validator"
 
-echo "== cargo test (every crate, the tests needing moto, skills-ref and the skills command included)"
+echo "== cargo test (every crate, the tests needing moto, skills-ref, openapi-spec-validator and the skills command included)"
 cargo test --workspace --all-features -- --include-ignored
 
 echo "== the book: mdBook (installed once into target/tools) builds docs/ into target/book"
@@ -82,7 +85,7 @@ python3 scripts/docs_test.py --binary "${CARGO_TARGET_DIR:-target}/debug/skillst
 echo "== the server through the official Python MCP SDK (server/tests/python/run.sh)"
 bash server/tests/python/run.sh
 
-echo "== a 60 s soak of serve: legitimate clients beside hostile ones, no legitimate request may fail (scripts/soak_serve.py)"
+echo "== a 60 s soak of serve: legitimate clients beside hostile ones, no legitimate request may fail, no client may die, each legitimate client above its floor (scripts/soak_serve.py)"
 python3 scripts/soak_serve.py --duration 60 --binary "${CARGO_TARGET_DIR:-target}/debug/skillstore"
 
 echo "== python package (scripts/test-python.sh)"

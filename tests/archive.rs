@@ -930,6 +930,12 @@ fn install_is_not_all_or_nothing_on_s3() {
     runtime().block_on(install_is_not_all_or_nothing(Kind::S3));
 }
 
+#[test]
+#[ignore = "needs moto: set SKILLSTORE_MOTO_ENDPOINT and pass --include-ignored"]
+fn install_is_not_all_or_nothing_on_moto() {
+    runtime().block_on(install_is_not_all_or_nothing(Kind::Moto));
+}
+
 /// The files a skill may hold in the property below.
 const POOL: [&str; 5] = [
     "references/a.md",
@@ -1117,6 +1123,12 @@ fn pack_then_install_round_trips_on_a_directory() {
 #[test]
 fn pack_then_install_round_trips_on_s3() {
     runtime().block_on(pack_then_install_round_trips(Kind::S3));
+}
+
+#[test]
+#[ignore = "needs moto: set SKILLSTORE_MOTO_ENDPOINT and pass --include-ignored"]
+fn pack_then_install_round_trips_on_moto() {
+    runtime().block_on(pack_then_install_round_trips(Kind::Moto));
 }
 
 /// Copies the sample skill into a fresh directory.

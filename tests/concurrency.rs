@@ -33,7 +33,7 @@ fn generation_of(text: &str) -> Option<u64> {
 async fn many_loads_and_refreshes_while_skills_change(kind: Kind) {
     // Changes made underneath before the readers may stop (fewer over HTTP,
     // where each is a request competing with 64 readers).
-    let min_writes: u64 = if matches!(kind, Kind::S3) { 40 } else { 200 };
+    let min_writes: u64 = if matches!(kind, Kind::S3 | Kind::Moto) { 40 } else { 200 };
     let mut files = Vec::new();
     for layer in ["base", "team"] {
         for i in 0..SKILLS {
@@ -139,6 +139,7 @@ macro_rules! on_backends {
         mod memory { $( #[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $case() { super::$case(super::Kind::Memory).await } )* }
         mod fs { $( #[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $case() { super::$case(super::Kind::Fs).await } )* }
         mod s3 { $( #[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $case() { super::$case(super::Kind::S3).await } )* }
+        mod moto { $( #[tokio::test(flavor = "multi_thread", worker_threads = 2)] #[ignore = "needs moto: set SKILLSTORE_MOTO_ENDPOINT and pass --include-ignored"] async fn $case() { super::$case(super::Kind::Moto).await } )* }
     };
 }
 

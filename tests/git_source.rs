@@ -184,6 +184,10 @@ async fn the_cache_is_private_and_keyed_without_credentials() {
     assert_eq!(repos.len(), 1, "{repos:?}");
 }
 
+/// Six namespaces opened at once on one remote share one bare repository
+/// of the cache: one `KEY.git` (and its `KEY.lock`) and nothing else under
+/// `cache/git`, holding the one ref the branch is fetched into, every open
+/// served the remote's head from it.
 #[test]
 fn concurrent_opens_share_one_cached_repository() {
     let dir = tempfile::tempdir().unwrap();
@@ -203,6 +207,24 @@ fn concurrent_opens_share_one_cached_repository() {
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     });
     assert!(commits.iter().all(|c| *c == head), "{commits:?}");
+    let cache = dir.path().join("cache/git");
+    let mut entries: Vec<String> = std::fs::read_dir(&cache)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    entries.sort_unstable();
+    let repos: Vec<&String> = entries.iter().filter(|n| n.ends_with(".git")).collect();
+    assert_eq!(repos.len(), 1, "one repository for one remote: {entries:?}");
+    let key = repos[0].strip_suffix(".git").unwrap();
+    assert_eq!(entries, [format!("{key}.git"), format!("{key}.lock")], "{entries:?}");
+    let repo = cache.join(repos[0]);
+    let refs = git(&repo, &["for-each-ref", "--format=%(refname) %(objectname)"]);
+    let refs: Vec<&str> = refs.lines().collect();
+    assert_eq!(refs.len(), 1, "{refs:?}");
+    assert!(
+        refs[0].starts_with("refs/skillstore/") && refs[0].ends_with(&head),
+        "{refs:?}"
+    );
 }
 
 #[tokio::test]

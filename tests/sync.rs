@@ -234,6 +234,11 @@ fn read_generation(dir: &rustix::fd::OwnedFd, relative: &str, out: &mut BTreeMap
     Some(())
 }
 
+/// A reader thread walks the synced tree over and over while 100 syncs
+/// switch it between two generations. Every walk that no finished sync
+/// could have spoiled is checked, and the checks must include at least 20
+/// walks made while a sync was running (the invariant holds during a
+/// switch, not only between syncs) and walks that saw each generation.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reader_walking_during_100_syncs_never_sees_a_skill_of_two_generations() {
     let memory = Arc::new(MemoryBackend::new());
@@ -278,9 +283,15 @@ async fn a_reader_walking_during_100_syncs_never_sees_a_skill_of_two_generations
     // sync after the one that retired it, so a walk during which no sync
     // finished read a generation nothing was deleting.
     let finished = Arc::new(AtomicUsize::new(0));
+    // Syncs begun so far: more than finished while one runs.
+    let begun = Arc::new(AtomicUsize::new(0));
+    // Checked walks that began while a sync was running.
+    let during = Arc::new(AtomicUsize::new(0));
+    // Checked walks by the generation of alpha's SKILL.md they saw (A, B).
+    let saw = Arc::new([AtomicUsize::new(0), AtomicUsize::new(0)]);
     let reader = {
         let (stop, complete, target) = (stop.clone(), complete.clone(), target.clone());
-        let finished = finished.clone();
+        let (finished, begun, during, saw) = (finished.clone(), begun.clone(), during.clone(), saw.clone());
         let generations = generations.clone();
         std::thread::spawn(move || {
             let walk = || -> Option<BTreeMap<String, String>> {
@@ -305,13 +316,18 @@ async fn a_reader_walking_during_100_syncs_never_sees_a_skill_of_two_generations
                     .map(|(p, t)| (p.clone(), t.clone()))
                     .collect()
             };
-            let check = |seen: BTreeMap<String, String>, quiet: bool| {
+            let check = |seen: BTreeMap<String, String>, quiet: bool, running: bool| {
                 let whole = ["alpha", "beta"]
                     .iter()
                     .all(|skill| generations.iter().any(|g| of_skill(g, skill) == of_skill(&seen, skill)))
                     && seen.keys().all(|p| p.starts_with("alpha/") || p.starts_with("beta/"));
                 if whole {
                     complete.fetch_add(1, Ordering::SeqCst);
+                    if quiet && running {
+                        during.fetch_add(1, Ordering::SeqCst);
+                    }
+                    let alpha = seen.get("alpha/SKILL.md").map(String::as_str).unwrap_or_default();
+                    saw[usize::from(alpha.contains("description: B"))].fetch_add(1, Ordering::SeqCst);
                 } else {
                     // Over a walk that spans two syncs, the handle may hold a
                     // retired skill directory being emptied: that proves nothing.
@@ -320,12 +336,13 @@ async fn a_reader_walking_during_100_syncs_never_sees_a_skill_of_two_generations
             };
             while !stop.load(Ordering::SeqCst) {
                 let before = finished.load(Ordering::SeqCst);
+                let running = begun.load(Ordering::SeqCst) > before;
                 // A walk that met a file removed under it proves nothing either.
                 if let Some(seen) = walk() {
-                    check(seen, finished.load(Ordering::SeqCst) == before);
+                    check(seen, finished.load(Ordering::SeqCst) == before, running);
                 }
             }
-            check(walk().expect("the final tree is readable"), true);
+            check(walk().expect("the final tree is readable"), true, false);
         })
     };
     for round in 1..=100 {
@@ -334,13 +351,24 @@ async fn a_reader_walking_during_100_syncs_never_sees_a_skill_of_two_generations
         }
         let gone = &both[1 - round % 2].last().unwrap().0;
         memory.delete(&VPath::new(gone).unwrap()).await.unwrap();
+        begun.fetch_add(1, Ordering::SeqCst);
         let report = sync(&catalog, &target, &SyncOptions::default()).await.unwrap();
         assert!(report.switched);
         finished.fetch_add(1, Ordering::SeqCst);
     }
     stop.store(true, Ordering::SeqCst);
     reader.join().expect("the reader saw each skill of one generation");
-    assert!(complete.load(Ordering::SeqCst) >= 1);
+    let (complete, during) = (complete.load(Ordering::SeqCst), during.load(Ordering::SeqCst));
+    let saw = [saw[0].load(Ordering::SeqCst), saw[1].load(Ordering::SeqCst)];
+    eprintln!("walks checked whole: {complete}, of which during a sync: {during}; by alpha's generation: {saw:?}");
+    assert!(
+        during >= 20,
+        "only {during} checked walks fell during a sync: the invariant was hardly checked during switches"
+    );
+    assert!(
+        saw.iter().all(|&n| n > 0),
+        "the reader did not see both generations: {saw:?}"
+    );
     assert_eq!(files_under(&target).len(), generations[0].len());
     // Only the live generation, the state beside it, and nothing else.
     let mut names: Vec<String> = std::fs::read_dir(out.path())

@@ -56,6 +56,13 @@ pub struct Fixture {
     /// How to create special files behind the backend's back, where it can
     /// hold them.
     pub specials: Option<Box<dyn Specials>>,
+    /// Whether the server behind the backend makes a conditional write
+    /// (create-only, `If-None-Match: *`) atomic: true for every target but
+    /// moto, which checks the condition and then writes, so two
+    /// simultaneous create-only writes can both succeed. Cases that race
+    /// conditional writes assert the weaker property that still holds when
+    /// it is false.
+    pub atomic_conditionals: bool,
     _keep: Box<dyn Any + Send + Sync>,
 }
 
@@ -65,8 +72,16 @@ impl Fixture {
         Fixture {
             backend: Arc::new(backend),
             specials: None,
+            atomic_conditionals: true,
             _keep: Box::new(()),
         }
+    }
+
+    /// Marks the server behind the backend as one whose conditional writes
+    /// are not atomic (see [`Fixture::atomic_conditionals`]).
+    pub fn without_atomic_conditionals(mut self) -> Self {
+        self.atomic_conditionals = false;
+        self
     }
 
     /// Keeps `value` alive as long as the fixture.

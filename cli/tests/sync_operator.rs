@@ -579,11 +579,13 @@ impl World {
     }
 }
 
+/// `PROPTEST_CASES` when set; otherwise 48 under CI (20 to 40 s),
+/// 16 on a developer's machine.
 fn cases() -> u32 {
     std::env::var("PROPTEST_CASES")
         .ok()
         .and_then(|v| v.parse().ok())
-        .unwrap_or(16)
+        .unwrap_or(if std::env::var_os("CI").is_some() { 48 } else { 16 })
 }
 
 proptest! {

@@ -50,7 +50,24 @@ pub enum Kind {
     Memory,
     Fs,
     ObjectStore,
+    /// Our in-process S3 server (s3s-fs behind a write lock that makes
+    /// conditional writes atomic).
     S3,
+    /// moto, an S3 server we did not write, under a fresh prefix of the
+    /// bucket named by `SKILLSTORE_MOTO_ENDPOINT` (panics without it: such a
+    /// test is ignored unless run with `--include-ignored`, as CI does).
+    Moto,
+}
+
+impl Kind {
+    /// Whether the store makes its conditional writes (create-only,
+    /// replace-if-version) atomic. moto does not: it checks the condition
+    /// and then writes, so two simultaneous conditional writes can both
+    /// succeed. Tests that race conditional writes assert the weaker
+    /// property that still holds where this is false.
+    pub fn atomic_conditionals(self) -> bool {
+        !matches!(self, Kind::Moto)
+    }
 }
 
 pub async fn tree(kind: Kind, files: &[(&str, &[u8])]) -> Tree {
@@ -72,6 +89,7 @@ pub async fn tree(kind: Kind, files: &[(&str, &[u8])]) -> Tree {
                 None,
             )
         }
+        Kind::Moto => (skillstore::backends::testkit::s3_server::moto_fixture().backend, None),
     };
     put_all(&*backend, files).await;
     Tree {

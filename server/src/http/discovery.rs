@@ -5,11 +5,10 @@
 //! cap and timeout still apply. A tenant that did not opt in answers
 //! exactly as a route that does not exist.
 
-use axum::Router;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::Response;
-use axum::routing::get;
+use axum::routing::{MethodRouter, get};
 
 use super::AppState;
 use super::conditional::answer_bytes;
@@ -18,18 +17,24 @@ use crate::error::ApiError;
 /// The well-known prefix, as RFC 8615 registers it.
 pub const WELL_KNOWN: &str = "/.well-known/agent-skills";
 
-/// The discovery routes, at the root and under `/t/{tenant}`.
-pub(crate) fn routes() -> Router<AppState> {
-    Router::new()
-        .route(&format!("{WELL_KNOWN}/index.json"), get(root_index))
-        .route(&format!("{WELL_KNOWN}/{{artifact}}"), get(root_archive))
-        .route(&format!("{WELL_KNOWN}/{{name}}/SKILL.md"), get(root_skill_md))
-        .route(&format!("/t/{{tenant}}{WELL_KNOWN}/index.json"), get(tenant_index))
-        .route(&format!("/t/{{tenant}}{WELL_KNOWN}/{{artifact}}"), get(tenant_archive))
-        .route(
-            &format!("/t/{{tenant}}{WELL_KNOWN}/{{name}}/SKILL.md"),
-            get(tenant_skill_md),
-        )
+/// The handlers of a discovery route of [`super::ROUTES`], at the root and
+/// under `/t/{tenant}`.
+pub(crate) fn handlers(route: &str) -> Option<MethodRouter<AppState>> {
+    let handlers = match route.strip_prefix("/t/{tenant}") {
+        None => match route.strip_prefix(WELL_KNOWN)? {
+            "/index.json" => get(root_index),
+            "/{artifact}" => get(root_archive),
+            "/{name}/SKILL.md" => get(root_skill_md),
+            _ => return None,
+        },
+        Some(below) => match below.strip_prefix(WELL_KNOWN)? {
+            "/index.json" => get(tenant_index),
+            "/{artifact}" => get(tenant_archive),
+            "/{name}/SKILL.md" => get(tenant_skill_md),
+            _ => return None,
+        },
+    };
+    Some(handlers)
 }
 
 /// True when `route` (a matched path) is a discovery route.

@@ -20,7 +20,7 @@ use axum::extract::{MatchedPath, Request, State};
 use axum::http::StatusCode;
 use axum::middleware::{self, Next};
 use axum::response::Response;
-use axum::routing::{get, post};
+use axum::routing::{MethodRouter, get, post};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
@@ -37,39 +37,69 @@ pub(crate) struct AppState {
     permits: Arc<Semaphore>,
 }
 
-/// The whole router: `/v1/...`, `/healthz`, `/readyz`, `/metrics`, the
-/// discovery routes ([`discovery`]), and `mcp` (when given) at `/mcp`.
-/// Every API route passes [`front::guard`].
+/// Every route of the router but `/mcp` (which MCP itself describes), as
+/// axum declares it. The router is built from this list alone (each path's
+/// handlers come from [`handlers`]), and `/openapi.json` describes exactly
+/// these paths, each with exactly the methods its route answers: a test
+/// holds the document against the served router, method by method.
+pub const ROUTES: &[&str] = &[
+    "/v1/skills",
+    "/v1/skills/{name}",
+    "/v1/skills/{name}/files/{*path}",
+    "/v1/skills/{name}/history",
+    "/v1/skills/{name}/rollback",
+    "/v1/archives",
+    "/v1/prompt",
+    "/v1/search",
+    "/v1/refresh",
+    "/healthz",
+    "/readyz",
+    "/metrics",
+    "/openapi.json",
+    "/.well-known/agent-skills/index.json",
+    "/.well-known/agent-skills/{artifact}",
+    "/.well-known/agent-skills/{name}/SKILL.md",
+    "/t/{tenant}/.well-known/agent-skills/index.json",
+    "/t/{tenant}/.well-known/agent-skills/{artifact}",
+    "/t/{tenant}/.well-known/agent-skills/{name}/SKILL.md",
+];
+
+/// The handlers of one path of [`ROUTES`].
+fn handlers(route: &str) -> MethodRouter<AppState> {
+    match route {
+        "/v1/skills" => get(read::list),
+        "/v1/skills/{name}" => get(read::show)
+            .put(write::put_skill)
+            .patch(write::patch_skill)
+            .delete(write::delete_skill),
+        "/v1/skills/{name}/files/{*path}" => get(read::file).put(write::put_file).delete(write::delete_file),
+        "/v1/skills/{name}/history" => get(write::history),
+        "/v1/skills/{name}/rollback" => post(write::rollback),
+        "/v1/archives" => post(write::install),
+        "/v1/prompt" => get(read::prompt),
+        "/v1/search" => get(read::search),
+        "/v1/refresh" => post(read::refresh),
+        "/healthz" => get(read::healthz),
+        "/readyz" => get(read::readyz),
+        "/metrics" => get(read::metrics),
+        "/openapi.json" => get(openapi::serve),
+        other => discovery::handlers(other).unwrap_or_else(|| panic!("no handlers for the route {other}")),
+    }
+}
+
+/// The whole router: every route of [`ROUTES`] (`/v1/...`, `/healthz`,
+/// `/readyz`, `/metrics`, `/openapi.json`, the discovery routes of
+/// [`discovery`]), and `mcp` (when given) at `/mcp`. Every API route
+/// passes [`front::guard`].
 pub fn router(service: Arc<Service>, mcp: Option<Router>) -> Router {
     let state = AppState {
         permits: Arc::new(Semaphore::new(service.limits.max_concurrent_requests)),
         service,
     };
     let body_limit = usize::try_from(state.service.limits.max_body_bytes).unwrap_or(usize::MAX);
-    let api = Router::new()
-        .route("/v1/skills", get(read::list))
-        .route(
-            "/v1/skills/{name}",
-            get(read::show)
-                .put(write::put_skill)
-                .patch(write::patch_skill)
-                .delete(write::delete_skill),
-        )
-        .route(
-            "/v1/skills/{name}/files/{*path}",
-            get(read::file).put(write::put_file).delete(write::delete_file),
-        )
-        .route("/v1/skills/{name}/history", get(write::history))
-        .route("/v1/skills/{name}/rollback", post(write::rollback))
-        .route("/v1/archives", post(write::install))
-        .route("/v1/prompt", get(read::prompt))
-        .route("/v1/search", get(read::search))
-        .route("/v1/refresh", post(read::refresh))
-        .route("/healthz", get(read::healthz))
-        .route("/readyz", get(read::readyz))
-        .route("/metrics", get(read::metrics))
-        .route("/openapi.json", get(openapi::serve))
-        .merge(discovery::routes())
+    let api = ROUTES
+        .iter()
+        .fold(Router::new(), |api, route| api.route(route, handlers(route)))
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(state.clone(), front::guard))
         .layer(axum::extract::DefaultBodyLimit::max(body_limit))

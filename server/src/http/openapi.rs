@@ -1,24 +1,13 @@
 //! `GET /openapi.json`: the HTTP API described as OpenAPI 3.1, so clients
-//! can be generated and requests checked against it.
+//! can be generated and requests checked against it. It describes every
+//! route of [`super::ROUTES`] (every route but `/mcp`), each with exactly
+//! the methods the router answers there; `server/tests/http.rs` holds the
+//! two equal against the served router, and `scripts/test.sh` validates the
+//! served document with `openapi-spec-validator`.
 
 use axum::Json;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
-
-/// The routes of the API, as the router declares them (a test holds the
-/// two equal).
-pub const ROUTES: [&str; 10] = [
-    "/v1/skills",
-    "/v1/skills/{name}",
-    "/v1/skills/{name}/files/{path}",
-    "/v1/skills/{name}/history",
-    "/v1/skills/{name}/rollback",
-    "/v1/archives",
-    "/v1/prompt",
-    "/v1/refresh",
-    "/healthz",
-    "/readyz",
-];
 
 fn error(description: &str) -> Value {
     json!({"description": description, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}})
@@ -73,6 +62,31 @@ pub fn document() -> Value {
     ];
     let change = json!({"description": "the change, with the new tags",
         "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Change"}}}});
+    let tenant = json!({"name": "tenant", "in": "path", "required": true, "schema": {"type": "string"}});
+    let artifact = json!({"name": "artifact", "in": "path", "required": true,
+        "description": "NAME.zip: the skill's rooted archive", "schema": {"type": "string"}});
+    let discovery_errors = [
+        ("304", "not modified (If-None-Match)"),
+        ("404", "no such skill or artifact, or discovery is not public here"),
+        ("409", "the skill changed since its lock or signature was checked"),
+        ("503", "a source cannot be reached"),
+    ];
+    let discovery = |summary: &str, media: &str, schema: Value| {
+        json!({"summary": summary, "security": [], "parameters": [if_none_match],
+            "responses": with(errors(&discovery_errors), "200",
+                json!({"description": summary, "content": {(media): {"schema": schema}}}))})
+    };
+    let discovery_index = discovery(
+        "The Agent Skills discovery index (schema 0.2.0) of the open server or of a tenant with `discovery: public`",
+        "application/json",
+        json!({"type": "object"}),
+    );
+    let discovery_archive = discovery(
+        "A skill as a rooted zip archive",
+        "application/zip",
+        json!({"type": "string", "format": "binary"}),
+    );
+    let discovery_skill_md = discovery("A skill's SKILL.md", "text/markdown", json!({"type": "string"}));
     let text = |description: &str| json!({"description": description, "content": {"text/plain": {"schema": {"type": "string"}}}});
     let object = |description: &str| json!({"description": description, "content": {"application/json": {"schema": {"type": "object"}}}});
     json!({
@@ -150,13 +164,44 @@ pub fn document() -> Value {
                 ],
                 "responses": with(errors(&read_errors), "200", text("the rendered section"))
             }},
+            "/v1/search": {"get": {
+                "summary": "The caller's enabled skills that best match the words of `q`, best first",
+                "parameters": [
+                    {"name": "q", "in": "query", "required": true, "schema": {"type": "string"}},
+                    {"name": "limit", "in": "query", "required": false,
+                        "schema": {"type": "integer", "minimum": 0, "maximum": 1000, "default": 10}}
+                ],
+                "responses": with(errors(&[
+                    ("400", "no `q`, or a bad `limit`"),
+                    ("401", "no or unknown token"),
+                    ("503", "a source cannot be reached"),
+                ]), "200", json!({"description": "the hits",
+                    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/SearchResults"}}}}))
+            }},
             "/v1/refresh": {"post": {
                 "summary": "Refresh the caller's tenant now",
                 "responses": with(errors(&[("401", "no or unknown token")]), "200", object("the refreshed catalog's size"))
             }},
             "/healthz": {"get": {"summary": "Liveness", "security": [], "responses": {"200": object("ok")}}},
             "/readyz": {"get": {"summary": "Every tenant's first load is done", "security": [],
-                "responses": {"200": object("ready"), "503": object("still loading")}}}
+                "responses": {"200": object("ready"), "503": object("still loading")}}},
+            "/metrics": {"get": {
+                "summary": "Prometheus text: requests by route and status, latency, connections, MCP sessions, catalog size, refreshes, storage calls",
+                "description": "Answers a token listed under `metrics_tokens` only; a tenant's token is refused.",
+                "responses": with(errors(&[("401", "no or unknown token"), ("403", "not a metrics token")]),
+                    "200", json!({"description": "the metrics",
+                        "content": {"text/plain": {"schema": {"type": "string"}}}}))
+            }},
+            "/openapi.json": {"get": {"summary": "This document", "security": [],
+                "responses": {"200": object("the OpenAPI document")}}},
+            "/.well-known/agent-skills/index.json": {"get": discovery_index.clone()},
+            "/.well-known/agent-skills/{artifact}": {"parameters": [artifact.clone()], "get": discovery_archive.clone()},
+            "/.well-known/agent-skills/{name}/SKILL.md": {"parameters": [name.clone()], "get": discovery_skill_md.clone()},
+            "/t/{tenant}/.well-known/agent-skills/index.json": {"parameters": [tenant.clone()], "get": discovery_index},
+            "/t/{tenant}/.well-known/agent-skills/{artifact}": {"parameters": [tenant.clone(), artifact],
+                "get": discovery_archive},
+            "/t/{tenant}/.well-known/agent-skills/{name}/SKILL.md": {"parameters": [tenant, name],
+                "get": discovery_skill_md}
         },
         "components": {
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
@@ -178,6 +223,11 @@ pub fn document() -> Value {
                         "files": {"type": "array", "items": {"type": "object", "properties": {
                             "path": {"type": "string"},
                             "event": {"enum": ["created", "modified", "removed"]}}}}}}}}},
+                "SearchResults": {"type": "object", "required": ["results"], "properties": {
+                    "results": {"type": "array", "items": {"type": "object", "properties": {
+                        "name": {"type": "string"}, "description": {"type": "string"},
+                        "source": {"type": "string"}, "path": {"type": "string"},
+                        "score": {"type": "number"}}}}}},
                 "Change": {"type": "object", "properties": {
                     "action": {"type": "string"}, "skill": {"type": "string"}, "history_id": {"type": "integer"},
                     "files": {"type": "array", "items": {"type": "object", "properties": {
