@@ -41,6 +41,9 @@ impl Caller {
     }
 }
 
+/// The most tenants made for tokens' claims kept at once.
+pub const MAX_CLAIMED: usize = 100_000;
+
 /// The tenants of one reading of the server file, and their tokens.
 #[derive(Debug)]
 struct Registry {
@@ -55,6 +58,8 @@ struct Registry {
     /// mount each shared source, so the shared sources are loaded before
     /// the server says it is ready.
     warm: Vec<usize>,
+    /// What a tenant named by a JWT's claim and not listed is made from.
+    claims_template: Option<crate::settings::Template>,
 }
 
 impl Registry {
@@ -86,15 +91,15 @@ impl Registry {
                 tokens.insert(*hash, (index, *scope));
             }
         }
-        if tenants.is_empty() {
+        if tenants.is_empty() && settings.claims_template.is_none() {
             return Err(ServerError::Config("no tenants".into()));
         }
         let open = tenants.len() == 1 && settings.tenants[0].tokens.is_empty() && settings.jwt.is_none();
-        let mut covered: std::collections::HashSet<Arc<str>> = tenants[0].shared_keys().into_iter().collect();
-        let mut warm = vec![0];
-        for (index, tenant) in tenants.iter().enumerate().skip(1) {
+        let mut covered: std::collections::HashSet<Arc<str>> = std::collections::HashSet::new();
+        let mut warm = Vec::new();
+        for (index, tenant) in tenants.iter().enumerate() {
             let keys = tenant.shared_keys();
-            if keys.iter().any(|k| !covered.contains(k)) {
+            if index == 0 || keys.iter().any(|k| !covered.contains(k)) {
                 covered.extend(keys);
                 warm.push(index);
             }
@@ -106,6 +111,7 @@ impl Registry {
             open,
             metrics_tokens: settings.metrics_tokens.clone(),
             warm,
+            claims_template: settings.claims_template.clone(),
         })
     }
 }
@@ -126,6 +132,9 @@ pub struct Service {
     registry: RwLock<Arc<Registry>>,
     /// Bearer JWTs, when the server file takes them (read at start only).
     jwt: Option<JwtVerifier>,
+    /// Tenants named by a JWT's claim, not listed, made from the template
+    /// at their first request and dropped when unloaded.
+    claimed: std::sync::Mutex<HashMap<String, Arc<Tenant>>>,
     refresh_interval: Duration,
     /// The sources the tenants share, loaded and refreshed once.
     pool: Arc<SourcePool>,
@@ -160,6 +169,7 @@ impl Service {
             browser: BrowserPolicy::new(registry.open, &settings.allowed_origins),
             registry: RwLock::new(Arc::new(registry)),
             jwt,
+            claimed: std::sync::Mutex::new(HashMap::new()),
             refresh_interval: settings.refresh_interval,
             pool,
             budget,
@@ -300,36 +310,53 @@ impl Service {
         let Some(max) = self.limits.max_loaded_tenants else {
             return;
         };
-        let registry = self.registry();
-        let loaded: Vec<usize> = (0..registry.tenants.len())
-            .filter(|at| registry.tenants[*at].is_ready())
+        let (registry, claimed) = self.all_tenants();
+        let warm: Vec<&Arc<Tenant>> = registry.warm.iter().map(|at| &registry.tenants[*at]).collect();
+        let loaded: Vec<&Arc<Tenant>> = registry
+            .tenants
+            .iter()
+            .chain(&claimed)
+            .filter(|t| t.is_ready())
             .collect();
         if loaded.len() <= max {
             return;
         }
         let mut spare: Vec<(Duration, &Arc<Tenant>)> = loaded
             .iter()
-            .filter(|at| !registry.warm.contains(at))
-            .map(|at| (registry.tenants[*at].idle_for(), &registry.tenants[*at]))
+            .filter(|t| !warm.iter().any(|w| Arc::ptr_eq(w, t)))
+            .map(|t| (t.idle_for(), *t))
             .filter(|(idle, _)| *idle > self.limits.request_timeout)
             .collect();
         spare.sort_by(|a, b| b.0.cmp(&a.0));
         for (_, tenant) in spare.into_iter().take(loaded.len() - max) {
-            tenant.unload().await;
-            self.tenancy.unloads.fetch_add(1, Ordering::Relaxed);
+            self.unload(tenant).await;
         }
     }
 
     /// Unloads every tenant (but those loaded at start) without a request
     /// for `idle`.
     async fn unload_idle(&self, idle: Duration) {
-        let registry = self.registry();
+        let (registry, claimed) = self.all_tenants();
         for (at, tenant) in registry.tenants.iter().enumerate() {
             if tenant.is_ready() && !registry.warm.contains(&at) && tenant.idle_for() > idle {
-                tenant.unload().await;
-                self.tenancy.unloads.fetch_add(1, Ordering::Relaxed);
+                self.unload(tenant).await;
             }
         }
+        for tenant in &claimed {
+            if tenant.is_ready() && tenant.idle_for() > idle {
+                self.unload(tenant).await;
+            }
+        }
+    }
+
+    /// Unloads one tenant; one made for a token's claim is dropped too.
+    async fn unload(&self, tenant: &Arc<Tenant>) {
+        tenant.unload().await;
+        self.tenancy.unloads.fetch_add(1, Ordering::Relaxed);
+        self.claimed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|_, t| !Arc::ptr_eq(t, tenant));
     }
 
     /// Applies a new reading of the server file: tenants added, removed or
@@ -368,6 +395,14 @@ impl Service {
             if !next.tenants.iter().any(|t| Arc::ptr_eq(t, old)) {
                 old.unload().await;
             }
+        }
+        // Made from a template that may have changed: made again at their
+        // next request.
+        let claimed: Vec<Arc<Tenant>> = std::mem::take(&mut *self.claimed.lock().unwrap_or_else(|e| e.into_inner()))
+            .into_values()
+            .collect();
+        for tenant in claimed {
+            tenant.unload().await;
         }
         for &at in &next.warm {
             let tenant = Arc::clone(&next.tenants[at]);
@@ -442,8 +477,9 @@ impl Service {
     /// a load balancer.
     pub fn is_ready(&self) -> bool {
         let registry = self.registry();
+        // A server of tenants named by tokens alone lists none to load.
         registry.warm.iter().all(|at| registry.tenants[*at].is_ready())
-            && registry.tenants.iter().any(|t| t.is_ready() && t.reads_a_source())
+            && (registry.tenants.is_empty() || registry.tenants.iter().any(|t| t.is_ready() && t.reads_a_source()))
     }
 
     /// The caller a request's `Authorization` header names: a token of the
@@ -511,7 +547,12 @@ impl Service {
                 return None;
             }
         };
-        let Some(tenant) = self.tenant_named(&identity.tenant) else {
+        let tenant = self.tenant_named(&identity.tenant).or_else(|| {
+            jwt.tenants_from_claims()
+                .then(|| self.claimed_tenant(&identity.tenant))
+                .flatten()
+        });
+        let Some(tenant) = tenant else {
             tracing::debug!(target: "skillstore::auth", tenant = %identity.tenant, "bearer JWT refused: its tenant is not served");
             return None;
         };
@@ -520,6 +561,55 @@ impl Service {
             scope: identity.scope,
             token: Some(TokenHash::of(token)),
         })
+    }
+
+    /// The tenant `name` (a name that passed the tenant-name rule) that a
+    /// valid JWT names and the file does not list, made from the template
+    /// at its first request. At most [`MAX_CLAIMED`] such tenants are kept
+    /// at once (those unloaded are dropped first); `None` past that, or
+    /// without a template.
+    fn claimed_tenant(&self, name: &str) -> Option<Arc<Tenant>> {
+        let registry = self.registry();
+        let template = registry.claims_template.as_ref()?;
+        let mut claimed = self.claimed.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(tenant) = claimed.get(name) {
+            return Some(Arc::clone(tenant));
+        }
+        if claimed.len() >= MAX_CLAIMED {
+            claimed.retain(|_, t| t.is_ready());
+            if claimed.len() >= MAX_CLAIMED {
+                tracing::warn!("{MAX_CLAIMED} tenants named by tokens are loaded; refusing one more");
+                return None;
+            }
+        }
+        let tenant = match Tenant::open(
+            &template.tenant(name),
+            Arc::clone(&self.metrics.backend_calls),
+            &self.pool,
+            &self.budget,
+        ) {
+            Ok(tenant) => Arc::new(tenant),
+            Err(e) => {
+                tracing::warn!(tenant = %name, error = %e, "a tenant named by a token could not be opened from the template");
+                return None;
+            }
+        };
+        claimed.insert(name.to_owned(), Arc::clone(&tenant));
+        Some(tenant)
+    }
+
+    /// Every tenant the server holds: those the file lists, then those
+    /// made for a token's claim.
+    fn all_tenants(&self) -> (Arc<Registry>, Vec<Arc<Tenant>>) {
+        let registry = self.registry();
+        let claimed: Vec<Arc<Tenant>> = self
+            .claimed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .cloned()
+            .collect();
+        (registry, claimed)
     }
 
     /// The open server's one tenant, or the only tenant, for a front end

@@ -459,6 +459,9 @@ pub struct Settings {
     pub file: Option<PathBuf>,
     /// Bearer JWTs, when the file takes them.
     pub jwt: Option<JwtSettings>,
+    /// The template tenants named by a JWT's claim are made from, when the
+    /// file serves such tenants (`auth.jwt.tenants_from_claims`).
+    pub claims_template: Option<Template>,
 }
 
 impl Settings {
@@ -479,6 +482,7 @@ impl Settings {
             metrics_tokens: Vec::new(),
             file: None,
             jwt: None,
+            claims_template: None,
         }
     }
 
@@ -509,8 +513,12 @@ impl Settings {
 
     /// Builds settings from a parsed file; `env` looks up token variables.
     pub fn from_file(file: ServerFile, base: &Path, env: &dyn Fn(&str) -> Option<String>) -> Result<Self, ServerError> {
-        if file.tenants.is_empty() {
-            return Err(ServerError::Config("the server file names no tenants".into()));
+        let from_claims = file.auth.jwt.as_ref().is_some_and(|j| j.tenants_from_claims);
+        if file.tenants.is_empty() && !from_claims {
+            return Err(ServerError::Config(
+                "the server file names no tenants (and takes none from JWT claims: `auth.jwt.tenants_from_claims`)"
+                    .into(),
+            ));
         }
         let mut tenants = Vec::with_capacity(file.tenants.len());
         for spec in file.tenants {
@@ -531,14 +539,7 @@ impl Settings {
                     )));
                 }
             };
-            config.base_dir = Some(base.to_path_buf());
-            if config.mounts.is_empty() {
-                config.mounts.push(MountConfig {
-                    at: "/".into(),
-                    location: ".".into(),
-                    ..MountConfig::default()
-                });
-            }
+            settle(&mut config, base);
             let mut tokens = Vec::with_capacity(spec.tokens.len());
             for (i, token) in spec.tokens.iter().enumerate() {
                 let hash = token_hash(token, env)
@@ -605,6 +606,13 @@ impl Settings {
             allowed_origins: file.allowed_origins,
             metrics_tokens,
             file: None,
+            claims_template: match (&jwt, &file.template) {
+                (Some(jwt), Some(template)) if jwt.tenants_from_claims => Some(Template {
+                    config: template.clone(),
+                    base: base.to_path_buf(),
+                }),
+                _ => None,
+            },
             jwt,
         })
     }
@@ -792,6 +800,42 @@ pub(crate) fn check_tenant_name(name: &str) -> Result<(), ServerError> {
             "the tenant name `{}` is not allowed: use 1 to 64 lowercase letters, digits, `-` and `_`",
             name.escape_debug()
         )))
+    }
+}
+
+/// A tenant's configuration made ready to open: relative locations
+/// against `base`, and the base itself mounted at `/` when nothing is.
+fn settle(config: &mut Config, base: &Path) {
+    config.base_dir = Some(base.to_path_buf());
+    if config.mounts.is_empty() {
+        config.mounts.push(MountConfig {
+            at: "/".into(),
+            location: ".".into(),
+            ..MountConfig::default()
+        });
+    }
+}
+
+/// The server file's template, for tenants named by a token's claim
+/// rather than listed (`auth.jwt.tenants_from_claims`).
+#[derive(Debug, Clone)]
+pub struct Template {
+    config: Config,
+    base: PathBuf,
+}
+
+impl Template {
+    /// The tenant `name` (which passed the tenant-name rule) as the
+    /// template makes it: no tokens of its own, discovery private.
+    pub fn tenant(&self, name: &str) -> TenantSettings {
+        let mut config = instantiate(&self.config, name);
+        settle(&mut config, &self.base);
+        TenantSettings {
+            name: name.to_owned(),
+            config,
+            tokens: Vec::new(),
+            discovery: Discovery::Private,
+        }
     }
 }
 

@@ -489,21 +489,64 @@ async fn a_tenant_the_file_does_not_list_or_a_hostile_name_is_refused() {
     assert_refused(&server, &tokens).await;
     server.stop().await;
 
-    // Allowed by the file, a tenant it does not list is still refused
-    // until tenants are made from the template on demand.
+    // Allowed by the file, a tenant it does not list is made from the
+    // template at its first request, its own and nobody else's; a hostile
+    // name, or one whose storage the template cannot open, is refused as
+    // any unknown token.
     let dir = tempfile::tempdir().unwrap();
-    let server = serve_file(dir.path(), &[&ed], "    tenants_from_claims: true\n").await;
+    let root = dir.path();
+    std::fs::write(root.join("jwks.json"), jwks(&[&ed])).unwrap();
+    for tenant in ["acme", "initech"] {
+        layered_tree(&root.join("tenants").join(tenant));
+    }
+    common::write(
+        &root.join("tenants/initech"),
+        "team/initech-only/SKILL.md",
+        &common::skill_md("initech-only", "Initech's own."),
+    );
+    let text = format!(
+        "template: {{mounts: [{{at: /, location: \"{}\"}}], sources: [{{path: /base}}, {{path: /team, writable: true}}]}}\ntenants:\n  - name: acme\nauth:\n  jwt:\n    issuer: {ISSUER}\n    audience: {AUDIENCE}\n    jwks_file: jwks.json\n    tenants_from_claims: true\n",
+        root.join("tenants").join("{tenant}").display()
+    );
+    let server = Served::start(Settings::parse(&text, root).unwrap()).await;
+    let (status, body) = list(&server, &ed.sign(&claims("initech", "read"))).await;
+    assert_eq!(status, 200);
+    let body = String::from_utf8(body).unwrap();
+    assert!(body.contains("initech-only"), "{body}");
+    let (status, body) = list(&server, &ed.sign(&claims("acme", "read"))).await;
+    assert_eq!(status, 200);
+    assert!(!String::from_utf8(body).unwrap().contains("initech-only"));
     assert_refused(
         &server,
         &[
-            ("an unknown tenant", ed.sign(&claims("initech", "read"))),
+            ("a tenant the template cannot open", ed.sign(&claims("nobody", "read"))),
             ("a hostile tenant name", ed.sign(&claims("../x", "read"))),
             ("a hostile tenant name", ed.sign(&claims("a/b", "read"))),
         ],
     )
     .await;
-    assert_eq!(list(&server, &ed.sign(&claims("globex", "read"))).await.0, 200);
     server.stop().await;
+}
+
+#[tokio::test]
+async fn a_file_that_lists_no_tenant_serves_those_tokens_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let ed = Signer::ed("ed-1");
+    std::fs::write(root.join("jwks.json"), jwks(&[&ed])).unwrap();
+    layered_tree(&root.join("tenants").join("initech"));
+    let text = format!(
+        "template: {{mounts: [{{at: /, location: \"{}\"}}], sources: [{{path: /base}}, {{path: /team, writable: true}}]}}\ntenants: []\nauth:\n  jwt:\n    issuer: {ISSUER}\n    audience: {AUDIENCE}\n    jwks_file: jwks.json\n    tenants_from_claims: true\n",
+        root.join("tenants").join("{tenant}").display()
+    );
+    let server = Served::start(Settings::parse(&text, root).unwrap()).await;
+    let (status, body) = list(&server, &ed.sign(&claims("initech", "write"))).await;
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    assert_refused(&server, &[("anonymous-looking", "not-a-jwt".to_owned())]).await;
+    server.stop().await;
+    // Without tenants_from_claims, an empty list is refused.
+    let refused = Settings::parse(&text.replace("    tenants_from_claims: true\n", ""), root).unwrap_err();
+    assert!(refused.to_string().contains("names no tenants"), "{refused}");
 }
 
 /// What the server logs under `skillstore` targets, every level, from the

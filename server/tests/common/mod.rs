@@ -164,6 +164,7 @@ pub fn settings(tenants: Vec<TenantFixture<'_>>) -> Settings {
         metrics_tokens: vec![TokenHash::of(METRICS_TOKEN)],
         file: None,
         jwt: None,
+        claims_template: None,
     }
 }
 
