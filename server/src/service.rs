@@ -95,12 +95,18 @@ impl Registry {
             return Err(ServerError::Config("no tenants".into()));
         }
         let open = tenants.len() == 1 && settings.tenants[0].tokens.is_empty() && settings.jwt.is_none();
-        let mut covered: std::collections::HashSet<Arc<str>> = std::collections::HashSet::new();
+        // A source only one tenant mounts is that tenant's to load.
+        let keys: Vec<Vec<Arc<str>>> = tenants.iter().map(|t| t.shared_keys()).collect();
+        let mut mounted: HashMap<&Arc<str>, usize> = HashMap::new();
+        for key in keys.iter().flatten() {
+            *mounted.entry(key).or_default() += 1;
+        }
+        let mut covered: std::collections::HashSet<&Arc<str>> = std::collections::HashSet::new();
         let mut warm = Vec::new();
-        for (index, tenant) in tenants.iter().enumerate() {
-            let keys = tenant.shared_keys();
-            if index == 0 || keys.iter().any(|k| !covered.contains(k)) {
-                covered.extend(keys);
+        for (index, keys) in keys.iter().enumerate() {
+            let shared: Vec<&Arc<str>> = keys.iter().filter(|k| mounted[k] > 1).collect();
+            if index == 0 || shared.iter().any(|k| !covered.contains(k)) {
+                covered.extend(shared);
                 warm.push(index);
             }
         }

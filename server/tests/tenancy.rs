@@ -353,3 +353,23 @@ async fn rendered_answers_kept_stay_within_the_budget_and_answers_stay_whole() {
     }
     server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_layer_of_one_tenant_is_not_loaded_at_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let tenants = ["acme", "globex", "initech"];
+    tree(dir.path(), &tenants);
+    let listed: Vec<(&str, String)> = tenants.iter().map(|t| (*t, format!("token-{t}"))).collect();
+    let listed: Vec<(&str, &str)> = listed.iter().map(|(n, t)| (*n, t.as_str())).collect();
+    // Each tenant's own layer read-only: shareable, but mounted by one.
+    let text = server_file(dir.path(), &listed, "").replace("      writable: true\n", "");
+    let server = Served::start(settings_of(dir.path(), &text)).await;
+    let client = reqwest::Client::new();
+    assert_eq!(metric(&client, &server, "skillstore_tenants_loaded").await, 1.0);
+    assert_eq!(
+        names(&client, &server, "token-globex").await.unwrap(),
+        expected("globex")
+    );
+    assert_eq!(metric(&client, &server, "skillstore_tenants_loaded").await, 2.0);
+    server.stop().await;
+}
