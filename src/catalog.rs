@@ -127,9 +127,47 @@ pub struct Shadowed {
     pub path: VPath,
 }
 
-/// A skill of the catalog: the winner for its name.
+/// A skill of the catalog: the winner for its name. A handle to its
+/// [`SkillRecord`], whose fields it shows (`skill.path`, `skill.metadata`):
+/// cloning it counts a reference, and the catalogs over one shared source
+/// ([`crate::source_pool`]) hold one record for each of its skills, so a
+/// tenant's catalog costs a pointer per skill it takes from the base. A
+/// write to a field copies the record first when another holds it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Skill {
+#[serde(transparent)]
+pub struct Skill(Arc<SkillRecord>);
+
+impl std::ops::Deref for Skill {
+    type Target = SkillRecord;
+
+    fn deref(&self) -> &SkillRecord {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Skill {
+    fn deref_mut(&mut self) -> &mut SkillRecord {
+        Arc::make_mut(&mut self.0)
+    }
+}
+
+impl Skill {
+    /// True when both read the same record: a skill of a shared source
+    /// merged by two catalogs, neither of which changed it.
+    pub fn shares_record_with(&self, other: &Skill) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl From<SkillRecord> for Skill {
+    fn from(record: SkillRecord) -> Self {
+        Skill(Arc::new(record))
+    }
+}
+
+/// What a catalog knows of one winner (read through [`Skill`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SkillRecord {
     /// What its frontmatter says (shared with the catalog's own record,
     /// so cloning a skill is cheap).
     #[serde(flatten)]
@@ -161,7 +199,7 @@ pub struct Skill {
     pub signer: Option<Arc<str>>,
 }
 
-impl Skill {
+impl SkillRecord {
     /// The skill's name.
     pub fn name(&self) -> &str {
         &self.metadata.name
@@ -261,6 +299,9 @@ struct Candidate {
     /// file is read whole ([`crate::integrity::pin::Claim`]).
     from_entry: bool,
     outcome: Outcome,
+    /// The winner it makes, when it is a skill: built once per version and
+    /// shared by every catalog that merges this source's state.
+    skill: Option<Skill>,
 }
 
 impl Candidate {
@@ -274,6 +315,37 @@ impl Candidate {
             sha256: None,
             from_entry: false,
             outcome: Outcome::NotASkill,
+            skill: None,
+        }
+    }
+
+    /// Builds [`Candidate::skill`] from its outcome, unless the one it has
+    /// still says the same.
+    fn prepare(&mut self, source: &Source) {
+        let Outcome::Loaded { metadata, .. } = &self.outcome else {
+            self.skill = None;
+            return;
+        };
+        let version = self.version.clone().unwrap_or_else(|| Version::new(""));
+        let current = self.skill.as_ref().is_some_and(|s| {
+            Arc::ptr_eq(&s.metadata, metadata)
+                && s.path == self.skill_md
+                && s.version == version
+                && s.source == source.name()
+                && s.commit.as_ref() == source.commit()
+        });
+        if !current {
+            self.skill = Some(Skill::from(SkillRecord {
+                enabled: true,
+                metadata: Arc::clone(metadata),
+                path: self.skill_md.clone(),
+                source: source.name().to_owned(),
+                shadowed: Vec::new(),
+                version,
+                commit: source.commit().cloned(),
+                digest: None,
+                signer: None,
+            }));
         }
     }
 
@@ -699,6 +771,9 @@ impl Catalog {
                 .collect();
             cache.store(location, &entries);
         }
+        for candidate in &mut candidates {
+            candidate.prepare(source);
+        }
         SourceState {
             listing: Listing::Loaded(notes),
             candidates,
@@ -823,9 +898,13 @@ impl Catalog {
                         sha256,
                         from_entry: false,
                         outcome,
+                        skill: None,
                     },
                 ),
                 (Err(_), _) => {}
+            }
+            for candidate in &mut state.candidates {
+                candidate.prepare(source);
             }
             *shared = Arc::new(state);
         }
@@ -1926,20 +2005,27 @@ fn merge(
                     metadata
                 }
             };
-            let mut skill = Skill {
-                enabled: filter.is_enabled(&metadata.name),
-                metadata: Arc::clone(metadata),
-                path: candidate.skill_md.clone(),
-                source: source.name().to_owned(),
-                shadowed: Vec::new(),
-                version: candidate.version.clone().unwrap_or_else(|| Version::new("")),
-                commit: source.commit().cloned(),
-                digest: None,
-                signer: None,
+            let mut skill = match &candidate.skill {
+                Some(prepared) => prepared.clone(),
+                None => Skill::from(SkillRecord {
+                    enabled: true,
+                    metadata: Arc::clone(metadata),
+                    path: candidate.skill_md.clone(),
+                    source: source.name().to_owned(),
+                    shadowed: Vec::new(),
+                    version: candidate.version.clone().unwrap_or_else(|| Version::new("")),
+                    commit: source.commit().cloned(),
+                    digest: None,
+                    signer: None,
+                }),
             };
+            let enabled = filter.is_enabled(&metadata.name);
+            if skill.enabled != enabled {
+                skill.enabled = enabled;
+            }
             match index.get(&winners, &metadata.name) {
                 Some(at) => {
-                    let previous = &mut winners[at];
+                    let previous = &winners[at];
                     if previous.source == skill.source {
                         diagnostics.push(Diagnostic::new(
                             Severity::Warning,
@@ -1952,12 +2038,13 @@ fn merge(
                             ),
                         ));
                     }
-                    skill.shadowed = std::mem::take(&mut previous.shadowed);
-                    skill.shadowed.push(Shadowed {
-                        source: std::mem::take(&mut previous.source),
+                    let mut shadowed = previous.shadowed.clone();
+                    shadowed.push(Shadowed {
+                        source: previous.source.clone(),
                         path: previous.path.clone(),
                     });
-                    *previous = skill;
+                    skill.shadowed = shadowed;
+                    winners[at] = skill;
                 }
                 None => {
                     winners.push(skill);

@@ -701,9 +701,11 @@ pub(crate) fn assemble(config: &Config, writable_names: &[String]) -> Result<Nam
         source_locations.push(mount.location.clone());
         // A writable source is written through this namespace's editor and
         // seen at once by its catalog, and each memory mount is a store of
-        // its own: neither is shared.
+        // its own: neither is shared. Nor is a source with another mount
+        // below it, whose files that mount's location decides.
+        let nested = mounts.iter().any(|m| m.at != *path && m.at.starts_with(path));
         share_keys.push(
-            (!source.is_writable() && !matches!(mount.location, Location::Memory(_))).then(|| {
+            (!source.is_writable() && !nested && !matches!(mount.location, Location::Memory(_))).then(|| {
                 format!(
                     "{}|{}|{:?}|{}|{}|{:?}",
                     mount.location,

@@ -84,6 +84,7 @@ mod tests {
 
     use serde::Serialize;
     use skillstore::backends::{MemoryBackend, PutMode, SkillBackend, VPath, Version};
+    use skillstore::catalog::SkillRecord;
     use skillstore::{Catalog, LoadOptions, Shadowed, SkillMetadata, Source, SourceList};
 
     use super::*;
@@ -146,7 +147,7 @@ mod tests {
                 .collect(),
             allowed_tools: vec![text.to_owned(), "Read".to_owned()],
         };
-        Skill {
+        Skill::from(SkillRecord {
             metadata: Arc::new(metadata),
             path: VPath::new("/team/a b/SKILL.md").unwrap(),
             source: text.to_owned(),
@@ -166,7 +167,7 @@ mod tests {
             digest: enabled
                 .then(|| Arc::from("sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef")),
             signer: enabled.then(|| Arc::from(text)),
-        }
+        })
     }
 
     #[test]
