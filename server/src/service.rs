@@ -75,7 +75,8 @@ impl Registry {
         let mut tenants = Vec::with_capacity(settings.tenants.len());
         let mut opened_from = HashMap::with_capacity(settings.tenants.len());
         let mut tokens = HashMap::new();
-        for (index, spec) in settings.tenants.iter().enumerate() {
+        let mut unopened = Vec::new();
+        for spec in &settings.tenants {
             let from = format!("{:?}|{:?}", spec.config, spec.discovery);
             let kept = before.and_then(|b| {
                 let (was, at) = b.opened_from.get(&spec.name)?;
@@ -83,13 +84,29 @@ impl Registry {
             });
             let tenant = match kept {
                 Some(tenant) => tenant,
-                None => Arc::new(Tenant::open(spec, Arc::clone(calls), pool, budget)?),
+                None => match Tenant::open(spec, Arc::clone(calls), pool, budget) {
+                    Ok(tenant) => Arc::new(tenant),
+                    // One tenant whose storage cannot be opened (a directory
+                    // not made yet) is left out, not every tenant with it.
+                    Err(e) if settings.file.is_some() => {
+                        tracing::error!(tenant = %spec.name, error = %e, "a tenant could not be opened; it is not served until the server file is read again");
+                        unopened.push(e);
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                },
             };
+            let index = tenants.len();
             tenants.push(tenant);
             opened_from.insert(spec.name.clone(), (from, index));
             for (hash, scope) in &spec.tokens {
                 tokens.insert(*hash, (index, *scope));
             }
+        }
+        if tenants.is_empty()
+            && let Some(first) = unopened.into_iter().next()
+        {
+            return Err(first);
         }
         if tenants.is_empty() && settings.claims_template.is_none() {
             return Err(ServerError::Config("no tenants".into()));
@@ -236,12 +253,7 @@ impl Service {
                 service.pool.refresh().await;
             }
         });
-        let registry = self.registry();
-        for &at in &registry.warm {
-            let service = Arc::clone(self);
-            let tenant = Arc::clone(&registry.tenants[at]);
-            tokio::spawn(async move { service.loaded(&tenant).await });
-        }
+        self.load_at_start(self.registry());
         let idle = self.limits.tenant_idle_unload;
         if idle.is_some() || self.limits.max_loaded_tenants.is_some() {
             // Past the bound, a tenant a request used within the timeout is
@@ -267,6 +279,37 @@ impl Service {
         }
     }
 
+    /// Loads the tenants a registry loads at start; when none of them can
+    /// read a source (the first tenant's storage is out of reach), loads
+    /// the others one at a time until one can, so one broken tenant does
+    /// not keep the server unready while others would serve.
+    fn load_at_start(self: &Arc<Self>, registry: Arc<Registry>) {
+        let service = Arc::clone(self);
+        tokio::spawn(async move {
+            let warm: Vec<Arc<Tenant>> = registry
+                .warm
+                .iter()
+                .map(|at| Arc::clone(&registry.tenants[*at]))
+                .collect();
+            futures::future::join_all(warm.iter().map(|t| service.loaded(t))).await;
+            if warm.iter().any(|t| t.reads_a_source()) {
+                return;
+            }
+            for (at, tenant) in registry.tenants.iter().enumerate() {
+                if registry.warm.contains(&at) {
+                    continue;
+                }
+                tokio::select! {
+                    () = service.shutdown.cancelled() => return,
+                    () = service.loaded(tenant) => {}
+                }
+                if tenant.reads_a_source() {
+                    return;
+                }
+            }
+        });
+    }
+
     /// The tenant, loaded: a request waits here for its tenant's first
     /// load (no other request does), and marks the tenant used.
     pub async fn loaded(self: &Arc<Self>, tenant: &Arc<Tenant>) {
@@ -275,7 +318,7 @@ impl Service {
             return;
         }
         let started = std::time::Instant::now();
-        let (outcome, ran) = tenant.refresh_shared().await;
+        let (outcome, ran) = tenant.load().await;
         if ran {
             self.metrics.refresh(outcome == crate::tenant::RefreshOutcome::Stale);
             self.tenancy.loads.fetch_add(1, Ordering::Relaxed);
@@ -357,8 +400,9 @@ impl Service {
 
     /// Unloads one tenant; one made for a token's claim is dropped too.
     async fn unload(&self, tenant: &Arc<Tenant>) {
-        tenant.unload().await;
-        self.tenancy.unloads.fetch_add(1, Ordering::Relaxed);
+        if tenant.unload().await {
+            self.tenancy.unloads.fetch_add(1, Ordering::Relaxed);
+        }
         self.claimed
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -397,6 +441,11 @@ impl Service {
         };
         *self.registry.write().unwrap_or_else(|e| e.into_inner()) = Arc::clone(&next);
         self.tenancy.reloads.fetch_add(1, Ordering::Relaxed);
+        let names = |r: &Registry| -> std::collections::BTreeSet<String> { r.opened_from.keys().cloned().collect() };
+        let (was, now) = (names(&before), names(&next));
+        let added: Vec<&String> = now.difference(&was).collect();
+        let removed: Vec<&String> = was.difference(&now).collect();
+        tracing::info!(tenants = now.len(), ?added, ?removed, "the tenant list was applied");
         for old in &before.tenants {
             if !next.tenants.iter().any(|t| Arc::ptr_eq(t, old)) {
                 old.unload().await;
@@ -410,11 +459,7 @@ impl Service {
         for tenant in claimed {
             tenant.unload().await;
         }
-        for &at in &next.warm {
-            let tenant = Arc::clone(&next.tenants[at]);
-            let service = Arc::clone(self);
-            tokio::spawn(async move { service.loaded(&tenant).await });
-        }
+        self.load_at_start(next);
         Ok(())
     }
 
@@ -450,6 +495,17 @@ impl Service {
                 let now = stamp(&path);
                 if !asked && now == seen {
                     continue;
+                }
+                if !asked {
+                    // Changed: applied once it stays the same for one more
+                    // look, so a file being written is not read half-way.
+                    tokio::select! {
+                        () = service.shutdown.cancelled() => break,
+                        () = tokio::time::sleep(every) => {}
+                    }
+                    if stamp(&path) != now {
+                        continue;
+                    }
                 }
                 seen = now;
                 let result = match Settings::load(&path) {

@@ -379,6 +379,8 @@ pub struct Tenant {
     last_used: Mutex<std::time::Instant>,
     /// Stops the refresh loop of the current load.
     unloaded: Mutex<Option<tokio_util::sync::CancellationToken>>,
+    /// When an explicit refresh last listed the shared sources.
+    listed_shared: Mutex<Option<std::time::Instant>>,
     view: Mutex<Option<Arc<View>>>,
     signature: Mutex<u64>,
     generation: watch::Sender<u64>,
@@ -436,6 +438,7 @@ impl Tenant {
             budget: Arc::clone(budget),
             last_used: Mutex::new(std::time::Instant::now()),
             unloaded: Mutex::new(None),
+            listed_shared: Mutex::new(None),
             view: Mutex::new(None),
             signature: Mutex::new(0),
             generation: watch::Sender::new(0),
@@ -513,14 +516,44 @@ impl Tenant {
     /// next request loads it again. Requests under way keep the snapshot
     /// they hold. Waits for a refresh under way, so none sets the catalog
     /// again after this.
-    pub async fn unload(&self) {
+    /// True when it was loaded.
+    pub async fn unload(&self) -> bool {
         let _turn = self.refresh_turn.lock().await;
         if let Some(stop) = lock(&self.unloaded).take() {
             stop.cancel();
         }
-        *lock(&self.catalog) = None;
+        let was = lock(&self.catalog).take().is_some();
         *lock(&self.view) = None;
         *self.search.lock().await = None;
+        was
+    }
+
+    /// Loads the tenant unless it is loaded; concurrent callers share one
+    /// load. True when this call loaded it.
+    pub async fn load(&self) -> (RefreshOutcome, bool) {
+        let _turn = self.refresh_turn.lock().await;
+        if self.is_ready() {
+            return (lock(&self.last_refresh).1, false);
+        }
+        let number = self.refreshes_started.fetch_add(1, Ordering::SeqCst) + 1;
+        let outcome = self.refresh_now().await;
+        *lock(&self.last_refresh) = (number, outcome);
+        (outcome, true)
+    }
+
+    /// Whether an explicit refresh may list the tenant's shared sources
+    /// now: at most once a second per tenant, so one tenant's refreshes
+    /// cannot list a base every tenant shares over and over.
+    pub fn may_list_shared(&self) -> bool {
+        let mut last = lock(&self.listed_shared);
+        let now = std::time::Instant::now();
+        match *last {
+            Some(at) if now.duration_since(at) < std::time::Duration::from_secs(1) => false,
+            _ => {
+                *last = Some(now);
+                true
+            }
+        }
     }
 
     /// True when the current catalog has some source it could list (or

@@ -373,3 +373,87 @@ async fn a_read_only_layer_of_one_tenant_is_not_loaded_at_start() {
     assert_eq!(metric(&client, &server, "skillstore_tenants_loaded").await, 2.0);
     server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_first_tenant_out_of_reach_does_not_keep_the_server_unready() {
+    let dir = tempfile::tempdir().unwrap();
+    tree(dir.path(), &["good"]);
+    let text = format!(
+        "metrics_tokens:\n  - sha256: {}\ntenants:\n  - name: broken\n    tokens: [{{sha256: {}}}]\n    config: {{mounts: [{{at: /, location: \"git+http://127.0.0.1:1/x.git\"}}], sources: [{{path: /skills}}]}}\n  - name: good\n    tokens: [{{sha256: {}}}]\n    config: {{mounts: [{{at: /, location: \"{}\"}}], sources: [{{path: /good, writable: true}}]}}\n",
+        hash(METRICS_TOKEN),
+        hash("token-broken"),
+        hash("token-good"),
+        dir.path().join("teams").display(),
+    );
+    // Ready (Served::start waits for it) with no request of the good tenant.
+    let server = Served::start(settings_of(dir.path(), &text)).await;
+    let client = reqwest::Client::new();
+    assert_eq!(metric(&client, &server, "skillstore_tenants_loaded").await, 2.0);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenant_whose_directory_is_missing_is_left_out_and_the_rest_served() {
+    let dir = tempfile::tempdir().unwrap();
+    tree(dir.path(), &["acme"]);
+    let text = server_file(dir.path(), &[("acme", "token-acme"), ("newteam", "token-newteam")], "");
+    let server = Served::start(settings_of(dir.path(), &text)).await;
+    let client = reqwest::Client::new();
+    assert_eq!(names(&client, &server, "token-acme").await.unwrap(), expected("acme"));
+    assert_eq!(names(&client, &server, "token-newteam").await, Err(401));
+    // Made later and the file read again: served.
+    tree(dir.path(), &["newteam"]);
+    server.service.reload(&settings_of(dir.path(), &text)).await.unwrap();
+    assert_eq!(
+        names(&client, &server, "token-newteam").await.unwrap(),
+        expected("newteam")
+    );
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_tenants_refreshes_list_the_shared_base_at_most_once_a_second() {
+    let dir = tempfile::tempdir().unwrap();
+    tree(dir.path(), &["acme", "globex"]);
+    let text = server_file(dir.path(), &[("acme", "token-acme"), ("globex", "token-globex")], "")
+        .replace("refresh_interval: 300ms", "refresh_interval: 1h");
+    let server = Served::start(settings_of(dir.path(), &text)).await;
+    let client = reqwest::Client::new();
+    let pool = server.service.source_pool();
+    let before = pool.loads();
+    let started = std::time::Instant::now();
+    for _ in 0..20 {
+        let r = client
+            .post(server.url("/v1/refresh"))
+            .bearer_auth("token-acme")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+    }
+    let seconds = started.elapsed().as_secs() + 1;
+    let listed = pool.loads() - before;
+    assert!(
+        listed <= seconds,
+        "20 refreshes in {seconds}s listed the base {listed} times"
+    );
+    assert!(listed >= 1);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_first_requests_of_a_tenant_load_it_once() {
+    let dir = tempfile::tempdir().unwrap();
+    tree(dir.path(), &["acme", "globex"]);
+    let text = server_file(dir.path(), &[("acme", "token-acme"), ("globex", "token-globex")], "");
+    let server = Served::start(settings_of(dir.path(), &text)).await;
+    let client = reqwest::Client::new();
+    let before = metric(&client, &server, "skillstore_tenant_loads_total").await;
+    let answers = futures::future::join_all((0..24).map(|_| names(&client, &server, "token-globex"))).await;
+    assert!(answers.iter().all(|a| *a == Ok(expected("globex"))));
+    assert_eq!(
+        metric(&client, &server, "skillstore_tenant_loads_total").await - before,
+        1.0
+    );
+    server.stop().await;
+}

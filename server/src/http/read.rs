@@ -101,13 +101,16 @@ pub async fn search(
 }
 
 /// `POST /v1/refresh`: refreshes the caller's catalog now, the sources it
-/// shares with other tenants included (listed once for all of them).
+/// shares with other tenants included (listed once for all of them, and
+/// for one tenant at most once a second).
 /// Concurrent refreshes of a tenant share one.
 pub async fn refresh(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
 ) -> Result<Response, ApiError> {
-    if let Some(shared) = &caller.tenant.namespace().load_options().shared {
+    if let Some(shared) = &caller.tenant.namespace().load_options().shared
+        && caller.tenant.may_list_shared()
+    {
         shared.pool().refresh_sources(shared).await;
     }
     let (outcome, ran) = caller.tenant.refresh_shared().await;
