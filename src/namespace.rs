@@ -405,7 +405,7 @@ impl Opened {
         discovery_bytes: Option<u64>,
     ) -> Result<Opened> {
         match location {
-            Location::Dir(path) => FsBackend::with_policy(path, policy)
+            Location::Dir(path) => open_dir(path, policy)
                 .map(Opened::Fs)
                 .map_err(|e| Error::Usage(format!("cannot open the directory `{}`: {e}", path.display()))),
             Location::S3 { .. } => ObjectStoreBackend::from_s3_url(&location.to_string(), &S3Options::default())
@@ -821,6 +821,42 @@ pub(crate) fn assemble(config: &Config, writable_names: &[String]) -> Result<Nam
         lock.check_git(&namespace)?;
     }
     Ok(namespace)
+}
+
+/// Directories this process has open as mounts, by path and symlink
+/// policy: namespaces that mount one directory alike (a server's tenants
+/// over one base) share one handle and the listings it keeps, rather than
+/// a descriptor each. A handle is reused only while the path still names
+/// the directory it opened, and dropped once no namespace holds it.
+static OPEN_DIRS: std::sync::Mutex<Option<OpenDirs>> = std::sync::Mutex::new(None);
+
+/// [`OPEN_DIRS`]: the handles, and the count past which the unheld ones
+/// are looked for.
+#[derive(Default)]
+struct OpenDirs {
+    handles: std::collections::HashMap<(PathBuf, u8), FsBackend>,
+    sweep_at: usize,
+}
+
+fn open_dir(path: &Path, policy: SymlinkPolicy) -> skillstore_backends::Result<FsBackend> {
+    let rank = match policy {
+        SymlinkPolicy::Deny => 0,
+        SymlinkPolicy::WithinRoot => 1,
+        SymlinkPolicy::Follow => 2,
+    };
+    let mut guard = OPEN_DIRS.lock().unwrap_or_else(|e| e.into_inner());
+    let open = guard.get_or_insert_with(OpenDirs::default);
+    if open.handles.len() >= open.sweep_at {
+        open.handles.retain(|_, b| b.holders() > 1);
+        open.sweep_at = (open.handles.len() * 2).max(64);
+    }
+    let key = (path.to_path_buf(), rank);
+    if let Some(backend) = open.handles.get(&key).filter(|b| b.is_rooted_at(path)) {
+        return Ok(backend.clone());
+    }
+    let backend = FsBackend::with_policy(path, policy)?;
+    open.handles.insert(key, backend.clone());
+    Ok(backend)
 }
 
 /// The largest lock file read.

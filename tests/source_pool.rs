@@ -93,3 +93,34 @@ async fn a_source_with_a_mount_below_it_is_not_shared() {
     assert_eq!(b.get("extra").unwrap().metadata.description, "B's private extra.");
     assert_eq!(pool.len(), 0);
 }
+
+fn open_descriptors() -> usize {
+    std::fs::read_dir("/proc/self/fd").map(|d| d.count()).unwrap_or(0)
+}
+
+#[tokio::test]
+async fn namespaces_mounting_one_directory_alike_share_its_handle_until_it_is_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root, "base/alpha", "alpha", "First base.");
+    let text = format!(
+        "mounts:\n  - at: /base\n    location: {}\nsources:\n  - path: /base\n",
+        root.join("base").display()
+    );
+    let before = open_descriptors();
+    let namespaces: Vec<_> = (0..200)
+        .map(|_| Config::parse(&text).unwrap().open().unwrap())
+        .collect();
+    let grown = open_descriptors().saturating_sub(before);
+    assert!(
+        grown < 20,
+        "200 namespaces over one directory opened {grown} descriptors"
+    );
+    // The directory replaced: a namespace opened now reads the new one.
+    std::fs::rename(root.join("base"), root.join("base-old")).unwrap();
+    write(root, "base/alpha", "alpha", "Second base.");
+    let fresh = Config::parse(&text).unwrap().open().unwrap().load().await;
+    assert_eq!(fresh.get("alpha").unwrap().metadata.description, "Second base.");
+    let old = namespaces[0].load().await;
+    assert_eq!(old.get("alpha").unwrap().metadata.description, "First base.");
+}

@@ -376,7 +376,7 @@ impl Service {
             .map(|t| (t.idle_for(), *t))
             .filter(|(idle, _)| *idle > self.limits.request_timeout)
             .collect();
-        spare.sort_by(|a, b| b.0.cmp(&a.0));
+        spare.sort_by_key(|(idle, _)| std::cmp::Reverse(*idle));
         for (_, tenant) in spare.into_iter().take(loaded.len() - max) {
             self.unload(tenant).await;
         }

@@ -78,6 +78,9 @@ impl RenderBudget {
     }
 }
 
+/// A prompt's style and character budget.
+type PromptKey = (String, Option<usize>);
+
 /// Bytes of a [`RenderBudget`] held by something kept.
 #[derive(Debug)]
 struct Held {
@@ -118,7 +121,7 @@ pub struct View {
     /// `GET /v1/skills`: the `list --json` object, when kept.
     list: Mutex<Option<(Rendered, Held)>>,
     shows: Mutex<HashMap<String, (Rendered, Held)>>,
-    prompts: Mutex<HashMap<(String, Option<usize>), (Rendered, Held)>>,
+    prompts: Mutex<HashMap<PromptKey, (Rendered, Held)>>,
     manifests: Mutex<HashMap<String, Arc<Manifest>>>,
     discovery: tokio::sync::OnceCell<Arc<Published>>,
 }

@@ -159,6 +159,22 @@ impl FsBackend {
         Self::with_resolver(root, policy, PathResolver::default())
     }
 
+    /// How many handles share this backend's open directory (clones
+    /// count; a cache that holds one can tell when it is the only holder).
+    pub fn holders(&self) -> usize {
+        Arc::strong_count(&self.inner)
+    }
+
+    /// True when `path` is, right now, the directory this backend opened:
+    /// the same device and inode. False when it was replaced or removed
+    /// since, or cannot be looked at.
+    pub fn is_rooted_at(&self, path: impl AsRef<Path>) -> bool {
+        let (Ok(opened), Ok(now)) = (rustix::fs::fstat(&self.inner.root), rustix::fs::stat(path.as_ref())) else {
+            return false;
+        };
+        opened.st_dev == now.st_dev && opened.st_ino == now.st_ino
+    }
+
     /// Opens `root` with the given symlink policy and path resolver,
     /// writable. [`PathResolver::Openat2`] is [`ErrorKind::Unsupported`]
     /// off Linux.

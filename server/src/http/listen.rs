@@ -27,6 +27,7 @@ pub(super) async fn accept_loop(listener: TcpListener, router: Router, service: 
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_read_timeout)
         .keep_alive(true);
+    let mut said_out_of_files = None;
     loop {
         let slot = tokio::select! {
             slot = Arc::clone(&slots).acquire_owned() => match slot {
@@ -40,8 +41,17 @@ pub(super) async fn accept_loop(listener: TcpListener, router: Router, service: 
                 Ok((stream, _)) => stream,
                 Err(e) => {
                     // Out of file descriptors or a connection reset before it
-                    // was accepted: wait a moment rather than spin.
-                    tracing::debug!(error = %e, "accept failed");
+                    // was accepted: wait a moment rather than spin. Out of
+                    // descriptors, nothing is served until some are given
+                    // back: say so where an operator looks.
+                    if e.raw_os_error() == Some(24) || e.raw_os_error() == Some(23) {
+                        if said_out_of_files.is_none_or(|at: std::time::Instant| at.elapsed() > Duration::from_secs(10)) {
+                            said_out_of_files = Some(std::time::Instant::now());
+                            tracing::error!(error = %e, "cannot accept a connection: out of file descriptors (raise the limit on open files)");
+                        }
+                    } else {
+                        tracing::debug!(error = %e, "accept failed");
+                    }
                     tokio::time::sleep(Duration::from_millis(20)).await;
                     continue;
                 }
