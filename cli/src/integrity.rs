@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use skillstore::integrity::sign::sign_dir;
-use skillstore::integrity::verify::{LockStatus, verify as report};
+use skillstore::integrity::verify::verify as report;
 
 use super::namespace::build;
 use super::terminal::shown;
@@ -24,12 +24,7 @@ pub async fn verify(global: &Global, json: bool) -> Result<(), Failure> {
     } else {
         let mut out = String::new();
         for r in &reports {
-            let lock = match &r.lock {
-                LockStatus::NoLock => "no lock",
-                LockStatus::Matches => "locked",
-                LockStatus::Mismatch { .. } => "lock_mismatch",
-                LockStatus::NotLocked => "not_locked",
-            };
+            let lock = r.lock.as_str();
             let signer = r
                 .signer
                 .as_deref()
