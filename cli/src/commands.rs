@@ -43,7 +43,7 @@ pub async fn list(global: &Global, json: bool, digests: bool) -> Result<(), Fail
         return degraded.map_or(Ok(()), Err);
     }
     report_diagnostics(catalog.diagnostics());
-    emit(table(&catalog).as_bytes())?;
+    emit(table(&catalog, digests).as_bytes())?;
     degraded.map_or(Ok(()), Err)
 }
 
@@ -117,7 +117,9 @@ fn withheld(catalog: &Catalog) -> Option<Failure> {
 }
 
 /// The catalog as an aligned table, descriptions cut to the terminal.
-fn table(catalog: &Catalog) -> String {
+/// The `list` table; with `digests`, a DIGEST column (`-` for a skill
+/// that could not be digested).
+fn table(catalog: &Catalog, digests: bool) -> String {
     let skills = catalog.skills();
     if skills.is_empty() {
         return "no skills found\n".into();
@@ -134,7 +136,24 @@ fn table(catalog: &Catalog) -> String {
         .max()
         .unwrap_or(6)
         .max(6);
-    let fixed = name_width + source_width + 8 + 8 + 8;
+    let digest_width = if digests {
+        skills
+            .iter()
+            .map(|s| s.digest.as_deref().map_or(1, str::len))
+            .max()
+            .unwrap_or(1)
+            .max(6)
+    } else {
+        0
+    };
+    let digest_column = |digest: Option<&str>| -> String {
+        if digests {
+            format!("{:digest_width$}  ", digest.unwrap_or("-"))
+        } else {
+            String::new()
+        }
+    };
+    let fixed = name_width + source_width + 8 + 8 + 8 + if digests { digest_width + 2 } else { 0 };
     let width = std::io::stdout()
         .is_terminal()
         .then(|| terminal_size::terminal_size().map(|(w, _)| w.0 as usize))
@@ -142,8 +161,10 @@ fn table(catalog: &Catalog) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:name_width$}  {:source_width$}  SHADOWS  ENABLED  DESCRIPTION",
-        "NAME", "SOURCE"
+        "{:name_width$}  {:source_width$}  SHADOWS  ENABLED  {}DESCRIPTION",
+        "NAME",
+        "SOURCE",
+        digest_column(Some("DIGEST"))
     );
     for skill in skills {
         let description = shown(&skill.metadata.description.replace('\n', " ")).into_owned();
@@ -153,11 +174,12 @@ fn table(catalog: &Catalog) -> String {
         };
         let _ = writeln!(
             out,
-            "{:name_width$}  {:source_width$}  {:>7}  {:7}  {}",
+            "{:name_width$}  {:source_width$}  {:>7}  {:7}  {}{}",
             shown(skill.name()),
             shown(&skill.source),
             skill.shadowed.len(),
             if skill.enabled { "yes" } else { "no" },
+            digest_column(skill.digest.as_deref()),
             description
         );
     }
