@@ -92,8 +92,8 @@ pub enum Command {
         /// Print one JSON object with skills and diagnostics.
         #[arg(long)]
         json: bool,
-        /// Compute every skill's digest (the `digest` field of --json); reads
-        /// every file whose version was not hashed before.
+        /// Compute every skill's digest (a DIGEST column, the `digest` field
+        /// of --json); reads every file whose version was not hashed before.
         #[arg(long)]
         digests: bool,
     },
@@ -284,7 +284,7 @@ const WITHOUT_NAMESPACE: [&str; 9] = [
 ];
 
 /// The global options, as clap names them.
-const GLOBAL_OPTIONS: [&str; 5] = ["config", "mounts", "sources", "writable", "no_cache"];
+const GLOBAL_OPTIONS: [&str; 6] = ["config", "mounts", "sources", "writable", "no_cache", "locked"];
 
 /// The whole command-line definition, with the global options hidden where
 /// they do not apply.
@@ -326,6 +326,7 @@ fn refuse_global_options(global: &Global, command: &str, allow_config: bool) -> 
         ("--source", !global.sources.is_empty()),
         ("--writable", !global.writable.is_empty()),
         ("--no-cache", global.no_cache),
+        ("--locked", global.locked.is_some()),
     ];
     match given.iter().find(|(_, set)| *set) {
         Some((flag, _)) => Err(Failure::usage(format!(
