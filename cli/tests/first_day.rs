@@ -1,0 +1,471 @@
+//! What a new user meets on the first day, through the command: the
+//! output the README and the book promise, and messages that say why.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use assert_cmd::Command;
+use serde_json::Value;
+
+/// The workspace root, which holds the README and the example layers.
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the command's crate sits in the workspace")
+        .to_path_buf()
+}
+
+/// The command, run from `dir` with a cache of its own.
+fn skillstore(dir: &Path) -> Command {
+    let mut cmd = Command::cargo_bin("skillstore").unwrap();
+    cmd.current_dir(dir)
+        .timeout(Duration::from_secs(120))
+        .env("XDG_CACHE_HOME", dir.join(".test-cache"));
+    for var in [
+        "AWS_ENDPOINT_URL",
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "RUST_LOG",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd
+}
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn run(cmd: &mut Command) -> Run {
+    let output = cmd.output().unwrap();
+    Run {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+fn write(root: &Path, relative: &str, text: &str) {
+    let path = root.join(relative);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// A source `skills/` holding `pdf` and `forms`, each with a script.
+fn two_skills() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["forms", "pdf"] {
+        write(
+            dir.path(),
+            &format!("skills/{name}/SKILL.md"),
+            &format!("---\nname: {name}\ndescription: The {name} skill.\n---\nSteps.\n"),
+        );
+        write(dir.path(), &format!("skills/{name}/scripts/run.sh"), "echo run\n");
+    }
+    dir
+}
+
+/// `publish` on a terminal: the bar's bytes are bytes and its files are
+/// files (it showed `9.04 KiB/9.04 KiB 9260 files`, the byte count as
+/// files).
+#[test]
+fn publish_progress_counts_files_as_files() {
+    if std::process::Command::new("script").arg("--version").output().is_err() {
+        panic!("this test needs script(1) (util-linux) for a terminal");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut files = 0;
+    for layer in ["base", "team"] {
+        for name in ["one", "two", "three"] {
+            write(
+                dir.path(),
+                &format!("tree/{layer}/{name}/SKILL.md"),
+                &format!(
+                    "---\nname: {name}\ndescription: The {name} skill.\n---\n{}\n",
+                    "Step. ".repeat(400)
+                ),
+            );
+            write(
+                dir.path(),
+                &format!("tree/{layer}/{name}/references/notes.md"),
+                &"notes\n".repeat(300),
+            );
+            files += 2;
+        }
+    }
+    let binary = assert_cmd::cargo::cargo_bin("skillstore");
+    let line = format!("{} publish tree published", binary.display());
+    let out = std::process::Command::new("script")
+        .args(["-qefc", &line, "/dev/null"])
+        .current_dir(dir.path())
+        .env("XDG_CACHE_HOME", dir.path().join(".test-cache"))
+        .env("TERM", "xterm")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains(&format!("published {files} file(s),")), "{text}");
+    let mut counts = Vec::new();
+    let mut rest = text.as_str();
+    while let Some(at) = rest.find(" files") {
+        counts.push(rest[..at].rsplit(' ').next().unwrap_or("").to_owned());
+        rest = &rest[at + " files".len()..];
+    }
+    assert!(!counts.is_empty(), "no progress bar drawn: {text:?}");
+    for count in &counts {
+        let (done, total) = count
+            .split_once('/')
+            .unwrap_or_else(|| panic!("the bar counts `{count} files`, not DONE/TOTAL files: {text:?}"));
+        assert_eq!(total, files.to_string(), "{text:?}");
+        assert!(done.parse::<usize>().unwrap() <= files, "{text:?}");
+    }
+}
+
+/// The sandboxes page's `mount` at a directory that does not exist: the
+/// error names the path and says what to do.
+#[test]
+fn mount_at_a_missing_directory_names_it() {
+    let dir = two_skills();
+    let missing = dir.path().join("srv/skills-live");
+    let out = run(skillstore(dir.path())
+        .args(["--source", "/skills/", "mount"])
+        .arg(&missing));
+    let shown = missing.display();
+    assert_eq!(
+        (out.code, out.stderr.as_str()),
+        (
+            1,
+            format!("error: cannot mount at {shown}: no such directory (create it first: mkdir -p {shown})\n").as_str()
+        ),
+        "{}",
+        out.stdout
+    );
+    std::fs::write(dir.path().join("file"), "").unwrap();
+    let out = run(skillstore(dir.path()).args(["--source", "/skills/", "mount", "file"]));
+    assert_eq!(
+        (out.code, out.stderr.as_str()),
+        (
+            1,
+            "error: cannot mount at file: not a directory (the mount point must be an existing, empty directory)\n"
+        )
+    );
+}
+
+/// `list --digests` prints each skill's digest in a DIGEST column, the
+/// same digest `--json` gives.
+#[test]
+fn list_digests_prints_a_digest_column() {
+    let dir = two_skills();
+    let json = run(skillstore(dir.path()).args(["--source", "/skills/", "list", "--json", "--digests"]));
+    let json: Value = serde_json::from_str(&json.stdout).unwrap();
+    let digests: BTreeMap<String, String> = json["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["name"].as_str().unwrap().to_owned(),
+                s["digest"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let out = run(skillstore(dir.path()).args(["--source", "/skills/", "list", "--digests"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let pad = " ".repeat("sha256:".len() + 64 - "DIGEST".len());
+    let expected = format!(
+        "NAME   SOURCE  SHADOWS  ENABLED  DIGEST{pad}  DESCRIPTION\n\
+         forms  skills        0  yes      {}  The forms skill.\n\
+         pdf    skills        0  yes      {}  The pdf skill.\n",
+        digests["forms"], digests["pdf"]
+    );
+    assert_eq!(out.stdout, expected);
+    // Without --digests, no column.
+    let out = run(skillstore(dir.path()).args(["--source", "/skills/", "list"]));
+    assert_eq!(
+        out.stdout,
+        "NAME   SOURCE  SHADOWS  ENABLED  DESCRIPTION\n\
+         forms  skills        0  yes      The forms skill.\n\
+         pdf    skills        0  yes      The pdf skill.\n"
+    );
+}
+
+/// `verify` speaks the book's words (`matches`, `mismatch`, `not_locked`,
+/// `no_lock`) as text and JSON, and `lock` is a string in every report.
+#[test]
+fn verify_statuses_are_the_books_words_with_one_json_type() {
+    let dir = two_skills();
+    let root = dir.path();
+    let digest = |name: &str| -> String {
+        let out = run(skillstore(root).args(["--source", "/skills/", "show", name, "--json"]));
+        let json: Value = serde_json::from_str(&out.stdout).unwrap();
+        json["digest"].as_str().unwrap().to_owned()
+    };
+    let out = run(skillstore(root).args(["--source", "/skills/", "verify", "--json"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let json: Value = serde_json::from_str(&out.stdout).unwrap();
+    for skill in json["skills"].as_array().unwrap() {
+        assert_eq!(skill["lock"], "no_lock", "{json}");
+    }
+    let out = run(skillstore(root).args(["--source", "/skills/", "verify"]));
+    assert_eq!(
+        out.stdout,
+        format!(
+            "forms  {}  no_lock  not_checked\npdf  {}  no_lock  not_checked\n",
+            digest("forms"),
+            digest("pdf")
+        )
+    );
+
+    assert_eq!(run(skillstore(root).args(["--source", "/skills/", "lock"])).code, 0);
+    let before = digest("pdf");
+    write(root, "skills/pdf/scripts/run.sh", "echo rum\n");
+    let after = digest("pdf");
+    let out = run(skillstore(root).args(["--source", "/skills/", "--locked", "verify"]));
+    assert_eq!(out.code, 3);
+    assert_eq!(
+        out.stdout,
+        format!(
+            "forms  {}  matches  not_checked\npdf  {after}  mismatch  not_checked  (the lock says {before})\n",
+            digest("forms")
+        )
+    );
+    let out = run(skillstore(root).args(["--source", "/skills/", "--locked", "verify", "--json"]));
+    assert_eq!(out.code, 3);
+    let json: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(json["skills"][0]["lock"], "matches", "{json}");
+    assert_eq!(json["skills"][0].get("locked_digest"), None, "{json}");
+    assert_eq!(json["skills"][1]["lock"], "mismatch", "{json}");
+    assert_eq!(json["skills"][1]["locked_digest"], before.as_str(), "{json}");
+    assert_eq!(json["skills"][1]["locked_source"], "skills", "{json}");
+
+    // A skill the lock does not hold.
+    write(
+        root,
+        "skills/new/SKILL.md",
+        "---\nname: new\ndescription: New.\n---\nBody.\n",
+    );
+    let out = run(skillstore(root).args(["--source", "/skills/", "--locked", "verify", "--json"]));
+    let json: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(json["skills"][1]["name"], "new");
+    assert_eq!(json["skills"][1]["lock"], "not_locked", "{json}");
+}
+
+/// The options `--help` lists for each command, without the global ones,
+/// as `--long`, or `-s|--long` when it has a short form too.
+fn help_options(args: &[&str]) -> (BTreeSet<String>, Vec<String>) {
+    let out = run(skillstore(&repo()).args(args).arg("--help"));
+    assert_eq!(out.code, 0, "{args:?}: {}", out.stderr);
+    let mut options = BTreeSet::new();
+    let mut commands = Vec::new();
+    let mut section = "";
+    for line in out.stdout.lines() {
+        if !line.starts_with(' ') {
+            section = line;
+            continue;
+        }
+        if section == "Commands:" && line.starts_with("  ") && !line.starts_with("   ") {
+            let name = line.split_whitespace().next().unwrap().to_owned();
+            if name != "help" {
+                commands.push(name);
+            }
+        }
+        if section == "Options:" {
+            let trimmed = line.trim_start();
+            let indent = line.len() - trimmed.len();
+            if (indent == 2 || indent == 6) && trimmed.starts_with('-') {
+                let flags = trimmed.split("  ").next().unwrap();
+                let names: Vec<String> = flags
+                    .split(", ")
+                    .map(|flag| {
+                        flag.chars()
+                            .take_while(|c| *c == '-' || c.is_ascii_alphanumeric())
+                            .collect()
+                    })
+                    .collect();
+                // `-o|--output`: either form stands for the option.
+                options.insert(names.join("|"));
+            }
+        }
+    }
+    (options, commands)
+}
+
+/// The README's synopsis line(s) of a command: from its line up to its
+/// description (two spaces or more), and the lines that continue it.
+fn readme_synopsis() -> BTreeMap<String, String> {
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let start = readme
+        .find("## The command\n\n```text\n")
+        .expect("the README's synopsis");
+    let block = &readme[start..];
+    let block = &block[block.find("```text\n").unwrap() + 8..];
+    let block = &block[..block.find("```").unwrap()];
+    let mut synopsis: BTreeMap<String, String> = BTreeMap::new();
+    let mut current: Option<String> = None;
+    for line in block.lines() {
+        if line.starts_with("skillstore ") || line.starts_with("           [") {
+            synopsis.entry("skillstore".into()).or_default().push_str(line);
+            continue;
+        }
+        let Some(rest) = line.strip_prefix("  ") else { continue };
+        if rest.starts_with(' ') || rest.is_empty() {
+            continue;
+        }
+        let usage = rest.split("  ").next().unwrap();
+        let mut words = usage.split_whitespace();
+        let mut name = words.next().unwrap().to_owned();
+        if name.ends_with(':') {
+            current = None;
+            continue;
+        }
+        if name == "config" {
+            name = format!("config {}", words.next().unwrap());
+        }
+        synopsis.insert(name.clone(), usage.to_owned());
+        current = Some(name);
+    }
+    let _ = current;
+    synopsis
+}
+
+fn flags_in(text: &str) -> BTreeSet<String> {
+    let mut flags = BTreeSet::new();
+    let bytes: Vec<char> = text.chars().collect();
+    let mut i = 0;
+    while i < bytes.len() {
+        let starts = bytes[i] == '-' && (i == 0 || matches!(bytes[i - 1], '[' | ' ' | '|' | '('));
+        if starts {
+            let flag: String = bytes[i..]
+                .iter()
+                .take_while(|c| **c == '-' || c.is_ascii_alphanumeric())
+                .collect();
+            if flag.len() > 1 && flag != "-" {
+                i += flag.len();
+                flags.insert(flag);
+                continue;
+            }
+        }
+        i += 1;
+    }
+    flags
+}
+
+/// Every option `--help` shows is in the README's synopsis, and every flag
+/// the synopsis names is one `--help` shows: the two cannot drift apart.
+#[test]
+fn the_readme_synopsis_matches_the_help() {
+    let synopsis = readme_synopsis();
+    let (global, commands) = help_options(&[]);
+    let mut global: BTreeSet<String> = global
+        .into_iter()
+        .map(|f| f.rsplit('|').next().unwrap().to_owned())
+        .collect();
+    global.insert("--version".into());
+    let mut problems = Vec::new();
+    let top = flags_in(&synopsis["skillstore"]);
+    let global_expected: BTreeSet<String> = global.iter().filter(|f| *f != "--help").cloned().collect();
+    let top_expected: BTreeSet<String> = global_expected.iter().cloned().chain(["--help".into()]).collect();
+    if top != top_expected {
+        problems.push(format!("skillstore: README {top:?}, --help {top_expected:?}"));
+    }
+    for command in &commands {
+        let (options, subcommands) = help_options(&[command.as_str()]);
+        let own: BTreeSet<String> = options
+            .iter()
+            .filter(|f| !global.contains(f.rsplit('|').next().unwrap()))
+            .cloned()
+            .collect();
+        if command == "skill" {
+            let listed = synopsis.get("skill").cloned().unwrap_or_default();
+            let listed: BTreeSet<&str> = listed.split_whitespace().nth(1).unwrap_or("").split('|').collect();
+            let shown: BTreeSet<&str> = subcommands.iter().map(String::as_str).collect();
+            if listed != shown {
+                problems.push(format!("skill: README {listed:?}, --help {shown:?}"));
+            }
+            continue;
+        }
+        let names: Vec<String> = if subcommands.is_empty() {
+            vec![command.clone()]
+        } else {
+            subcommands.iter().map(|s| format!("{command} {s}")).collect()
+        };
+        for name in names {
+            let Some(line) = synopsis.get(&name) else {
+                problems.push(format!("{name}: not in the README's synopsis"));
+                continue;
+            };
+            let own = if name.contains(' ') {
+                let args: Vec<&str> = name.split(' ').collect();
+                let (options, _) = help_options(&args);
+                options
+                    .iter()
+                    .filter(|f| !global.contains(f.rsplit('|').next().unwrap()))
+                    .cloned()
+                    .collect()
+            } else {
+                own.clone()
+            };
+            let listed = flags_in(line);
+            let shown: BTreeSet<String> = own;
+            let missing: Vec<&String> = shown
+                .iter()
+                .filter(|f| !f.split('|').any(|form| listed.contains(form)))
+                .collect();
+            let extra: Vec<&String> = listed
+                .iter()
+                .filter(|l| !shown.iter().any(|f| f.split('|').any(|form| form == l.as_str())))
+                .collect();
+            if !missing.is_empty() || !extra.is_empty() {
+                problems.push(format!(
+                    "{name}: missing from the README {missing:?}, not in --help {extra:?}"
+                ));
+            }
+        }
+    }
+    for name in synopsis.keys() {
+        let command = name.split(' ').next().unwrap();
+        if name != "skillstore" && !commands.iter().any(|c| c == command) {
+            problems.push(format!("{name}: in the README, not a command"));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// `--locked` is refused, as `--config` is, by every command that reads no
+/// catalog, and their help leaves it out.
+#[test]
+fn locked_is_refused_where_no_catalog_is_read() {
+    let dir = two_skills();
+    let root = dir.path();
+    for (args, shown) in [
+        (vec!["validate", "skills/pdf"], "validate"),
+        (vec!["pack", "skills/pdf"], "pack"),
+        (vec!["sign", "skills/pdf", "--key", "key"], "sign"),
+        (vec!["publish", "skills", "out"], "publish"),
+        (vec!["token-hash"], "token-hash"),
+        (vec!["completions", "bash"], "completions"),
+        (vec!["man"], "man"),
+        (vec!["config", "schema", "config"], "config schema"),
+        (vec!["config", "check"], "config check"),
+    ] {
+        let out = run(skillstore(root).arg("--locked").args(&args));
+        assert_eq!(
+            (out.code, out.stderr.as_str(), out.stdout.as_str()),
+            (
+                2,
+                format!("error: `{shown}` reads no catalog and takes no --locked\n").as_str(),
+                ""
+            ),
+            "{args:?}"
+        );
+        let help = run(skillstore(root).args(&args[..1]).arg("--help"));
+        assert!(!help.stdout.contains("--locked"), "{args:?}: {}", help.stdout);
+    }
+    // A command that reads a catalog still takes it.
+    assert_eq!(run(skillstore(root).args(["--source", "/skills/", "lock"])).code, 0);
+    let out = run(skillstore(root).args(["--source", "/skills/", "--locked", "list"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+}
