@@ -109,7 +109,8 @@ pub enum Command {
     Read {
         /// The skill's name.
         name: String,
-        /// A path inside the skill's directory (e.g. references/forms.md).
+        /// A path inside the skill's directory (e.g. references/forms.md); a
+        /// directory ending in `/` (references/) lists the files under it.
         relpath: Option<String>,
     },
     /// Render the catalog for a system prompt.
