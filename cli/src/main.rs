@@ -128,7 +128,8 @@ pub enum Command {
         #[arg(long, value_name = "DIR")]
         location_root: Option<String>,
     },
-    /// Find the skills that best match a query (full-text, over names, descriptions and SKILL.md bodies).
+    /// Find the skills that best match a query (full-text, over names, descriptions and SKILL.md bodies);
+    /// exit 1 when none matches, as grep does.
     Search {
         /// What to look for, in words.
         #[arg(required_unless_present = "batch")]
@@ -381,6 +382,15 @@ impl Failure {
         }
     }
 
+    /// An exit code with nothing more to say (what there was to say was
+    /// printed already).
+    pub fn silent(code: u8) -> Self {
+        Failure {
+            code,
+            message: String::new(),
+        }
+    }
+
     /// The command's own failure: exit 1.
     pub fn failed(message: impl Into<String>) -> Self {
         Failure {
@@ -432,7 +442,9 @@ fn main() -> ExitCode {
     let code = match runtime.block_on(run(args)) {
         Ok(()) => 0,
         Err(failure) => {
-            eprintln!("error: {}", terminal::shown_lines(&failure.message));
+            if !failure.message.is_empty() {
+                eprintln!("error: {}", terminal::shown_lines(&failure.message));
+            }
             failure.code
         }
     };

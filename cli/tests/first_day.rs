@@ -469,3 +469,117 @@ fn locked_is_refused_where_no_catalog_is_read() {
     let out = run(skillstore(root).args(["--source", "/skills/", "--locked", "list"]));
     assert_eq!(out.code, 0, "{}", out.stderr);
 }
+
+/// `sign --key KEY.pub` says it was given the public key and names the
+/// private one.
+#[test]
+fn sign_with_a_public_key_names_the_private_one() {
+    let dir = two_skills();
+    write(
+        dir.path(),
+        "key.pub",
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHc2H5xZ2v2ZbqzYH3w8u3l7l2M5n6b7n0p8o9q1r2s3 alice@example.org\n",
+    );
+    let out = run(skillstore(dir.path()).args(["sign", "skills/pdf", "--key", "key.pub"]));
+    assert_eq!(
+        (out.code, out.stderr.as_str(), out.stdout.as_str()),
+        (
+            2,
+            "error: `key.pub` is a public key: sign with the private key (`key`); the public one goes in allowed_signers\n",
+            ""
+        )
+    );
+}
+
+/// `show` and `read` of a skill the lock withholds say it exists and why,
+/// not "no skill named".
+#[test]
+fn a_withheld_skill_is_said_to_exist_and_why() {
+    let dir = two_skills();
+    let root = dir.path();
+    assert_eq!(run(skillstore(root).args(["--source", "/skills/", "lock"])).code, 0);
+    let before = {
+        let out = run(skillstore(root).args(["--source", "/skills/", "show", "pdf", "--json"]));
+        let json: Value = serde_json::from_str(&out.stdout).unwrap();
+        json["digest"].as_str().unwrap().to_owned()
+    };
+    write(root, "skills/pdf/scripts/run.sh", "echo rum\n");
+    let after = {
+        let out = run(skillstore(root).args(["--source", "/skills/", "show", "pdf", "--json"]));
+        let json: Value = serde_json::from_str(&out.stdout).unwrap();
+        json["digest"].as_str().unwrap().to_owned()
+    };
+    let expected = format!(
+        "error: the skill `pdf` exists (/skills/pdf/SKILL.md) but is withheld: [lock_mismatch] its digest is {after}, \
+         the lock says {before}; it is not served; `skillstore lock` accepts it, once reviewed\n"
+    );
+    for args in [
+        vec!["show", "pdf"],
+        vec!["read", "pdf"],
+        vec!["read", "pdf", "scripts/run.sh"],
+    ] {
+        let out = run(skillstore(root).args(["--source", "/skills/", "--locked"]).args(&args));
+        assert_eq!(
+            (out.code, out.stderr.as_str(), out.stdout.as_str()),
+            (3, expected.as_str(), ""),
+            "{args:?}"
+        );
+    }
+}
+
+/// `--source` at one skill's directory warns to point at its parent.
+#[test]
+fn a_source_that_is_a_skill_says_to_point_at_its_parent() {
+    let dir = two_skills();
+    let out = run(skillstore(dir.path()).args(["--source", "/skills/pdf", "list"]));
+    assert_eq!(
+        (out.code, out.stderr.as_str(), out.stdout.as_str()),
+        (
+            0,
+            "warning: the source `Pdf` (/skills/pdf) is a skill's directory (it holds SKILL.md); \
+             a source holds skill directories: point --source at its parent (/skills)\n",
+            "no skills found\n"
+        )
+    );
+    let out = run(skillstore(dir.path()).args(["--source", "/skills/", "list"]));
+    assert_eq!(out.stderr, "");
+}
+
+/// `read NAME DIR/` (a trailing slash, as completion types it) lists the
+/// files under that directory.
+#[test]
+fn read_of_a_directory_lists_its_files() {
+    let dir = two_skills();
+    write(dir.path(), "skills/pdf/references/forms.md", "forms\n");
+    write(dir.path(), "skills/pdf/references/deep/fields.md", "fields\n");
+    let out = run(skillstore(dir.path()).args(["--source", "/skills/", "read", "pdf", "references/"]));
+    assert_eq!(
+        (out.code, out.stdout.as_str(), out.stderr.as_str()),
+        (0, "references/deep/fields.md\nreferences/forms.md\n", "")
+    );
+    let out = run(skillstore(dir.path()).args(["--source", "/skills/", "read", "pdf", "assets/"]));
+    assert_eq!(
+        (out.code, out.stdout.as_str(), out.stderr.as_str()),
+        (1, "", "error: no files under `assets/` in the skill `pdf`\n")
+    );
+}
+
+/// `search` exits 1 when nothing matches, as grep and rg do.
+#[test]
+fn search_exits_1_when_nothing_matches() {
+    let dir = two_skills();
+    let root = dir.path();
+    let out = run(skillstore(root).args(["--source", "/skills/", "search", "zebra"]));
+    assert_eq!(
+        (out.code, out.stdout.as_str(), out.stderr.as_str()),
+        (1, "", "no skill matches\n")
+    );
+    let out = run(skillstore(root).args(["--source", "/skills/", "search", "zebra", "--json"]));
+    assert_eq!(
+        (out.code, out.stdout.as_str(), out.stderr.as_str()),
+        (1, "{\"results\":[]}\n", "")
+    );
+    let out = run(skillstore(root).args(["--source", "/skills/", "search", "forms"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.starts_with("forms  (skills, "), "{}", out.stdout);
+}
