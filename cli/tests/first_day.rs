@@ -583,3 +583,181 @@ fn search_exits_1_when_nothing_matches() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(out.stdout.starts_with("forms  (skills, "), "{}", out.stdout);
 }
+
+/// A base layer `base/csv-report` and an empty writable layer `team`.
+fn layered() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "base/csv-report/SKILL.md",
+        "---\nname: csv-report\ndescription: Summarise a CSV.\n---\n# CSV report\n\nSteps.\n",
+    );
+    write(dir.path(), "base/csv-report/references/format.md", "# Format\n");
+    std::fs::create_dir_all(dir.path().join("team")).unwrap();
+    dir
+}
+
+const LAYERS: [&str; 6] = ["--source", "/base/", "--source", "/team/", "--writable", "team"];
+
+/// `skill new NAME --to SOURCE --description TEXT` writes a valid
+/// skeleton through the editor, recorded as `create`.
+#[test]
+fn skill_new_writes_a_valid_skeleton_recorded_in_history() {
+    let dir = layered();
+    let root = dir.path();
+    let out = run(skillstore(root).args(LAYERS).args([
+        "skill",
+        "new",
+        "pdf-forms",
+        "--to",
+        "team",
+        "--description",
+        "Fill in PDF forms. Use when given a form.",
+        "--json",
+    ]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let change: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(change["action"], "create");
+    assert_eq!(change["files"][0]["path"], "SKILL.md");
+    let text = std::fs::read_to_string(root.join("team/pdf-forms/SKILL.md")).unwrap();
+    assert_eq!(
+        text,
+        "---\nname: pdf-forms\ndescription: \"Fill in PDF forms. Use when given a form.\"\n---\n\n# Pdf Forms\n\n\
+         ## When to use\n\nFill in PDF forms. Use when given a form.\n\n## Steps\n\n1. The first step.\n\n## Files\n\n\
+         Put scripts in `scripts/`, longer documents in `references/` and templates in `assets/`\n\
+         (`skillstore skill write-file pdf-forms references/NAME.md`), and name them here.\n"
+    );
+    let out = run(skillstore(root).args(["validate", "team/pdf-forms"]));
+    assert_eq!(
+        (out.code, out.stdout.as_str()),
+        (0, "ok       team/pdf-forms\n"),
+        "{}",
+        out.stderr
+    );
+    let out = run(skillstore(root)
+        .args(LAYERS)
+        .args(["skill", "history", "pdf-forms", "--to", "team", "--json"]));
+    let history: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(history.as_array().unwrap().len(), 1);
+    assert_eq!(history[0]["action"], "create");
+    // Without a description, the skeleton is valid still.
+    let out = run(skillstore(root)
+        .args(LAYERS)
+        .args(["skill", "new", "notes", "--to", "team"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(run(skillstore(root).args(["validate", "team/notes"])).code, 0);
+    // Twice is refused.
+    let out = run(skillstore(root)
+        .args(LAYERS)
+        .args(["skill", "new", "notes", "--to", "team"]));
+    assert_eq!(
+        (out.code, out.stderr.as_str()),
+        (1, "error: already exists: /team/notes/SKILL.md\n")
+    );
+}
+
+/// `patch` on a skill the source does not hold names `override`;
+/// `skill override` copies the winner in, recorded; then the patch works.
+#[test]
+fn skill_override_copies_the_winner_into_the_writable_source() {
+    let dir = layered();
+    let root = dir.path();
+    let patch = [
+        "skill",
+        "patch",
+        "csv-report",
+        "--find",
+        "# CSV report",
+        "--replace",
+        "# CSV report (team)",
+        "--to",
+        "team",
+    ];
+    let refused = "error: no skill `csv-report` in the source `team`: it comes from the source `base`; \
+                   `skillstore skill override csv-report --to team` copies it into `team` to change it there\n";
+    let out = run(skillstore(root).args(LAYERS).args(patch));
+    assert_eq!((out.code, out.stderr.as_str()), (1, refused));
+    for args in [
+        vec![
+            "skill",
+            "edit",
+            "csv-report",
+            "--to",
+            "team",
+            "--from",
+            "base/csv-report/SKILL.md",
+        ],
+        vec![
+            "skill",
+            "write-file",
+            "csv-report",
+            "references/more.md",
+            "--to",
+            "team",
+            "--from",
+            "base/csv-report/SKILL.md",
+        ],
+    ] {
+        let out = run(skillstore(root).args(LAYERS).args(&args));
+        assert_eq!((out.code, out.stderr.as_str()), (1, refused), "{args:?}");
+    }
+
+    let out = run(skillstore(root)
+        .args(LAYERS)
+        .args(["skill", "override", "csv-report", "--to", "team", "--json"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let change: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(change["action"], "override");
+    let paths: Vec<&str> = change["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, ["references/format.md", "SKILL.md"]);
+    for file in ["SKILL.md", "references/format.md"] {
+        assert_eq!(
+            std::fs::read(root.join("team/csv-report").join(file)).unwrap(),
+            std::fs::read(root.join("base/csv-report").join(file)).unwrap()
+        );
+    }
+    let out = run(skillstore(root).args(LAYERS).args(patch));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let out = run(skillstore(root).args(LAYERS).args(["show", "csv-report", "--json"]));
+    let show: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(show["source"], "team");
+    assert_eq!(show["shadowed"][0]["source"], "base");
+    let out = run(skillstore(root)
+        .args(LAYERS)
+        .args(["skill", "history", "csv-report", "--to", "team", "--json"]));
+    let history: Value = serde_json::from_str(&out.stdout).unwrap();
+    let actions: Vec<&str> = history
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(actions, ["override", "patch"]);
+
+    // Again: the source holds it now.
+    let out = run(skillstore(root)
+        .args(LAYERS)
+        .args(["skill", "override", "csv-report", "--to", "team"]));
+    assert_eq!(
+        (out.code, out.stderr.as_str()),
+        (
+            1,
+            "error: the source `team` already holds `csv-report`: change it there\n"
+        )
+    );
+    let out = run(skillstore(root)
+        .args(LAYERS)
+        .args(["skill", "override", "csv-reprot", "--to", "team"]));
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stderr
+            .starts_with("error: no skill named `csv-reprot` in the catalog to override"),
+        "{}",
+        out.stderr
+    );
+}
