@@ -761,3 +761,54 @@ fn skill_override_copies_the_winner_into_the_writable_source() {
         out.stderr
     );
 }
+
+/// A signed skill edited after signing says its content changed since it
+/// was signed and that `sign` signs it again.
+#[test]
+fn a_skill_edited_after_signing_says_so() {
+    let dir = two_skills();
+    let root = dir.path();
+    let keygen = std::process::Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-C", "alice", "-f"])
+        .arg(root.join("key"))
+        .output()
+        .expect("ssh-keygen (OpenSSH) makes the test's key");
+    assert!(keygen.status.success());
+    let public = std::fs::read_to_string(root.join("key.pub")).unwrap();
+    let public: Vec<&str> = public.split_whitespace().take(2).collect();
+    write(
+        root,
+        "allowed_signers",
+        &format!("alice@example.org {}\n", public.join(" ")),
+    );
+    write(
+        root,
+        "skillstore.yaml",
+        "sources:\n  - path: /skills/\n    signatures: {allowed_signers: allowed_signers, required: true}\n",
+    );
+    let out = run(skillstore(root).args(["sign", "skills/pdf", "skills/forms", "--key", "key"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    write(root, "skills/pdf/scripts/run.sh", "echo changed\n");
+    let message = "its content changed since it was signed (its signature, by an allowed key, is over other content: \
+                   an edit, or another skill's signature); `skillstore sign` signs it again; it is not served";
+    let out = run(skillstore(root).args(["list", "--json"]));
+    assert_eq!(out.code, 3);
+    let json: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(json["diagnostics"][0]["kind"], "signature_invalid", "{json}");
+    assert_eq!(json["diagnostics"][0]["message"], message, "{json}");
+    let path = json["diagnostics"][0]["path"].as_str().unwrap().to_owned();
+    let out = run(skillstore(root).args(["show", "pdf"]));
+    assert_eq!(
+        (out.code, out.stderr),
+        (
+            3,
+            format!("error: the skill `pdf` exists ({path}) but is withheld: [signature_invalid] {message}\n")
+        )
+    );
+    // Signed again, it is served.
+    assert_eq!(
+        run(skillstore(root).args(["sign", "skills/pdf", "--key", "key"])).code,
+        0
+    );
+    assert_eq!(run(skillstore(root).args(["show", "pdf"])).code, 0);
+}
