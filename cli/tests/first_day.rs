@@ -812,3 +812,35 @@ fn a_skill_edited_after_signing_says_so() {
     );
     assert_eq!(run(skillstore(root).args(["show", "pdf"])).code, 0);
 }
+
+/// A `--mount` given on the command line that cannot be opened is named
+/// as such, not put on the configuration file; one from the file still is.
+#[test]
+fn a_mount_flag_is_not_blamed_on_the_configuration_file() {
+    let dir = two_skills();
+    let root = dir.path();
+    write(root, "skillstore.yaml", "sources:\n  - path: /skills/\n");
+    let out = run(skillstore(root).args(["--mount", "/=missing", "list"]));
+    assert_eq!(
+        (out.code, out.stderr.as_str()),
+        (
+            2,
+            "error: the mount given at / (`missing`): cannot open the directory `./missing`: not found \
+             (cannot open the backend's root directory)\n"
+        )
+    );
+    write(
+        root,
+        "skillstore.yaml",
+        "mounts: [{at: /, location: missing}]\nsources:\n  - path: /skills/\n",
+    );
+    let out = run(skillstore(root).args(["list"]));
+    assert_eq!(
+        (out.code, out.stderr.as_str()),
+        (
+            2,
+            "error: skillstore.yaml: cannot open the directory `./missing`: not found \
+             (cannot open the backend's root directory)\n"
+        )
+    );
+}
