@@ -75,6 +75,6 @@ pub async fn sign(dirs: &[PathBuf], key: &Path) -> Result<(), Failure> {
 /// True for an OpenSSH public key line (`ssh-ed25519 AAAA... comment`),
 /// what `KEY.pub` holds.
 fn is_public_key(text: &str) -> bool {
-    let first = text.trim_start().split_whitespace().next().unwrap_or("");
+    let first = text.split_whitespace().next().unwrap_or("");
     first.starts_with("ssh-") || first.starts_with("ecdsa-sha2-") || first.starts_with("sk-")
 }
