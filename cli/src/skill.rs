@@ -162,10 +162,9 @@ pub async fn run(global: &Global, command: SkillCommand) -> Result<(), Failure> 
             args,
         } => {
             let data = input(from.as_deref())?;
-            let change = editor(global, &args)?
-                .edit(&name, data, version(if_version).as_ref())
-                .await;
-            report(&args, not_here(global, change).await?)
+            let editor = editor(global, &args)?;
+            let change = editor.edit(&name, data, version(if_version).as_ref()).await;
+            report(&args, not_here(global, &editor, &name, change).await?)
         }
         C::Patch {
             name,
@@ -190,7 +189,7 @@ pub async fn run(global: &Global, command: SkillCommand) -> Result<(), Failure> 
             } else {
                 editor.patch(&name, &patch).await
             };
-            report(&args, not_here(global, change).await?)
+            report(&args, not_here(global, &editor, &name, change).await?)
         }
         C::Delete { name, if_version, args } => {
             let change = editor(global, &args)?
@@ -206,10 +205,11 @@ pub async fn run(global: &Global, command: SkillCommand) -> Result<(), Failure> 
             args,
         } => {
             let data = input(from.as_deref())?;
-            let change = editor(global, &args)?
+            let editor = editor(global, &args)?;
+            let change = editor
                 .write_file(&name, &relpath, data, version(if_version).as_ref())
                 .await;
-            report(&args, not_here(global, change).await?)
+            report(&args, not_here(global, &editor, &name, change).await?)
         }
         C::RemoveFile {
             name,
@@ -217,10 +217,9 @@ pub async fn run(global: &Global, command: SkillCommand) -> Result<(), Failure> 
             if_version,
             args,
         } => {
-            let change = editor(global, &args)?
-                .remove_file(&name, &relpath, version(if_version).as_ref())
-                .await;
-            report(&args, not_here(global, change).await?)
+            let editor = editor(global, &args)?;
+            let change = editor.remove_file(&name, &relpath, version(if_version).as_ref()).await;
+            report(&args, not_here(global, &editor, &name, change).await?)
         }
         C::History { name, args } => {
             let records = history(global, &args, &name).await?;
@@ -237,23 +236,40 @@ pub async fn run(global: &Global, command: SkillCommand) -> Result<(), Failure> 
 
 /// A change aimed at a skill the source does not hold: when another
 /// source's winner has that name, say so and name `skill override`.
-async fn not_here(global: &Global, change: skillstore::Result<Change>) -> Result<Change, Failure> {
+async fn not_here(
+    global: &Global,
+    editor: &SkillEditor,
+    name: &str,
+    change: skillstore::Result<Change>,
+) -> Result<Change, Failure> {
     let err = match change {
         Ok(change) => return Ok(change),
         Err(err) => err,
     };
-    let skillstore::Error::NotInSource { skill, source_name } = &err else {
-        return Err(err.into());
+    // `remove-file` looks for the file first: not found may mean the skill.
+    let missing = match &err {
+        skillstore::Error::NotInSource { .. } => true,
+        skillstore::Error::Backend(e) => e.kind() == skillstore::backends::ErrorKind::NotFound,
+        _ => false,
     };
+    if !missing {
+        return Err(err.into());
+    }
+    let source = editor.source().name();
     let catalog = build(global)?.load().await;
-    match catalog.get(skill) {
-        Some(winner) if winner.source != *source_name => Err(Failure::failed(format!(
-            "{err}: it comes from the source `{}`; `skillstore skill override {} --to {}` copies it into `{}` to change it there",
-            shown(&winner.source),
-            shown(skill),
-            shown(source_name),
-            shown(source_name)
-        ))),
+    match catalog.get(name) {
+        Some(winner) if winner.source != source && !winner.shadowed.iter().any(|s| s.source == source) => {
+            Err(Failure::failed(format!(
+                "no skill `{}` in the source `{}`: it comes from the source `{}`; \
+                 `skillstore skill override {} --to {}` copies it into `{}` to change it there",
+                shown(name),
+                shown(source),
+                shown(&winner.source),
+                shown(name),
+                shown(source),
+                shown(source)
+            )))
+        }
         _ => Err(err.into()),
     }
 }

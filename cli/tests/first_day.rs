@@ -693,6 +693,14 @@ fn skill_override_copies_the_winner_into_the_writable_source() {
             "--from",
             "base/csv-report/SKILL.md",
         ],
+        vec![
+            "skill",
+            "remove-file",
+            "csv-report",
+            "references/format.md",
+            "--to",
+            "team",
+        ],
     ] {
         let out = run(skillstore(root).args(LAYERS).args(&args));
         assert_eq!((out.code, out.stderr.as_str()), (1, refused), "{args:?}");
