@@ -167,9 +167,8 @@ fn withheld_named(catalog: &Catalog, name: &str) -> Option<Failure> {
     })
 }
 
-/// The catalog as an aligned table, descriptions cut to the terminal.
-/// The `list` table; with `digests`, a DIGEST column (`-` for a skill
-/// that could not be digested).
+/// The catalog as an aligned table, descriptions cut to the terminal; with
+/// `digests`, a DIGEST column (`-` for a skill that could not be digested).
 fn table(catalog: &Catalog, digests: bool) -> String {
     let skills = catalog.skills();
     if skills.is_empty() {
