@@ -117,6 +117,24 @@ pub struct MountConfig {
     /// [`Config::set_memory_mount`]. Clones of the configuration share it.
     #[serde(skip)]
     pub contents: Option<Arc<MemoryBackend>>,
+    /// Set by [`Config::set_mount`] (a mount given on the command line or
+    /// in code, not read from the file): a refusal of it names the mount,
+    /// not the configuration file.
+    #[serde(skip)]
+    pub given: bool,
+}
+
+/// How a refusal of a mount given outside the file begins (see
+/// [`MountConfig::given`]); such a refusal is not put on the file.
+pub(crate) const GIVEN_MOUNT: &str = "the mount given at ";
+
+/// A refusal of the given mount at `at`, named as such.
+pub(crate) fn given_mount_error(at: &str, location: &str, err: Error) -> Error {
+    match err {
+        Error::Config(m) => Error::Config(format!("{GIVEN_MOUNT}{at} (`{location}`): {m}")),
+        Error::Usage(m) => Error::Usage(format!("{GIVEN_MOUNT}{at} (`{location}`): {m}")),
+        other => other,
+    }
 }
 
 /// One source.
@@ -309,6 +327,7 @@ impl Config {
             at: at.to_owned(),
             location: location.to_owned(),
             base_dir: Some(base_dir.to_path_buf()),
+            given: true,
             ..MountConfig::default()
         });
         Ok(())
@@ -392,8 +411,12 @@ impl Config {
     /// locations become backends.
     pub fn open(&self) -> Result<Namespace> {
         crate::namespace::assemble(self, &self.writable_names).map_err(|e| match (e, &self.file) {
-            (Error::Config(m), Some(file)) => Error::Config(format!("{}: {m}", file.display())),
-            (Error::Usage(m), Some(file)) => Error::Usage(format!("{}: {m}", file.display())),
+            (Error::Config(m), Some(file)) if !m.starts_with(GIVEN_MOUNT) => {
+                Error::Config(format!("{}: {m}", file.display()))
+            }
+            (Error::Usage(m), Some(file)) if !m.starts_with(GIVEN_MOUNT) => {
+                Error::Usage(format!("{}: {m}", file.display()))
+            }
             (e, _) => e,
         })
     }

@@ -557,10 +557,19 @@ pub(crate) fn assemble(config: &Config, writable_names: &[String]) -> Result<Nam
     });
     let mut mounts: Vec<Mount> = Vec::with_capacity(mount_configs.len());
     for m in &mount_configs {
-        let at = parse_dir(&m.at)?;
+        let named = |e: Error| {
+            if m.given {
+                crate::config::given_mount_error(&m.at, &m.location, e)
+            } else {
+                e
+            }
+        };
+        let at = parse_dir(&m.at).map_err(named)?;
         let location = match &m.contents {
             Some(_) => Location::Memory(PathBuf::from(m.location.trim_start_matches("memory:"))),
-            None => Location::parse(&m.location)?.resolved_against(m.base_dir.as_deref().unwrap_or(&base)),
+            None => Location::parse(&m.location)
+                .map_err(named)?
+                .resolved_against(m.base_dir.as_deref().unwrap_or(&base)),
         };
         let policy = m.symlinks.as_deref().map(parse_policy).transpose()?.unwrap_or_default();
         if m.symlinks.is_some() && !location.is_local_dir() && !location.is_git() {
@@ -587,7 +596,8 @@ pub(crate) fn assemble(config: &Config, writable_names: &[String]) -> Result<Nam
                     cache.as_ref(),
                     m.allow_http,
                     config.limits.max_discovery_bytes,
-                )?
+                )
+                .map_err(named)?
             }
         };
         mounts.retain(|existing| existing.at != at);

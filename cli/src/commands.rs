@@ -5,6 +5,7 @@ use std::io::IsTerminal;
 use std::path::Path;
 
 use serde::Serialize;
+use skillstore::backends::SkillBackendExt as _;
 use skillstore::{Catalog, Diagnostic, FileLimits, PromptStyle, Skill, render};
 
 use super::namespace::build;
@@ -13,7 +14,9 @@ use super::{Failure, Global, emit, list_json};
 
 pub async fn list(global: &Global, json: bool, digests: bool) -> Result<(), Failure> {
     let started = std::time::Instant::now();
-    let mut catalog = build(global)?.load().await;
+    let namespace = build(global)?;
+    let mut catalog = namespace.load().await;
+    warn_sources_that_are_skills(&namespace).await;
     if digests {
         catalog = catalog.with_digests().await;
         // A digest reads every file whole: a skill shown from an index
@@ -43,8 +46,29 @@ pub async fn list(global: &Global, json: bool, digests: bool) -> Result<(), Fail
         return degraded.map_or(Ok(()), Err);
     }
     report_diagnostics(catalog.diagnostics());
-    emit(table(&catalog).as_bytes())?;
+    emit(table(&catalog, digests).as_bytes())?;
     degraded.map_or(Ok(()), Err)
+}
+
+/// Warns of a source that is itself one skill's directory (a SKILL.md at
+/// its root, the usual first mistake): a source holds skill directories,
+/// so its parent was meant.
+async fn warn_sources_that_are_skills(namespace: &skillstore::Namespace) {
+    let backend = namespace.backend();
+    for source in namespace.sources() {
+        let Ok(file) = source.path().join(skillstore::SKILL_FILE) else {
+            continue;
+        };
+        if backend.exists(&file).await.unwrap_or(false) {
+            let parent = source.path().parent().map_or_else(|| "/".to_owned(), |p| p.to_string());
+            eprintln!(
+                "warning: the source `{}` ({}) is a skill's directory (it holds SKILL.md); a source holds skill directories: point --source at its parent ({})",
+                shown(source.label()),
+                source.path(),
+                parent
+            );
+        }
+    }
 }
 
 /// Exit code 3 when a source could not be listed, is served from an
@@ -116,8 +140,36 @@ fn withheld(catalog: &Catalog) -> Option<Failure> {
     })
 }
 
-/// The catalog as an aligned table, descriptions cut to the terminal.
-fn table(catalog: &Catalog) -> String {
+/// A skill the catalog holds but withheld (its lock or signature check
+/// refused it): exit 3 with what refused it, instead of "no skill named".
+fn withheld_named(catalog: &Catalog, name: &str) -> Option<Failure> {
+    let d = catalog.withheld().find(|d| {
+        d.path.as_ref().is_some_and(|p| {
+            let path = p.as_str();
+            let dir = path.strip_suffix("/SKILL.md").unwrap_or(path);
+            dir.rsplit('/').next() == Some(name)
+        })
+    })?;
+    let kind = d.kind.as_str();
+    let advice = if kind == "lock_mismatch" || kind == "not_locked" {
+        "; `skillstore lock` accepts it, once reviewed"
+    } else {
+        ""
+    };
+    Some(Failure {
+        code: 3,
+        message: format!(
+            "the skill `{}` exists ({}) but is withheld: [{kind}] {}{advice}",
+            shown(name),
+            d.path.as_ref().map_or("-", |p| p.as_str()),
+            shown(&d.message)
+        ),
+    })
+}
+
+/// The catalog as an aligned table, descriptions cut to the terminal; with
+/// `digests`, a DIGEST column (`-` for a skill that could not be digested).
+fn table(catalog: &Catalog, digests: bool) -> String {
     let skills = catalog.skills();
     if skills.is_empty() {
         return "no skills found\n".into();
@@ -134,7 +186,24 @@ fn table(catalog: &Catalog) -> String {
         .max()
         .unwrap_or(6)
         .max(6);
-    let fixed = name_width + source_width + 8 + 8 + 8;
+    let digest_width = if digests {
+        skills
+            .iter()
+            .map(|s| s.digest.as_deref().map_or(1, str::len))
+            .max()
+            .unwrap_or(1)
+            .max(6)
+    } else {
+        0
+    };
+    let digest_column = |digest: Option<&str>| -> String {
+        if digests {
+            format!("{:digest_width$}  ", digest.unwrap_or("-"))
+        } else {
+            String::new()
+        }
+    };
+    let fixed = name_width + source_width + 8 + 8 + 8 + if digests { digest_width + 2 } else { 0 };
     let width = std::io::stdout()
         .is_terminal()
         .then(|| terminal_size::terminal_size().map(|(w, _)| w.0 as usize))
@@ -142,8 +211,10 @@ fn table(catalog: &Catalog) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{:name_width$}  {:source_width$}  SHADOWS  ENABLED  DESCRIPTION",
-        "NAME", "SOURCE"
+        "{:name_width$}  {:source_width$}  SHADOWS  ENABLED  {}DESCRIPTION",
+        "NAME",
+        "SOURCE",
+        digest_column(Some("DIGEST"))
     );
     for skill in skills {
         let description = shown(&skill.metadata.description.replace('\n', " ")).into_owned();
@@ -153,11 +224,12 @@ fn table(catalog: &Catalog) -> String {
         };
         let _ = writeln!(
             out,
-            "{:name_width$}  {:source_width$}  {:>7}  {:7}  {}",
+            "{:name_width$}  {:source_width$}  {:>7}  {:7}  {}{}",
             shown(skill.name()),
             shown(&skill.source),
             skill.shadowed.len(),
             if skill.enabled { "yes" } else { "no" },
+            digest_column(skill.digest.as_deref()),
             description
         );
     }
@@ -214,6 +286,9 @@ pub async fn show(global: &Global, name: &str, json: bool) -> Result<(), Failure
     }
     let degraded = degraded(&catalog);
     let Some(found) = catalog.get(name) else {
+        if let Some(failure) = withheld_named(&catalog, name) {
+            return Err(failure);
+        }
         return Err(degraded.unwrap_or_else(|| {
             let names = catalog.skills().iter().map(|s| s.name());
             let hint = skillstore::suggest::did_you_mean(name, names);
@@ -312,9 +387,44 @@ pub async fn show(global: &Global, name: &str, json: bool) -> Result<(), Failure
     degraded.map_or(Ok(()), Err)
 }
 
+/// How far `read NAME DIR/` lists a directory's files.
+const READ_DIRECTORY_LIMITS: FileLimits = FileLimits {
+    max_depth: 16,
+    max_files: 10_000,
+    max_reported: 100,
+};
+
 pub async fn read(global: &Global, name: &str, relpath: Option<&str>) -> Result<(), Failure> {
     let catalog = build(global)?.load().await;
     let degraded = degraded(&catalog);
+    if catalog.get(name).is_none()
+        && let Some(failure) = withheld_named(&catalog, name)
+    {
+        return Err(failure);
+    }
+    if let Some(directory) = relpath.filter(|r| r.ends_with('/')) {
+        // A directory, as completion types it: the files under it.
+        let listed = catalog.skill_files(name, READ_DIRECTORY_LIMITS).await?;
+        let mut files: Vec<String> = listed
+            .relatives()
+            .into_iter()
+            .filter(|f| f.starts_with(directory))
+            .collect();
+        files.sort();
+        if files.is_empty() {
+            return Err(Failure::failed(format!(
+                "no files under `{}` in the skill `{}`",
+                shown(directory),
+                shown(name)
+            )));
+        }
+        let mut out = String::new();
+        for file in files {
+            let _ = writeln!(out, "{}", shown(&file));
+        }
+        emit(out.as_bytes())?;
+        return degraded.map_or(Ok(()), Err);
+    }
     let bytes = match relpath {
         None => catalog.read_skill(name).await,
         Some(relative) => catalog.read_file(name, relative).await,

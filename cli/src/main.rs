@@ -92,8 +92,8 @@ pub enum Command {
         /// Print one JSON object with skills and diagnostics.
         #[arg(long)]
         json: bool,
-        /// Compute every skill's digest (the `digest` field of --json); reads
-        /// every file whose version was not hashed before.
+        /// Compute every skill's digest (a DIGEST column, the `digest` field
+        /// of --json); reads every file whose version was not hashed before.
         #[arg(long)]
         digests: bool,
     },
@@ -109,7 +109,8 @@ pub enum Command {
     Read {
         /// The skill's name.
         name: String,
-        /// A path inside the skill's directory (e.g. references/forms.md).
+        /// A path inside the skill's directory (e.g. references/forms.md); a
+        /// directory ending in `/` (references/) lists the files under it.
         relpath: Option<String>,
     },
     /// Render the catalog for a system prompt.
@@ -127,7 +128,8 @@ pub enum Command {
         #[arg(long, value_name = "DIR")]
         location_root: Option<String>,
     },
-    /// Find the skills that best match a query (full-text, over names, descriptions and SKILL.md bodies).
+    /// Find the skills that best match a query (full-text, over names, descriptions and SKILL.md bodies);
+    /// exit 1 when none matches, as grep does.
     Search {
         /// What to look for, in words.
         #[arg(required_unless_present = "batch")]
@@ -284,7 +286,7 @@ const WITHOUT_NAMESPACE: [&str; 9] = [
 ];
 
 /// The global options, as clap names them.
-const GLOBAL_OPTIONS: [&str; 5] = ["config", "mounts", "sources", "writable", "no_cache"];
+const GLOBAL_OPTIONS: [&str; 6] = ["config", "mounts", "sources", "writable", "no_cache", "locked"];
 
 /// The whole command-line definition, with the global options hidden where
 /// they do not apply.
@@ -326,6 +328,7 @@ fn refuse_global_options(global: &Global, command: &str, allow_config: bool) -> 
         ("--source", !global.sources.is_empty()),
         ("--writable", !global.writable.is_empty()),
         ("--no-cache", global.no_cache),
+        ("--locked", global.locked.is_some()),
     ];
     match given.iter().find(|(_, set)| *set) {
         Some((flag, _)) => Err(Failure::usage(format!(
@@ -376,6 +379,15 @@ impl Failure {
         Failure {
             code: 2,
             message: message.into(),
+        }
+    }
+
+    /// An exit code with nothing more to say (what there was to say was
+    /// printed already).
+    pub fn silent(code: u8) -> Self {
+        Failure {
+            code,
+            message: String::new(),
         }
     }
 
@@ -430,7 +442,9 @@ fn main() -> ExitCode {
     let code = match runtime.block_on(run(args)) {
         Ok(()) => 0,
         Err(failure) => {
-            eprintln!("error: {}", terminal::shown_lines(&failure.message));
+            if !failure.message.is_empty() {
+                eprintln!("error: {}", terminal::shown_lines(&failure.message));
+            }
             failure.code
         }
     };

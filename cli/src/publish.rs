@@ -115,16 +115,20 @@ pub async fn run(
         None => None,
     };
     let total: u64 = files.iter().map(|f| f.size).sum();
+    let file_count = files.len();
+    // The bar's position counts bytes; the files done are its message.
     let bar = if std::io::stderr().is_terminal() {
         let bar = ProgressBar::new(total);
         bar.set_style(
-            ProgressStyle::with_template("{bar:40} {bytes}/{total_bytes} {pos} files {msg}")
+            ProgressStyle::with_template("{bar:40} {bytes}/{total_bytes} {msg}")
                 .unwrap_or_else(|_| ProgressStyle::default_bar()),
         );
+        bar.set_message(format!("0/{file_count} files"));
         bar
     } else {
         ProgressBar::hidden()
     };
+    let files_done = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let compare_md5 = matches!(parsed, Location::S3 { .. });
     let local = Arc::new(local);
     let results: Vec<(VPath, Sent, Published)> = futures::stream::iter(files)
@@ -133,6 +137,7 @@ pub async fn run(
             let destination = Arc::clone(&destination);
             let bar = bar.clone();
             let checked = checked.clone();
+            let files_done = Arc::clone(&files_done);
             async move {
                 let (sent, published) = match checked.as_deref().and_then(|c| c.expected(&file.path)) {
                     Some(Expected::NotChecked) => (
@@ -141,6 +146,8 @@ pub async fn run(
                     ),
                     _ => send(&*local, &*destination, &file, compare_md5, checked.as_deref()).await,
                 };
+                let done = files_done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                bar.set_message(format!("{done}/{file_count} files"));
                 bar.inc(file.size);
                 (file.path, sent, published)
             }

@@ -150,7 +150,14 @@ pub async fn run(
         }
         emit(text.as_bytes())?;
     }
-    degraded(&catalog).map_or(Ok(()), Err)
+    if let Some(failure) = degraded(&catalog) {
+        return Err(failure);
+    }
+    // As grep and rg: nothing found is exit 1, said once (above) on a terminal's stderr.
+    if results.is_empty() {
+        return Err(Failure::silent(1));
+    }
+    Ok(())
 }
 
 /// `--batch`: one answer line per query line, written as soon as it is

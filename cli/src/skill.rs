@@ -1,4 +1,4 @@
-//! `skill create|edit|patch|delete|write-file|remove-file|history|rollback`.
+//! `skill new|create|override|edit|patch|delete|write-file|remove-file|history|rollback`.
 
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
@@ -34,6 +34,23 @@ pub enum SkillCommand {
         /// The SKILL.md to store (default: standard input).
         #[arg(long, value_name = "FILE")]
         from: Option<PathBuf>,
+        #[command(flatten)]
+        args: EditArgs,
+    },
+    /// Start a skill: a valid SKILL.md skeleton (frontmatter, a body with headings), written and recorded as `create`.
+    New {
+        /// The new skill's name (lowercase letters, digits and hyphens).
+        name: String,
+        /// What the skill does and when to use it (default: a sentence to replace).
+        #[arg(long, value_name = "TEXT")]
+        description: Option<String>,
+        #[command(flatten)]
+        args: EditArgs,
+    },
+    /// Copy the winning skill NAME of another source into the writable source, to change it there (recorded as `override`).
+    Override {
+        /// The skill to take over.
+        name: String,
         #[command(flatten)]
         args: EditArgs,
     },
@@ -129,6 +146,15 @@ pub async fn run(global: &Global, command: SkillCommand) -> Result<(), Failure> 
             let data = input(from.as_deref())?;
             report(&args, editor(global, &args)?.create(&name, data).await?)
         }
+        C::New {
+            name,
+            description,
+            args,
+        } => {
+            let data = skeleton(&name, description.as_deref());
+            report(&args, editor(global, &args)?.create(&name, data).await?)
+        }
+        C::Override { name, args } => override_skill(global, &name, &args).await,
         C::Edit {
             name,
             from,
@@ -136,10 +162,9 @@ pub async fn run(global: &Global, command: SkillCommand) -> Result<(), Failure> 
             args,
         } => {
             let data = input(from.as_deref())?;
-            let change = editor(global, &args)?
-                .edit(&name, data, version(if_version).as_ref())
-                .await?;
-            report(&args, change)
+            let editor = editor(global, &args)?;
+            let change = editor.edit(&name, data, version(if_version).as_ref()).await;
+            report(&args, not_here(global, &editor, &name, change).await?)
         }
         C::Patch {
             name,
@@ -160,11 +185,11 @@ pub async fn run(global: &Global, command: SkillCommand) -> Result<(), Failure> 
             };
             let editor = editor(global, &args)?;
             let change = if retry > 0 {
-                editor.patch_with_retry(&name, &patch, retry + 1).await?
+                editor.patch_with_retry(&name, &patch, retry + 1).await
             } else {
-                editor.patch(&name, &patch).await?
+                editor.patch(&name, &patch).await
             };
-            report(&args, change)
+            report(&args, not_here(global, &editor, &name, change).await?)
         }
         C::Delete { name, if_version, args } => {
             let change = editor(global, &args)?
@@ -180,10 +205,11 @@ pub async fn run(global: &Global, command: SkillCommand) -> Result<(), Failure> 
             args,
         } => {
             let data = input(from.as_deref())?;
-            let change = editor(global, &args)?
+            let editor = editor(global, &args)?;
+            let change = editor
                 .write_file(&name, &relpath, data, version(if_version).as_ref())
-                .await?;
-            report(&args, change)
+                .await;
+            report(&args, not_here(global, &editor, &name, change).await?)
         }
         C::RemoveFile {
             name,
@@ -191,10 +217,9 @@ pub async fn run(global: &Global, command: SkillCommand) -> Result<(), Failure> 
             if_version,
             args,
         } => {
-            let change = editor(global, &args)?
-                .remove_file(&name, &relpath, version(if_version).as_ref())
-                .await?;
-            report(&args, change)
+            let editor = editor(global, &args)?;
+            let change = editor.remove_file(&name, &relpath, version(if_version).as_ref()).await;
+            report(&args, not_here(global, &editor, &name, change).await?)
         }
         C::History { name, args } => {
             let records = history(global, &args, &name).await?;
@@ -207,6 +232,124 @@ pub async fn run(global: &Global, command: SkillCommand) -> Result<(), Failure> 
         }
         C::Rollback { name, id, args } => report(&args, editor(global, &args)?.rollback(&name, id).await?),
     }
+}
+
+/// A change aimed at a skill the source does not hold: when another
+/// source's winner has that name, say so and name `skill override`.
+async fn not_here(
+    global: &Global,
+    editor: &SkillEditor,
+    name: &str,
+    change: skillstore::Result<Change>,
+) -> Result<Change, Failure> {
+    let err = match change {
+        Ok(change) => return Ok(change),
+        Err(err) => err,
+    };
+    // `remove-file` looks for the file first: not found may mean the skill.
+    let missing = match &err {
+        skillstore::Error::NotInSource { .. } => true,
+        skillstore::Error::Backend(e) => e.kind() == skillstore::backends::ErrorKind::NotFound,
+        _ => false,
+    };
+    if !missing {
+        return Err(err.into());
+    }
+    let source = editor.source().name();
+    let catalog = build(global)?.load().await;
+    match catalog.get(name) {
+        Some(winner) if winner.source != source && !winner.shadowed.iter().any(|s| s.source == source) => {
+            Err(Failure::failed(format!(
+                "no skill `{}` in the source `{}`: it comes from the source `{}`; \
+                 `skillstore skill override {} --to {}` copies it into `{}` to change it there",
+                shown(name),
+                shown(source),
+                shown(&winner.source),
+                shown(name),
+                shown(source),
+                shown(source)
+            )))
+        }
+        _ => Err(err.into()),
+    }
+}
+
+/// A new skill's SKILL.md: valid frontmatter and a body with the
+/// headings a skill usually has.
+fn skeleton(name: &str, description: Option<&str>) -> Vec<u8> {
+    let description = description
+        .map(|d| d.split_whitespace().collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|| format!("Describe what {name} does and when to use it."));
+    let quoted = serde_json::to_string(&description).unwrap_or_else(|_| "\"\"".to_owned());
+    let title: Vec<String> = name
+        .split('-')
+        .filter(|w| !w.is_empty())
+        .map(|w| {
+            let mut chars = w.chars();
+            chars
+                .next()
+                .map(|c| c.to_uppercase().chain(chars).collect())
+                .unwrap_or_default()
+        })
+        .collect();
+    format!(
+        "---\nname: {name}\ndescription: {quoted}\n---\n\n# {}\n\n## When to use\n\n{description}\n\n\
+         ## Steps\n\n1. The first step.\n\n## Files\n\n\
+         Put scripts in `scripts/`, longer documents in `references/` and templates in `assets/`\n\
+         (`skillstore skill write-file {name} references/NAME.md`), and name them here.\n",
+        title.join(" ")
+    )
+    .into_bytes()
+}
+
+/// `skill override NAME`: the winner of another source, as a confined
+/// read serves it, copied into the target source through the editor.
+async fn override_skill(global: &Global, name: &str, args: &EditArgs) -> Result<(), Failure> {
+    let namespace = build(global)?;
+    let source = target(&namespace, args)?.name().to_owned();
+    let catalog = namespace.load().await;
+    let Some(winner) = catalog.get(name) else {
+        let hint = skillstore::suggest::did_you_mean(name, catalog.skills().iter().map(|s| s.name()));
+        return Err(Failure::failed(format!(
+            "no skill named `{}` in the catalog to override{hint}",
+            shown(name)
+        )));
+    };
+    if winner.source == source {
+        return Err(Failure::failed(format!(
+            "the source `{}` already holds `{}`: change it there",
+            shown(&source),
+            shown(name)
+        )));
+    }
+    let listed = catalog.skill_files(name, skillstore::FileLimits::default()).await?;
+    if listed.left_out_count > 0 || listed.truncated {
+        return Err(Failure::failed(format!(
+            "`{}` holds files a read does not serve ({}); nothing was copied",
+            shown(name),
+            listed
+                .diagnostics(&winner.source)
+                .iter()
+                .map(|d| shown(&d.message).into_owned())
+                .collect::<Vec<_>>()
+                .join("; ")
+        )));
+    }
+    let mut files = Vec::new();
+    for relative in listed.relatives() {
+        // The signature was over the winner where it is; it says nothing of a copy.
+        if relative.starts_with('.') || relative.contains("/.") {
+            continue;
+        }
+        let data = catalog.read_file(name, &relative).await?;
+        files.push(skillstore::archive::ArchiveFile { path: relative, data });
+    }
+    let limits = skillstore::archive::ArchiveLimits::default();
+    let bytes = skillstore::archive::pack_rooted(name, &files, &limits)?;
+    let archive = skillstore::archive::SkillArchive::read_rooted(&bytes, name, &limits)?;
+    let editor = namespace.editor(Some(&source))?.with_author(author(args));
+    let change = editor.override_with(&archive).await?;
+    report(args, change)
 }
 
 /// The history of `name` in the chosen source (which may be read-only), or

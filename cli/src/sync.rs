@@ -176,6 +176,7 @@ pub struct MountArgs<'a> {
 }
 
 pub async fn mount(global: &Global, args: MountArgs<'_>) -> Result<(), Failure> {
+    mount_point(args.dir)?;
     let namespace = build(global)?;
     let mut options = skillstore_fuse::MountOptions {
         all_skills: args.all,
@@ -211,4 +212,20 @@ pub async fn mount(global: &Global, args: MountArgs<'_>) -> Result<(), Failure> 
     mounted
         .unmount()
         .map_err(|e| Failure::failed(format!("cannot unmount: {e}")))
+}
+
+/// Refuses a mount point that is not an existing directory, naming it.
+fn mount_point(dir: &Path) -> Result<(), Failure> {
+    let shown_dir = dir.display().to_string();
+    let shown_dir = shown(&shown_dir);
+    match std::fs::metadata(dir) {
+        Ok(meta) if meta.is_dir() => Ok(()),
+        Ok(_) => Err(Failure::failed(format!(
+            "cannot mount at {shown_dir}: not a directory (the mount point must be an existing, empty directory)"
+        ))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(Failure::failed(format!(
+            "cannot mount at {shown_dir}: no such directory (create it first: mkdir -p {shown_dir})"
+        ))),
+        Err(e) => Err(Failure::failed(format!("cannot mount at {shown_dir}: {e}"))),
+    }
 }

@@ -78,9 +78,13 @@ fn search_json_ranks_winners_best_first() {
     );
     assert!(results[0]["score"].as_f64().unwrap() > results[1]["score"].as_f64().unwrap());
 
-    // The shadowed skill's words find nothing; --limit caps.
-    let out = stdout(skillstore(tree.path(), cache.path()).args(["search", "ghostscript", "--json"]));
-    assert_eq!(out.trim(), r#"{"results":[]}"#);
+    // The shadowed skill's words find nothing (exit 1, as grep); --limit caps.
+    let out = skillstore(tree.path(), cache.path())
+        .args(["search", "ghostscript", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), r#"{"results":[]}"#);
     let out = stdout(skillstore(tree.path(), cache.path()).args(["search", "merging", "--limit", "1", "--json"]));
     let answer: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(answer["results"].as_array().unwrap().len(), 1);

@@ -42,6 +42,9 @@ pub enum Action {
     Rollback,
     /// A skill installed from an archive.
     Install,
+    /// A skill copied from the winner of another source, to be changed in
+    /// this one (`skill override`).
+    Override,
 }
 
 impl Action {
@@ -56,6 +59,7 @@ impl Action {
             Action::RemoveFile => "remove_file",
             Action::Rollback => "rollback",
             Action::Install => "install",
+            Action::Override => "override",
         }
     }
 }

@@ -33,6 +33,20 @@ impl SkillEditor {
     /// are removed (their content kept in the history), files with the same
     /// bytes are left alone.
     pub async fn install(&self, archive: &SkillArchive, options: InstallOptions) -> Result<Change> {
+        self.install_as(archive, options, Action::Install).await
+    }
+
+    /// Copies the files of `archive` (another source's winner, read as a
+    /// confined read serves it) into this source as a new skill, to be
+    /// changed here: one [`Action::Override`] history entry, through every
+    /// check [`SkillEditor::install`] applies. `already_exists` when the
+    /// source already has the skill.
+    pub async fn override_with(&self, archive: &SkillArchive) -> Result<Change> {
+        self.install_as(archive, InstallOptions::default(), Action::Override)
+            .await
+    }
+
+    async fn install_as(&self, archive: &SkillArchive, options: InstallOptions, action: Action) -> Result<Change> {
         let name = archive.name();
         for file in archive.files() {
             self.changed_path(name, &file.path)?;
@@ -81,6 +95,6 @@ impl SkillEditor {
                 });
             }
         }
-        self.apply(name, Action::Install, steps, None).await
+        self.apply(name, action, steps, None).await
     }
 }

@@ -402,6 +402,9 @@ pub fn signature_message(refused: Refused) -> String {
         Refused::Invalid => {
             "its signature is not a valid skillstore SSH signature over its digest; it is not served".into()
         }
+        Refused::Changed => "its content changed since it was signed (its signature, by an allowed key, is over other \
+                             content: an edit, or another skill's signature); `skillstore sign` signs it again; it is not served"
+            .into(),
         Refused::NotAllowed => "its signature is by a key its source does not allow; it is not served".into(),
         Refused::Expired => {
             "its signature is by a key outside the validity its source gives it (valid-after, valid-before); it is not served"

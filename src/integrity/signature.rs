@@ -81,6 +81,10 @@ pub enum Refused {
     /// Not an SSH signature, another namespace, or not over this digest
     /// (`signature_invalid`).
     Invalid,
+    /// Made by an allowed key, but over another digest: the skill's
+    /// content changed since it was signed (`signature_invalid`, the kind
+    /// of [`Refused::Invalid`]; its message says so).
+    Changed,
     /// Made by a key the source does not allow for this namespace
     /// (`signer_not_allowed`).
     NotAllowed,
@@ -94,7 +98,7 @@ impl Refused {
     pub fn as_str(self) -> &'static str {
         match self {
             Refused::Missing => "signature_missing",
-            Refused::Invalid => "signature_invalid",
+            Refused::Invalid | Refused::Changed => "signature_invalid",
             Refused::NotAllowed => "signer_not_allowed",
             Refused::Expired => "signer_expired",
         }
@@ -158,7 +162,7 @@ impl AllowedSigners {
         signer
             .key
             .verify(NAMESPACE, digest.as_bytes(), &sig)
-            .map_err(|_| Refused::Invalid)?;
+            .map_err(|_| Refused::Changed)?;
         Ok(Signer {
             principal: signer.principals.join(","),
             fingerprint: signer.key.fingerprint(HashAlg::Sha256).to_string(),

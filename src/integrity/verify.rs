@@ -6,9 +6,10 @@ use serde::Serialize;
 use crate::integrity::policy::{SignatureStatus, check_signature, signature_message};
 use crate::namespace::Namespace;
 
-/// How a skill stands against the lock.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+/// How a skill stands against the lock: one word in `verify`'s output
+/// (`no_lock`, `matches`, `mismatch`, `not_locked`), what the lock holds
+/// on a mismatch in fields of their own.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LockStatus {
     /// No lock pins skills.
     NoLock,
@@ -26,6 +27,24 @@ pub enum LockStatus {
     NotLocked,
 }
 
+impl LockStatus {
+    /// The status's word: `no_lock`, `matches`, `mismatch` or `not_locked`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            LockStatus::NoLock => "no_lock",
+            LockStatus::Matches => "matches",
+            LockStatus::Mismatch { .. } => "mismatch",
+            LockStatus::NotLocked => "not_locked",
+        }
+    }
+}
+
+impl Serialize for LockStatus {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
 /// One winner, verified.
 #[derive(Debug, Clone, Serialize)]
 pub struct SkillReport {
@@ -38,8 +57,14 @@ pub struct SkillReport {
     /// Why it has no digest.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub digest_error: Option<String>,
-    /// How it stands against the lock.
+    /// How it stands against the lock (always a string in JSON).
     pub lock: LockStatus,
+    /// On a mismatch, the digest the lock holds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub locked_digest: Option<String>,
+    /// On a mismatch, the source the lock holds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub locked_source: Option<String>,
     /// `not_checked`, `unsigned`, `signed`, or the refusal's kind.
     pub signature: String,
     /// The accepting principals, when signed.
@@ -117,12 +142,18 @@ pub async fn verify(namespace: &Namespace) -> Vec<SkillReport> {
                 (refused.as_str().to_owned(), None, None)
             }
         };
+        let (locked_digest, locked_source) = match &lock {
+            LockStatus::Mismatch { locked, locked_source } => (Some(locked.clone()), Some(locked_source.clone())),
+            _ => (None, None),
+        };
         out.push(SkillReport {
             name: name.to_owned(),
             source: skill.source.clone(),
             digest,
             digest_error,
             lock,
+            locked_digest,
+            locked_source,
             signature,
             signer,
             fingerprint,

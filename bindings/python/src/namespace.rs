@@ -345,7 +345,8 @@ impl PyNamespace {
     /// Every winner, loaded without withholding any, as `skillstore verify
     /// --json` reports it: a dict of `name`, `source`, `digest` (None when
     /// it cannot be computed, with `digest_error`), `lock` (`no_lock`,
-    /// `matches`, `not_locked`, or `{"mismatch": {"locked": DIGEST}}`),
+    /// `matches`, `mismatch` with `locked_digest` and `locked_source`, or
+    /// `not_locked`),
     /// `signature` (`not_checked`, `unsigned`, `signed`, or the refusal's
     /// kind), and when signed `signer` and `fingerprint`; `problem` says
     /// why one would not be served (GIL released).

@@ -275,7 +275,8 @@ class Namespace:
     def lock(self) -> str:
         """The text of a lock file pinning the namespace now (`skillstore lock`)."""
     def verify(self) -> list[dict[str, Any]]:
-        """Per winner: `name`, `source`, `digest`, `lock`, `signature`, `signer`, `fingerprint`, `problem` (`verify --json`)."""
+        """Per winner: `name`, `source`, `digest`, `lock` (`no_lock`, `matches`,
+        `not_locked`, or `mismatch` with `locked_digest` and `locked_source`), `signature`, `signer`, `fingerprint`, `problem` (`verify --json`)."""
     def load(self) -> Catalog: ...
     def load_sources(self, specs: Sequence[str]) -> Catalog: ...
     def sources_at(self, paths: Sequence[str]) -> list[Source]: ...
