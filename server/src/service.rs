@@ -586,6 +586,14 @@ impl Service {
         }
     }
 
+    /// The tenant a token of the server file (by its hash) is given to
+    /// now; `None` for a token the file does not list.
+    pub fn file_token_tenant(&self, token: &TokenHash) -> Option<String> {
+        let registry = self.registry();
+        let (index, _) = registry.tokens.get(token)?;
+        Some(registry.tenants[*index].name().to_owned())
+    }
+
     /// The caller `token` names, if any.
     pub fn caller_for_token(&self, token: &str) -> Option<Caller> {
         let hash = TokenHash::of(token);

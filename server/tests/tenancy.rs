@@ -457,3 +457,44 @@ async fn concurrent_first_requests_of_a_tenant_load_it_once() {
     );
     server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_session_of_a_token_rotated_out_is_closed_and_others_stay() {
+    let dir = tempfile::tempdir().unwrap();
+    tree(dir.path(), &["acme", "globex"]);
+    let limits = "limits:\n  mcp_session_idle: 40s\n";
+    let text = server_file(
+        dir.path(),
+        &[("acme", "token-acme"), ("globex", "token-globex")],
+        limits,
+    );
+    let server = Served::start(settings_of(dir.path(), &text)).await;
+    let client = reqwest::Client::new();
+    let acme = common::mcp_client::http_client(&server.base, "token-acme").await;
+    let globex = common::mcp_client::http_client(&server.base, "token-globex").await;
+    assert_eq!(metric(&client, &server, "skillstore_mcp_sessions_open").await, 2.0);
+    let rotated = server_file(
+        dir.path(),
+        &[("acme", "token-acme-2"), ("globex", "token-globex")],
+        limits,
+    );
+    server.service.reload(&settings_of(dir.path(), &rotated)).await.unwrap();
+    // The sweep runs every 10 s here; idle expiry would take 40 s.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(25);
+    while metric(&client, &server, "skillstore_mcp_sessions_open").await > 1.0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the rotated token's session was never closed"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(
+        globex.list_all_skills().await.is_ok(),
+        "the unchanged token's session still works"
+    );
+    assert!(
+        acme.list_all_skills().await.is_err(),
+        "the rotated token's session is gone"
+    );
+    server.stop().await;
+}

@@ -28,6 +28,10 @@ const SESSION_HEADER: &str = "mcp-session-id";
 #[derive(Debug)]
 struct Held {
     token: Option<TokenHash>,
+    /// The tenant a token of the server file named when the session was
+    /// opened: the session is closed once the file no longer gives that
+    /// token to that tenant. `None` for a JWT or no token.
+    file_tenant: Option<String>,
     last_used: Instant,
 }
 
@@ -91,6 +95,7 @@ impl Sessions {
                 }
                 let Some(sessions) = sweeper.upgrade() else { break };
                 sessions.close_idle(idle).await;
+                sessions.close_revoked().await;
             }
         });
         sessions
@@ -129,6 +134,34 @@ impl Sessions {
         for id in expired {
             metrics.mcp_sessions.fetch_sub(1, Ordering::Relaxed);
             metrics.mcp_sessions_expired.fetch_add(1, Ordering::Relaxed);
+            let _ = self.manager.close_session(&id.as_str().into()).await;
+        }
+    }
+
+    /// Closes the sessions opened with a token of the server file that the
+    /// file, read again since, no longer gives to the same tenant (rotated
+    /// out, or its tenant removed): their open streams end too.
+    async fn close_revoked(&self) {
+        let revoked: Vec<String> = {
+            let mut table = self.table();
+            let revoked: Vec<String> = table
+                .sessions
+                .iter()
+                .filter(|(_, h)| match (&h.token, &h.file_tenant) {
+                    (Some(token), Some(tenant)) => {
+                        self.service.file_token_tenant(token).as_deref() != Some(tenant.as_str())
+                    }
+                    _ => false,
+                })
+                .map(|(id, _)| id.clone())
+                .collect();
+            for id in &revoked {
+                table.sessions.remove(id);
+            }
+            revoked
+        };
+        for id in revoked {
+            self.service.metrics.mcp_sessions.fetch_sub(1, Ordering::Relaxed);
             let _ = self.manager.close_session(&id.as_str().into()).await;
         }
     }
@@ -200,6 +233,11 @@ impl Sessions {
                 id,
                 Held {
                     token: caller.token,
+                    file_tenant: caller
+                        .token
+                        .as_ref()
+                        .and_then(|t| self.service.file_token_tenant(t))
+                        .filter(|name| name == caller.tenant.name()),
                     last_used: Instant::now(),
                 },
             );
