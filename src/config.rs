@@ -41,7 +41,6 @@ use skillstore_backends::{DEFAULT_READ_LIMIT, MemoryBackend};
 
 use crate::error::{Error, Result};
 use crate::location::{Location, read_local_text};
-use crate::namespace::Namespace;
 
 /// The parsed configuration: what [`Config::open`] assembles into a
 /// [`Namespace`]. Built from a file ([`Config::load`]), from text
@@ -397,28 +396,20 @@ impl Config {
         );
     }
 
+    /// The file it was loaded from, when it was.
+    pub fn file(&self) -> Option<&Path> {
+        self.file.as_deref()
+    }
+
+    /// Source names made writable beyond the file's `writable: true`.
+    pub(crate) fn writable_names(&self) -> &[String] {
+        &self.writable_names
+    }
+
     /// Serves every winner without a lock, whatever the configuration says
     /// (to write a new lock).
     pub fn clear_lock(&mut self) {
         self.lock = None;
-    }
-
-    /// Assembles the namespace: opens every mount (read-only), gives each
-    /// writable source, and each source with a symlink policy of its own, a
-    /// backend rooted at its own directory, refuses sources that alias one
-    /// another with different writability, and builds the load and prompt
-    /// options. Every front end calls this; it is the one place where
-    /// locations become backends.
-    pub fn open(&self) -> Result<Namespace> {
-        crate::namespace::assemble(self, &self.writable_names).map_err(|e| match (e, &self.file) {
-            (Error::Config(m), Some(file)) if !m.starts_with(GIVEN_MOUNT) => {
-                Error::Config(format!("{}: {m}", file.display()))
-            }
-            (Error::Usage(m), Some(file)) if !m.starts_with(GIVEN_MOUNT) => {
-                Error::Usage(format!("{}: {m}", file.display()))
-            }
-            (e, _) => e,
-        })
     }
 }
 

@@ -42,6 +42,7 @@ pub mod catalog;
 pub mod config;
 pub mod content;
 pub mod diagnostic;
+pub mod dir_name;
 pub mod edit;
 pub mod error;
 mod frontmatter;

@@ -54,7 +54,7 @@ pub struct PromptOptions {
     /// a synced or mounted tree such as `/mnt/skills`. Each location is then
     /// `ROOT/DIR/SKILL.md` (a trailing `/` on the root is dropped), where
     /// `DIR` is the directory `sync` writes and `mount` shows for the skill
-    /// ([`crate::sync::dir_name`]). A skill no tree holds, or whose location
+    /// ([`crate::dir_name::dir_name`]). A skill no tree holds, or whose location
     /// the prompt could not show exactly (a character it drops, a run of
     /// spaces), is left out of the list and reported in
     /// [`Prompt::left_out`].
@@ -450,7 +450,7 @@ fn location<'a>(skill: &'a Skill, root: Option<&str>) -> Cow<'a, str> {
 /// the skill under, when there is one and a prompt shows it exactly; else
 /// the kind of [`LeftOut`].
 fn location_under(skill: &Skill, root: &str) -> std::result::Result<String, &'static str> {
-    let dir = crate::sync::dir_name(skill.name()).ok_or("invalid_name")?;
+    let dir = crate::dir_name::dir_name(skill.name()).ok_or("invalid_name")?;
     let location = format!("{root}/{dir}/{}", crate::SKILL_FILE);
     if one_line(&location) != location.as_str() {
         return Err("unshowable_location");

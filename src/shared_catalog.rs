@@ -4,7 +4,17 @@ use std::sync::{Arc, RwLock};
 
 use crate::catalog::Catalog;
 use crate::error::Result;
-use crate::namespace::Namespace;
+
+/// Where a [`SharedCatalog`] that follows moving references is loaded from
+/// again at each refresh (a namespace with Git mounts on a branch).
+#[async_trait::async_trait]
+pub(crate) trait Origin: Send + Sync {
+    /// This origin opened again (it may ask remotes: slow), or `None`,
+    /// logged, when it cannot be.
+    async fn reopened(&self) -> Option<Arc<dyn Origin>>;
+    /// The catalog loaded from this origin.
+    async fn load(&self) -> Catalog;
+}
 
 /// One process's current catalog: readers take cheap snapshots, writers
 /// (a [`crate::SkillEditor`] given this handle) update it as soon as their
@@ -15,9 +25,15 @@ use crate::namespace::Namespace;
 pub struct SharedCatalog {
     current: Arc<RwLock<Arc<Catalog>>>,
     updates: Arc<tokio::sync::Mutex<()>>,
-    /// The namespace the catalog is loaded from, when a refresh opens it
-    /// again ([`SharedCatalog::following`]).
-    following: Option<Arc<tokio::sync::Mutex<Namespace>>>,
+    /// What the catalog is loaded from, when a refresh opens it again
+    /// ([`SharedCatalog::following`]).
+    following: Option<Arc<tokio::sync::Mutex<Arc<dyn Origin>>>>,
+}
+
+impl std::fmt::Debug for dyn Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Origin")
+    }
 }
 
 impl SharedCatalog {
@@ -30,18 +46,10 @@ impl SharedCatalog {
         }
     }
 
-    /// This shared catalog, loaded from `namespace`, following the
-    /// references of its Git mounts: when `namespace` follows a branch, a
-    /// tag or a remote's `HEAD`, each [`SharedCatalog::refresh`] opens it
-    /// again ([`Namespace::reopen`], one request per such mount) and loads
-    /// the catalog from the namespace opened again (its lock and
-    /// signatures read again and checked as in any load). A long-running
-    /// server, `sync --watch` or mount thus serves a moved branch at its
-    /// next refresh.
-    pub fn following(mut self, namespace: Namespace) -> Self {
-        if namespace.follows_git_references() {
-            self.following = Some(Arc::new(tokio::sync::Mutex::new(namespace)));
-        }
+    /// This shared catalog, refreshed by loading whole from `origin` opened
+    /// again (see [`SharedCatalog::following`]).
+    pub(crate) fn follow(mut self, origin: Arc<dyn Origin>) -> Self {
+        self.following = Some(Arc::new(tokio::sync::Mutex::new(origin)));
         self
     }
 
@@ -61,8 +69,13 @@ impl SharedCatalog {
     /// reference the remote no longer has), the failure is logged and the
     /// catalog is refreshed at the commits it has.
     pub async fn refresh(&self) {
+        let origin = match &self.following {
+            Some(following) => Some(Arc::clone(&*following.lock().await)),
+            None => None,
+        };
         if let Some(following) = &self.following
-            && let Some(next) = reopened(following).await
+            && let Some(origin) = origin
+            && let Some(next) = origin.reopened().await
         {
             let _turn = self.updates.lock().await;
             self.replace(next.load().await);
@@ -89,29 +102,4 @@ impl SharedCatalog {
     fn replace(&self, next: Catalog) {
         *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(next);
     }
-}
-
-/// The namespace of `following` opened again, or `None` (logged) when it
-/// cannot be.
-async fn reopened(following: &tokio::sync::Mutex<Namespace>) -> Option<Namespace> {
-    let current = following.lock().await.clone();
-    let before = current.git_mounts().to_vec();
-    let next = match tokio::task::spawn_blocking(move || current.reopen()).await {
-        Ok(Ok(Some(next))) => next,
-        Ok(Ok(None)) => return None,
-        Ok(Err(e)) => {
-            tracing::warn!(error = %e, "the namespace could not be opened again to follow its Git references; refreshing at the commits it has");
-            return None;
-        }
-        Err(e) => {
-            tracing::warn!(error = %e, "opening the namespace again failed");
-            return None;
-        }
-    };
-    for ((location, was), (_, now)) in before.iter().zip(next.git_mounts()) {
-        if was != now {
-            tracing::info!(%location, before = ?was, after = ?now, "a Git reference moved");
-        }
-    }
-    Some(next)
 }

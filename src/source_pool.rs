@@ -18,7 +18,8 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::watch;
 
-use crate::catalog::{Catalog, SourceState};
+pub use crate::catalog::SharedSources;
+use crate::catalog::{Catalog, SharedStates, SourceState};
 
 /// The process-wide set of shared sources. Cheap to share (`Arc`).
 pub struct SourcePool {
@@ -167,7 +168,7 @@ impl SourcePool {
         let entries: Vec<Arc<Entry>> = {
             let map = lock(&self.entries);
             shared
-                .keys
+                .keys()
                 .iter()
                 .flatten()
                 .filter_map(|k| map.get(k).cloned())
@@ -208,35 +209,10 @@ impl SourcePool {
     }
 }
 
-/// Which of a catalog's sources are shared, and where.
-#[derive(Debug, Clone)]
-pub struct SharedSources {
-    pool: Arc<SourcePool>,
-    /// One per source, in the source list's order: the key of a shared
-    /// source, `None` for one the catalog loads itself.
-    keys: Vec<Option<Arc<str>>>,
-}
-
-impl SharedSources {
-    /// `keys` (one per source, `None` for a source not shared) in `pool`.
-    pub fn new(pool: Arc<SourcePool>, keys: Vec<Option<Arc<str>>>) -> Self {
-        SharedSources { pool, keys }
-    }
-
-    /// One per source, in the source list's order: the key of a shared
-    /// source, `None` for one the catalog loads itself.
-    pub fn keys(&self) -> &[Option<Arc<str>>] {
-        &self.keys
-    }
-
-    /// The pool.
-    pub fn pool(&self) -> &Arc<SourcePool> {
-        &self.pool
-    }
-
-    /// The pool and key of source `index`, when it is shared.
-    pub(crate) fn key(&self, index: usize) -> Option<(&SourcePool, &Arc<str>)> {
-        self.keys.get(index)?.as_ref().map(|k| (&*self.pool, k))
+#[async_trait::async_trait]
+impl SharedStates for SourcePool {
+    async fn state(&self, key: &Arc<str>, catalog: &Catalog, index: usize) -> Arc<SourceState> {
+        SourcePool::state(self, key, catalog, index).await
     }
 }
 

@@ -266,7 +266,7 @@ impl DiscoveryBackend {
                 invalid.push(entry.name.escape_debug().to_string());
                 continue;
             };
-            if !is_spec_name(&entry.name) {
+            if !crate::is_index_name(&entry.name) {
                 invalid.push(entry.name.escape_debug().to_string());
                 continue;
             }
@@ -1035,18 +1035,6 @@ fn parse_index(body: &[u8], max_entries: usize) -> Result<ParsedIndex> {
         entries,
         invalid,
     })
-}
-
-/// The specification's naming rule: 1 to 64 of `a-z`, `0-9` and `-`, no
-/// `-` first, last or doubled.
-fn is_spec_name(name: &str) -> bool {
-    (1..=64).contains(&name.len())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !name.starts_with('-')
-        && !name.ends_with('-')
-        && !name.contains("--")
 }
 
 fn unavailable(e: reqwest::Error) -> Error {

@@ -54,6 +54,7 @@ mod backend;
 mod error;
 mod memory;
 mod mount;
+mod rules;
 mod subtree;
 mod vpath;
 mod vpath_checked;
@@ -90,6 +91,7 @@ pub use mount::MountTable;
 pub use object::ObjectStoreBackend;
 #[cfg(feature = "object-store")]
 pub use object_store;
+pub use rules::{hex, is_index_name};
 #[cfg(feature = "s3")]
 pub use s3::{S3Location, S3Options};
 pub use subtree::Subtree;

@@ -48,11 +48,7 @@ pub async fn install(global: &Global, file: &Path, replace: bool, args: &EditArg
     // The target source's signature policy, checked before anything is
     // written: what it would withhold once installed is not installed.
     let target = namespace.write_target(args.to.as_deref())?;
-    if let Some(policy) = namespace
-        .load_options()
-        .integrity
-        .as_ref()
-        .and_then(|i| i.signature_policy(target.name()))
+    if let Some(policy) = namespace.integrity().and_then(|i| i.signature_policy(target.name()))
         && let SignatureStatus::Refused(refused) = check_archive(&archive, policy)
     {
         return Err(Failure::failed(format!(

@@ -394,7 +394,7 @@ async fn unchanged(destination: &dyn SkillBackend, path: &VPath, meta: &Metadata
     }
     if md5 {
         let digest = Md5::digest(data);
-        let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        let hex = skillstore::backends::hex(&digest);
         return meta
             .version
             .as_ref()

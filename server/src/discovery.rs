@@ -145,17 +145,7 @@ impl ArtifactCache {
     }
 }
 
-/// True when `name` follows the specification's naming rule: 1 to 64
-/// characters of `a-z`, `0-9` and `-`, no `-` first, last or doubled.
-pub fn is_spec_name(name: &str) -> bool {
-    (1..=64).contains(&name.len())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-        && !name.starts_with('-')
-        && !name.ends_with('-')
-        && !name.contains("--")
-}
+use skillstore::backends::is_index_name;
 
 /// `text` cut to at most [`MAX_DESCRIPTION`] UTF-16 code units, on a
 /// character boundary.
@@ -189,7 +179,7 @@ pub async fn publish(catalog: &Catalog, cache: &ArtifactCache) -> Published {
     let candidates: Vec<Skill> = catalog
         .enabled()
         .filter(|skill| {
-            let keep = is_spec_name(skill.name()) && !skill.metadata.description.trim().is_empty();
+            let keep = is_index_name(skill.name()) && !skill.metadata.description.trim().is_empty();
             if !keep {
                 tracing::debug!(skill = %skill.name(), "left out of the discovery index: its name or description does not qualify");
             }
@@ -333,10 +323,10 @@ mod tests {
     #[test]
     fn names_follow_the_specification() {
         for good in ["a", "pdf", "pdf-2", "a1-b2-c3", &"x".repeat(64)] {
-            assert!(is_spec_name(good), "{good}");
+            assert!(is_index_name(good), "{good}");
         }
         for bad in ["", "-a", "a-", "a--b", "A", "a_b", "a.b", "ü", &"x".repeat(65)] {
-            assert!(!is_spec_name(bad), "{bad}");
+            assert!(!is_index_name(bad), "{bad}");
         }
     }
 

@@ -365,7 +365,7 @@ impl TokenHash {
 
     /// The 64 lowercase hex digits a server file's `sha256:` takes.
     pub fn to_hex(&self) -> String {
-        self.0.iter().map(|b| format!("{b:02x}")).collect()
+        skillstore::backends::hex(&self.0)
     }
 
     /// Parses 64 hex digits.

@@ -39,14 +39,7 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex(&Sha256::digest(bytes))
 }
 
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for byte in bytes {
-        out.push(char::from_digit(u32::from(byte >> 4), 16).expect("a hex digit"));
-        out.push(char::from_digit(u32::from(byte & 15), 16).expect("a hex digit"));
-    }
-    out
-}
+pub(crate) use skillstore_backends::hex;
 
 /// True for a path (relative to the skill's directory) the digest leaves
 /// out: the reserved directory and everything below it.

@@ -22,7 +22,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::catalog::Catalog;
 use crate::error::{Error, Result};
-use crate::namespace::Namespace;
 
 /// The lock file's default name.
 pub const LOCK_FILE: &str = "skillstore.lock";
@@ -69,16 +68,6 @@ pub struct LockedSkill {
 }
 
 impl Lock {
-    /// The lock of `namespace` and its loaded `catalog` now: every Git
-    /// mount's commit and every enabled winner's digest. A Git mount whose
-    /// remote could not be reached, or a skill that cannot be digested, is
-    /// an error naming it.
-    pub async fn of(namespace: &Namespace, catalog: &Catalog) -> Result<Lock> {
-        let mut lock = Lock::git_of(namespace)?;
-        lock.skills = Lock::for_catalog(catalog).await?.skills;
-        Ok(lock)
-    }
-
     /// A lock of `catalog`'s enabled winners alone (no Git mount). A skill
     /// that cannot be digested is an error naming it.
     pub async fn for_catalog(catalog: &Catalog) -> Result<Lock> {
@@ -105,29 +94,6 @@ impl Lock {
             version: LOCK_VERSION,
             git: Vec::new(),
             skills: Some(skills),
-        })
-    }
-
-    /// The Git part of a lock of `namespace`.
-    fn git_of(namespace: &Namespace) -> Result<Lock> {
-        let mut git = Vec::new();
-        for (location, commit) in namespace.git_mounts() {
-            let commit = commit.clone().ok_or_else(|| {
-                Error::Usage(format!(
-                    "`{location}` could not be fetched, so there is no commit to lock"
-                ))
-            })?;
-            git.push(LockedGit {
-                location: location.to_string(),
-                commit,
-            });
-        }
-        git.sort();
-        git.dedup();
-        Ok(Lock {
-            version: LOCK_VERSION,
-            git,
-            skills: None,
         })
     }
 
@@ -183,32 +149,6 @@ impl Lock {
         self.skills
             .as_ref()
             .map(|skills| skills.iter().map(|s| (s.name.as_str(), s)).collect())
-    }
-
-    /// Refuses, naming each, the Git mounts of `namespace` that resolved to
-    /// another commit than this lock says, and those the lock does not
-    /// hold.
-    pub fn check_git(&self, namespace: &Namespace) -> Result<()> {
-        let now = Lock::git_of(namespace)?;
-        let mut problems = Vec::new();
-        for entry in &now.git {
-            match self.git.iter().find(|l| l.location == entry.location) {
-                Some(locked) if locked.commit == entry.commit => {}
-                Some(locked) => problems.push(format!(
-                    "`{}` is at {}, the lock says {}",
-                    entry.location, entry.commit, locked.commit
-                )),
-                None => problems.push(format!("`{}` is not in the lock", entry.location)),
-            }
-        }
-        if problems.is_empty() {
-            Ok(())
-        } else {
-            Err(Error::Usage(format!(
-                "the Git sources do not match the lock: {}; run `skillstore lock` to accept them",
-                problems.join("; ")
-            )))
-        }
     }
 }
 

@@ -9,9 +9,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use futures::StreamExt;
-use skillstore_backends::{ErrorKind as StorageKind, VPath, Version};
+use skillstore_backends::{ErrorKind as StorageKind, VPath};
 
-use crate::catalog::{Catalog, Skill};
+use crate::catalog::{Catalog, Passed, Skill, Verdict, WinnerCheck};
 use crate::diagnostic::{Diagnostic, DiagnosticKind, Severity};
 use crate::error::Error;
 use crate::integrity::digest::SkillDigest;
@@ -46,23 +46,6 @@ pub struct Integrity {
     pub signatures: Vec<(String, Arc<SignaturePolicy>)>,
 }
 
-/// What the checks found for one winner that passed them.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Checked {
-    /// Its digest, when a check computed one.
-    pub digest: Option<String>,
-    /// Who signed it, when its signature verified.
-    pub signer: Option<String>,
-    /// Each file the digest was computed from, the version it was read
-    /// at and the SHA-256 of the bytes read, when a check computed the
-    /// digest: reads are held to these.
-    pub files: Option<Vec<(VPath, Version, String)>>,
-    /// What the catalog is to show of it, parsed from the SKILL.md bytes
-    /// the digest was computed from, when that differs from what the load
-    /// took (an index or cache entry that does not describe the file).
-    pub shown: Option<Arc<crate::skill::SkillMetadata>>,
-}
-
 /// What the signature check of one skill found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SignatureStatus {
@@ -74,6 +57,24 @@ pub enum SignatureStatus {
     Signed(Signer),
     /// Refused.
     Refused(Refused),
+}
+
+#[async_trait::async_trait]
+impl WinnerCheck for Integrity {
+    fn is_active(&self) -> bool {
+        Integrity::is_active(self)
+    }
+
+    /// The winners that fail a check withheld, each with an error
+    /// diagnostic saying why (`not_locked`, `lock_mismatch` for another
+    /// digest or another source than the lock's, `signature_missing`,
+    /// `signature_invalid`, `signer_not_allowed`, `signer_expired`); those
+    /// that pass carry their digest and signer. A disabled winner the lock
+    /// does not hold is left out with no diagnostic: the lock pins what is
+    /// served, and it is not served.
+    async fn verdicts(self: Arc<Self>, catalog: Arc<Catalog>) -> Vec<Verdict> {
+        Integrity::all_verdicts(self, catalog).await
+    }
 }
 
 impl Integrity {
@@ -90,23 +91,17 @@ impl Integrity {
             .map(|(_, p)| p.as_ref())
     }
 
-    /// `catalog` without the winners that fail a check, each replaced by an
-    /// error diagnostic saying why (`not_locked`, `lock_mismatch` for
-    /// another digest or another source than the lock's,
-    /// `signature_missing`, `signature_invalid`, `signer_not_allowed`,
-    /// `signer_expired`); those that pass carry their digest and signer. A
-    /// disabled winner the lock does not hold is left out with no
-    /// diagnostic: the lock pins what is served, and it is not served.
+    /// The verdict on each winner of `catalog`, in order
+    /// ([`WinnerCheck::verdicts`]).
     ///
     /// The winners that need a digest are checked [`CHUNK`] at a time, each
     /// chunk a task of its own (its listings batched, its digests and
     /// verdicts computed there), so the work spreads over the runtime's
     /// workers while other chunks wait on storage.
-    pub(crate) async fn enforce(integrity: &Arc<Integrity>, catalog: Catalog) -> Catalog {
+    async fn all_verdicts(integrity: Arc<Integrity>, catalog: Arc<Catalog>) -> Vec<Verdict> {
         let locked: Option<HashMap<&str, usize>> = integrity
             .locked_skills()
             .map(|skills| skills.iter().enumerate().map(|(i, s)| (s.name.as_str(), i)).collect());
-        let catalog = Arc::new(catalog);
         // What needs no digest is decided first; the rest are digested in
         // chunks.
         let count = catalog.skills().len();
@@ -124,7 +119,7 @@ impl Integrity {
         drop(locked);
         let chunks: Vec<Vec<(usize, Option<usize>)>> = digested.chunks(CHUNK).map(<[_]>::to_vec).collect();
         let checks = chunks.into_iter().map(|chunk| {
-            let integrity = Arc::clone(integrity);
+            let integrity = Arc::clone(&integrity);
             let catalog = Arc::clone(&catalog);
             tokio::spawn(async move {
                 let found = integrity.check_chunk(&catalog, &chunk).await;
@@ -139,24 +134,10 @@ impl Integrity {
             }
         }
         drop(checked);
-        let mut passed = HashMap::with_capacity(count);
-        let mut refused = Vec::new();
-        for (skill, verdict) in catalog.skills().iter().zip(verdicts) {
-            match verdict.expect("every winner has a verdict") {
-                Ok(found) => {
-                    passed.insert(skill.name().to_owned(), found);
-                }
-                Err(diagnostic) => refused.push((skill.name().to_owned(), diagnostic)),
-            }
-        }
-        // Every chunk's task has finished and let its handle go.
-        let mut catalog = Arc::try_unwrap(catalog).unwrap_or_else(|shared| (*shared).clone());
-        catalog.set_checked(passed);
-        if refused.is_empty() {
-            catalog
-        } else {
-            catalog.withhold(refused)
-        }
+        verdicts
+            .into_iter()
+            .map(|verdict| verdict.expect("every winner has a verdict"))
+            .collect()
     }
 
     /// The skills the lock pins, when it pins any.
@@ -219,7 +200,7 @@ impl Integrity {
             ));
         }
         if entry.is_none() && self.signature_policy(&winner.source).is_none() {
-            return Err(Ok(Checked::default()));
+            return Err(Ok(Passed::default()));
         }
         Ok(entry)
     }
@@ -317,7 +298,7 @@ impl Integrity {
                 }
             }
         }
-        Ok(Checked {
+        Ok(Passed {
             digest: Some(digest),
             signer,
             files: Some(files),
@@ -359,11 +340,6 @@ fn signs_digest(signature: &[u8], digest: &str) -> bool {
             .verify(crate::integrity::signature::NAMESPACE, digest.as_bytes(), &sig)
             .is_ok()
 }
-
-/// What a check decided for one winner: served with what it found, or
-/// withheld with the diagnostic saying why (none for a disabled skill the
-/// lock does not hold).
-type Verdict = std::result::Result<Checked, Option<Diagnostic>>;
 
 /// `winner` withheld as `kind`, saying `message`.
 fn refuse(winner: &Skill, kind: DiagnosticKind, message: String) -> Verdict {

@@ -89,7 +89,7 @@ impl SkillReport {
 /// against them.
 pub async fn verify(namespace: &Namespace) -> Vec<SkillReport> {
     let catalog = namespace.load_unchecked().await;
-    let integrity = namespace.load_options().integrity.clone().unwrap_or_default();
+    let integrity = namespace.integrity().cloned().unwrap_or_default();
     let locked = integrity.lock.as_ref().and_then(|l| l.skills_by_name());
     let mut out = Vec::new();
     for skill in catalog.skills() {

@@ -79,7 +79,6 @@ mod build;
 mod compare;
 mod fsx;
 mod manifest;
-mod name;
 mod plan;
 mod state;
 mod survey;
@@ -96,11 +95,11 @@ use skillstore_backends::{DEFAULT_READ_LIMIT, ErrorKind, ReadOptions};
 
 use crate::catalog::{Catalog, SKILL_FILE};
 use crate::diagnostic::DiagnosticKind;
+pub use crate::dir_name::{MAX_DIR_NAME_BYTES, dir_name};
 use crate::error::Result;
 use crate::shared_catalog::SharedCatalog;
 use build::Build;
 use manifest::{FileRecord, Manifest, SkillRecord, digest};
-pub use name::{MAX_DIR_NAME_BYTES, dir_name};
 use plan::{CHANGED, Plan, PlannedFile, is_refusal, over_bounds, refusal};
 use state::{Live, State};
 

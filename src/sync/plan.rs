@@ -4,8 +4,9 @@
 use futures::StreamExt;
 use skillstore_backends::{EntryKind, ErrorKind, SkillBackend, VPath, Version};
 
-use super::{MAX_DIR_NAME_BYTES as MAX_NAME_BYTES, SyncOptions, SyncRefusal, dir_name};
+use super::{SyncOptions, SyncRefusal};
 use crate::catalog::{Catalog, SKILL_FILE, Skill};
+use crate::dir_name::{MAX_DIR_NAME_BYTES as MAX_NAME_BYTES, dir_name};
 use crate::error::Result;
 
 /// One skill to materialize.

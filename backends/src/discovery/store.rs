@@ -221,15 +221,7 @@ impl BlobDir {
     }
 }
 
-/// `bytes` in lowercase hex.
-pub(super) fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write as _;
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        let _ = write!(out, "{b:02x}");
-    }
-    out
-}
+pub(super) use crate::hex;
 
 #[cfg(test)]
 mod tests {

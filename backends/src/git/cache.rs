@@ -646,7 +646,7 @@ pub fn is_full_commit_id(text: &str) -> bool {
 /// A short, stable name for `text`: 32 hex digits of its SHA-256.
 fn key(text: &str) -> String {
     let digest = Sha256::digest(text.as_bytes());
-    digest[..16].iter().map(|b| format!("{b:02x}")).collect()
+    crate::hex(&digest[..16])
 }
 
 fn cache_error(what: &str, e: impl std::error::Error + Send + Sync + 'static) -> Error {

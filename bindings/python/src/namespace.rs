@@ -655,7 +655,7 @@ crate::async_variants!(PyNamespace {
 impl PyNamespace {
     fn opened(inner: skillstore::Namespace, config: Config) -> Self {
         let served = Arc::new(ServedSlot {
-            checks: inner.load_options().integrity.is_some(),
+            checks: inner.integrity().is_some(),
             own: inner.sources().clone(),
             kept: std::sync::Mutex::new(None),
         });
@@ -668,7 +668,7 @@ impl PyNamespace {
     }
 
     fn checks_integrity(&self) -> bool {
-        self.inner.load_options().integrity.is_some()
+        self.inner.integrity().is_some()
     }
 
     /// The checked catalog path reads go through: the one kept when it is

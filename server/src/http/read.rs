@@ -108,10 +108,10 @@ pub async fn refresh(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
 ) -> Result<Response, ApiError> {
-    if let Some(shared) = &caller.tenant.namespace().load_options().shared
+    if let Some((pool, shared)) = caller.tenant.namespace().shared_sources()
         && caller.tenant.may_list_shared()
     {
-        shared.pool().refresh_sources(shared).await;
+        pool.refresh_sources(shared).await;
     }
     let (outcome, ran) = caller.tenant.refresh_shared().await;
     let stale = outcome == crate::tenant::RefreshOutcome::Stale;

@@ -27,8 +27,7 @@ use crate::diagnostic::{Diagnostic, DiagnosticKind};
 use crate::error::{Error, Result};
 use crate::frontmatter::MAX_FRONTMATTER_BYTES;
 use crate::integrity::pin::{Claim, PinnedBackend, Pins};
-use crate::integrity::policy::Checked;
-use crate::integrity::{FileDigests, Integrity, SkillDigest};
+use crate::integrity::{FileDigests, SkillDigest};
 pub use crate::skill::SKILL_FILE;
 use crate::skill::{
     LOWERCASE_SKILL_FILE, Parsed, Problem, ProblemKind, Scan, Severity, SkillMetadata, Strictness, parse_frontmatter,
@@ -36,7 +35,12 @@ use crate::skill::{
 };
 use crate::skill_files::{FileLimits, LeftOutKind, SkillFiles};
 use crate::source::{Patterns, Source, SourceList};
-use crate::source_pool::SharedSources;
+mod check;
+mod shared;
+
+pub use check::{Passed, Verdict, WinnerCheck};
+pub use shared::SharedSources;
+pub(crate) use shared::SharedStates;
 
 /// How many skills are digested at once.
 const DIGEST_PARALLEL: usize = 16;
@@ -72,9 +76,10 @@ pub struct LoadOptions {
     /// options (and their refreshes): skill digests read only the files
     /// whose version is new.
     pub digests: Arc<FileDigests>,
-    /// What every winner must pass before it is served (a lock); checked
-    /// at every load, refresh and reload.
-    pub integrity: Option<Arc<Integrity>>,
+    /// What every winner must pass before it is served (the namespace
+    /// installs its integrity policy: a lock, signatures); run at every
+    /// load, refresh and reload.
+    pub integrity: Option<Arc<dyn WinnerCheck>>,
     /// The sources loaded once per process and shared with other catalogs
     /// ([`crate::source_pool`]); `None` (the default) loads every source
     /// here.
@@ -510,7 +515,7 @@ impl Catalog {
         states.len() == self.states.len()
             && states.iter().zip(&self.states).all(|(a, b)| Arc::ptr_eq(a, b))
             && self.withdrawn_count() == 0
-            && !self.options.integrity.as_ref().is_some_and(|i| i.is_active())
+            && !self.options.integrity.as_ref().is_some_and(|c| c.is_active())
     }
 
     async fn reload(&self, previous: Option<&[Arc<SourceState>]>) -> Catalog {
@@ -820,7 +825,7 @@ impl Catalog {
         // Winners a check will digest show what the digested bytes hold
         // ([`Catalog::set_checked`]); the others are held to their entries.
         let mut pins = Pins::new();
-        if !self.options.integrity.as_ref().is_some_and(|i| i.is_active()) {
+        if !self.options.integrity.as_ref().is_some_and(|c| c.is_active()) {
             add_claims(&mut pins, &states, &skills, &Pins::new());
         }
         let pins = Arc::new(pins.forgetting_in(Arc::clone(&self.options.digests)));
@@ -911,20 +916,11 @@ impl Catalog {
         Ok(self.with_states(states).checked().await)
     }
 
-    /// This catalog after the options' integrity checks: the winners that
-    /// fail one are withheld, each with an error diagnostic.
-    async fn checked(self) -> Catalog {
-        match self.options.integrity.clone() {
-            Some(integrity) if integrity.is_active() => Integrity::enforce(&integrity, self).await,
-            _ => self,
-        }
-    }
-
     /// This catalog without the named winners, each with its diagnostic
     /// when it has one: they are neither listed nor read, and what they
     /// shadowed stays shadowed (a withheld skill is never replaced by a
     /// lower layer's).
-    pub(crate) fn withhold(mut self, refused: Vec<(String, Option<Diagnostic>)>) -> Catalog {
+    fn withhold(mut self, refused: Vec<(String, Option<Diagnostic>)>) -> Catalog {
         let names: std::collections::HashSet<String> = refused.iter().map(|(n, _)| n.clone()).collect();
         self.skills.retain(|s| !names.contains(s.name()));
         let mut index = NameIndex::with_capacity(self.skills.len());
@@ -1049,7 +1045,7 @@ impl Catalog {
     /// Sets the digests and signers a check found, by winner name, and
     /// holds every read of a checked skill's files to the versions its
     /// digest was computed from ([`crate::integrity::pin`]).
-    pub(crate) fn set_checked(&mut self, mut checked: HashMap<String, Checked>) {
+    fn set_checked(&mut self, mut checked: HashMap<String, Passed>) {
         let files = checked.values().filter_map(|c| c.files.as_ref()).map(Vec::len).sum();
         let mut pins = Pins::with_capacity(checked.len(), files);
         let mut notes = Vec::new();
