@@ -6,45 +6,12 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use skillstore_backends::{VPath, Version};
-
-use super::Catalog;
-use crate::diagnostic::Diagnostic;
-
-/// What a check found for one winner that passed it.
-#[derive(Debug, Clone, Default)]
-pub struct Passed {
-    /// Its digest, when the check computed one.
-    pub digest: Option<String>,
-    /// Who signed it, when its signature verified.
-    pub signer: Option<String>,
-    /// Each file the digest was computed from, the version it was read
-    /// at and the SHA-256 of the bytes read, when the check computed the
-    /// digest: the catalog holds every later read to these.
-    pub files: Option<Vec<(VPath, Version, String)>>,
-    /// What the catalog is to show of it, parsed from the SKILL.md bytes
-    /// the digest was computed from, when that differs from what the load
-    /// took (an index or cache entry that does not describe the file).
-    pub shown: Option<Arc<crate::skill::SkillMetadata>>,
-}
-
-/// What a check decided for one winner: served with what it found, or
-/// withheld with the diagnostic saying why (none for a winner withheld
-/// silently, such as a disabled skill a lock does not hold).
-pub type Verdict = std::result::Result<Passed, Option<Diagnostic>>;
-
-/// A check of every winner, installed in [`super::LoadOptions::integrity`].
-#[async_trait::async_trait]
-pub trait WinnerCheck: Send + Sync + std::fmt::Debug {
-    /// True when the check has anything to decide; an inactive check is
-    /// not run.
-    fn is_active(&self) -> bool;
-
-    /// One verdict per winner of `catalog`, in the order of
-    /// [`Catalog::skills`]. The check may read through the catalog
-    /// (listings, digests, files); the catalog applies the verdicts.
-    async fn verdicts(self: Arc<Self>, catalog: Arc<Catalog>) -> Vec<Verdict>;
-}
+use super::merge::add_claims;
+use super::read::served;
+use super::types::{Catalog, NameIndex, Passed};
+use crate::diagnostic::{Diagnostic, DiagnosticKind};
+use crate::integrity::pin::Pins;
+use crate::skill::Severity;
 
 impl Catalog {
     /// This catalog after the options' check: the winners that fail it
@@ -75,6 +42,67 @@ impl Catalog {
             catalog
         } else {
             catalog.withhold(refused)
+        }
+    }
+}
+impl Catalog {
+    /// This catalog without the named winners, each with its diagnostic
+    /// when it has one: they are neither listed nor read, and what they
+    /// shadowed stays shadowed (a withheld skill is never replaced by a
+    /// lower layer's).
+    pub(super) fn withhold(mut self, refused: Vec<(String, Option<Diagnostic>)>) -> Catalog {
+        let names: std::collections::HashSet<String> = refused.iter().map(|(n, _)| n.clone()).collect();
+        self.skills.retain(|s| !names.contains(s.name()));
+        let mut index = NameIndex::with_capacity(self.skills.len());
+        for at in 0..self.skills.len() {
+            index.insert(&self.skills, at);
+        }
+        self.index = index;
+        self.diagnostics.extend(refused.into_iter().filter_map(|(_, d)| d));
+        self
+    }
+
+    /// The diagnostics of winners withheld by an integrity check (a lock):
+    /// a command that serves this catalog exits 3 when there is one.
+    pub fn withheld(&self) -> impl Iterator<Item = &Diagnostic> {
+        self.diagnostics.iter().filter(|d| d.kind.is_withheld())
+    }
+
+    /// Sets the digests and signers a check found, by winner name, and
+    /// holds every read of a checked skill's files to the versions its
+    /// digest was computed from ([`crate::integrity::pin`]).
+    fn set_checked(&mut self, mut checked: HashMap<String, Passed>) {
+        let files = checked.values().filter_map(|c| c.files.as_ref()).map(Vec::len).sum();
+        let mut pins = Pins::with_capacity(checked.len(), files);
+        let mut notes = Vec::new();
+        for skill in &mut self.skills {
+            if let Some(found) = checked.remove(skill.name()) {
+                skill.digest = found.digest.as_deref().map(Arc::from);
+                skill.signer = found.signer.as_deref().map(Arc::from);
+                if let Some(files) = found.files {
+                    pins.pin(skill.dir(), files);
+                }
+                if let Some(shown) = found.shown {
+                    notes.push(Diagnostic::new(
+                        Severity::Warning,
+                        DiagnosticKind::IndexIgnored,
+                        Some(&skill.source),
+                        Some(&skill.path),
+                        "an index or cache entry does not describe this SKILL.md; what is shown is read from the checked file",
+                    ));
+                    skill.metadata = shown;
+                }
+            }
+        }
+        self.diagnostics.extend(notes);
+        add_claims(&mut pins, &self.states, &self.skills, &Pins::new());
+        if !pins.is_empty() || pins.claims().next().is_some() {
+            let pins = Arc::new(
+                pins.forgetting_in(Arc::clone(&self.options.digests))
+                    .checked_under(self.options.read_limit),
+            );
+            self.backend = served(&self.storage, Arc::clone(&pins));
+            self.pins = pins;
         }
     }
 }
