@@ -52,6 +52,7 @@
 
 mod backend;
 mod error;
+mod layer;
 mod memory;
 mod mount;
 mod rules;
@@ -85,6 +86,7 @@ pub use error::{Error, ErrorKind, Result};
 pub use fs::{FsBackend, PathResolver, SymlinkPolicy};
 #[cfg(all(feature = "git", unix))]
 pub use git::{GitBackend, GitCache, GitRemote, Resolution as GitResolution, is_full_commit_id, redact as git_redact};
+pub use layer::Layered;
 pub use memory::MemoryBackend;
 pub use mount::MountTable;
 #[cfg(feature = "object-store")]

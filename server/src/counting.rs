@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use async_trait::async_trait;
 use bytes::Bytes;
 use skillstore::backends::{
-    Blob, Capabilities, DeepLimits, DeepListing, Entry, Listing, Metadata, PutMode, ReadOptions, Result, SkillBackend,
+    Blob, DeepLimits, DeepListing, Entry, Layered, Listing, Metadata, PutMode, ReadOptions, Result, SkillBackend,
     VPath, Version,
 };
 
@@ -83,9 +83,9 @@ impl Counting {
 }
 
 #[async_trait]
-impl SkillBackend for Counting {
-    fn capabilities(&self) -> Capabilities {
-        self.inner.capabilities()
+impl Layered for Counting {
+    fn inner(&self) -> &dyn SkillBackend {
+        &*self.inner
     }
     async fn list(&self, dir: &VPath) -> Result<Vec<Entry>> {
         self.calls.add(Call::List, 1);
@@ -98,12 +98,6 @@ impl SkillBackend for Counting {
     async fn list_deep(&self, dir: &VPath, limits: DeepLimits) -> Result<DeepListing> {
         self.calls.add(Call::ListDeep, 1);
         self.inner.list_deep(dir, limits).await
-    }
-    fn capabilities_at(&self, path: &VPath) -> Capabilities {
-        self.inner.capabilities_at(path)
-    }
-    fn location_id(&self, dir: &VPath) -> Option<String> {
-        self.inner.location_id(dir)
     }
     async fn stat(&self, path: &VPath) -> Result<Metadata> {
         self.calls.add(Call::Stat, 1);
@@ -124,9 +118,6 @@ impl SkillBackend for Counting {
     async fn delete_if_version(&self, path: &VPath, expected: &Version) -> Result<()> {
         self.calls.add(Call::Delete, 1);
         self.inner.delete_if_version(path, expected).await
-    }
-    fn preferred_batch(&self) -> usize {
-        self.inner.preferred_batch()
     }
     async fn read_many(&self, paths: &[VPath], options: ReadOptions) -> Vec<Result<Blob>> {
         self.calls.add(Call::Read, paths.len());

@@ -42,11 +42,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use bytes::Bytes;
-use skillstore_backends::{
-    Blob, Capabilities, DeepLimits, DeepListing, Entry, Error, ErrorKind, Listing, Metadata, PutMode, ReadOptions,
-    Result, SkillBackend, VPath, Version,
-};
+use skillstore_backends::{Blob, Error, ErrorKind, Layered, ReadOptions, Result, SkillBackend, VPath, Version};
 
 /// The public sentence of a read refused because the skill changed.
 pub const CHANGED: &str =
@@ -501,27 +497,9 @@ impl PinnedBackend {
 }
 
 #[async_trait]
-impl SkillBackend for PinnedBackend {
-    fn capabilities(&self) -> Capabilities {
-        self.inner.capabilities()
-    }
-    async fn list(&self, dir: &VPath) -> Result<Vec<Entry>> {
-        self.inner.list(dir).await
-    }
-    async fn list_detailed(&self, dir: &VPath) -> Result<Listing> {
-        self.inner.list_detailed(dir).await
-    }
-    async fn list_deep(&self, dir: &VPath, limits: DeepLimits) -> Result<DeepListing> {
-        self.inner.list_deep(dir, limits).await
-    }
-    fn capabilities_at(&self, path: &VPath) -> Capabilities {
-        self.inner.capabilities_at(path)
-    }
-    fn location_id(&self, dir: &VPath) -> Option<String> {
-        self.inner.location_id(dir)
-    }
-    async fn stat(&self, path: &VPath) -> Result<Metadata> {
-        self.inner.stat(path).await
+impl Layered for PinnedBackend {
+    fn inner(&self) -> &dyn SkillBackend {
+        &*self.inner
     }
     async fn read(&self, path: &VPath, options: ReadOptions) -> Result<Blob> {
         if let Some(refused) = self.refused(path, options).await {
@@ -529,18 +507,6 @@ impl SkillBackend for PinnedBackend {
         }
         let read = self.inner.read(path, options).await;
         self.pins.after(path, read, options.limit)
-    }
-    async fn put(&self, path: &VPath, data: Bytes, mode: PutMode) -> Result<Version> {
-        self.inner.put(path, data, mode).await
-    }
-    async fn delete(&self, path: &VPath) -> Result<()> {
-        self.inner.delete(path).await
-    }
-    async fn delete_if_version(&self, path: &VPath, expected: &Version) -> Result<()> {
-        self.inner.delete_if_version(path, expected).await
-    }
-    fn preferred_batch(&self) -> usize {
-        self.inner.preferred_batch()
     }
     async fn read_many(&self, paths: &[VPath], options: ReadOptions) -> Vec<Result<Blob>> {
         let mut refused: Vec<Option<Error>> = Vec::with_capacity(paths.len());
@@ -572,12 +538,6 @@ impl SkillBackend for PinnedBackend {
                 }
             })
             .collect()
-    }
-    async fn stat_many(&self, paths: &[VPath]) -> Vec<Result<Metadata>> {
-        self.inner.stat_many(paths).await
-    }
-    async fn list_many(&self, dirs: &[VPath]) -> Vec<Result<Vec<Entry>>> {
-        self.inner.list_many(dirs).await
     }
 }
 
