@@ -557,6 +557,8 @@ fn foreign(path: &VPath, options: ReadOptions) -> Option<Error> {
 
 #[cfg(test)]
 mod tests {
+    use bytes::Bytes;
+
     use super::*;
 
     impl Pins {
