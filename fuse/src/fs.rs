@@ -223,11 +223,9 @@ impl Inner {
     fn still_checked(&self, name: &str, path: &VPath) -> bool {
         let catalog = self.catalog.snapshot();
         catalog
-            .get(name)
-            .filter(|s| self.options.all_skills || s.enabled)
+            .served_skill(name, self.options.all_skills)
             .is_some_and(|s| path.starts_with(&s.dir()))
             && catalog.checked_files(name).is_some()
-            && !catalog.is_withdrawn(name)
     }
 
     /// The skill directories: the root's children, from the catalog alone.
@@ -235,9 +233,7 @@ impl Inner {
         let catalog = self.catalog.snapshot();
         let listed_at = Instant::now();
         catalog
-            .skills()
-            .iter()
-            .filter(|s| (self.options.all_skills || s.enabled) && !catalog.is_withdrawn(s.name()))
+            .served(self.options.all_skills)
             .filter_map(|s| skillstore::sync::dir_name(s.name()))
             .take(self.options.max_entries)
             .map(|name| Child {

@@ -166,11 +166,7 @@ impl View {
         }
         let catalog = &self.catalog;
         let output = ListOutput {
-            skills: catalog
-                .skills()
-                .iter()
-                .filter(|s| self.withdrawn == 0 || !catalog.is_withdrawn(s.name()))
-                .collect(),
+            skills: catalog.served(true).collect(),
             diagnostics: public_diagnostics(catalog.diagnostics()),
         };
         let mut body = serde_json::to_vec(&output).expect("a catalog serializes");

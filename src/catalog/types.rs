@@ -243,10 +243,27 @@ impl Catalog {
     /// The enabled skills, in order, without those withdrawn since their
     /// check ([`Catalog::is_withdrawn`]): the skills served.
     pub fn enabled(&self) -> impl Iterator<Item = &Skill> {
+        self.served(false)
+    }
+
+    /// The skills served, in order: never one withdrawn since its check
+    /// ([`Catalog::is_withdrawn`]), and disabled ones only `with_disabled`
+    /// (a listing that shows them). Every listing of every front end is
+    /// this view.
+    pub fn served(&self, with_disabled: bool) -> impl Iterator<Item = &Skill> {
         let any_withdrawn = self.pins.withdrawn_count() > 0;
         self.skills
             .iter()
-            .filter(move |s| s.enabled && !(any_withdrawn && self.pins.is_withdrawn(&s.dir())))
+            .filter(move |s| (with_disabled || s.enabled) && !(any_withdrawn && self.pins.is_withdrawn(&s.dir())))
+    }
+
+    /// The winner `name` as [`Catalog::served`] shows it: `None` when there
+    /// is none, when it is withdrawn, or when it is disabled and not
+    /// `with_disabled`.
+    pub fn served_skill(&self, name: &str, with_disabled: bool) -> Option<&Skill> {
+        self.get(name).filter(|s| {
+            (with_disabled || s.enabled) && !(self.pins.withdrawn_count() > 0 && self.pins.is_withdrawn(&s.dir()))
+        })
     }
 
     /// The skill named `name`.

@@ -317,17 +317,11 @@ impl SearchIndex {
         for (score, address) in top {
             let doc: TantivyDocument = searcher.doc(address).map_err(search_error)?;
             let stored = |field| doc.get_first(field).and_then(|v| v.as_str()).unwrap_or_default();
-            let Some(skill) = catalog.get(stored(self.fields.name)) else {
+            let Some(skill) = catalog.served_skill(stored(self.fields.name), options.include_disabled) else {
                 continue;
             };
             if skill.path.as_str() != stored(self.fields.path) || skill.version.as_str() != stored(self.fields.version)
             {
-                continue;
-            }
-            if !skill.enabled && !options.include_disabled {
-                continue;
-            }
-            if withdrawn > 0 && catalog.is_withdrawn(skill.name()) {
                 continue;
             }
             hits.push(SearchHit {
