@@ -4,9 +4,8 @@ use std::fmt::Write as _;
 use std::io::IsTerminal;
 use std::path::Path;
 
-use serde::Serialize;
 use skillstore::backends::SkillBackendExt as _;
-use skillstore::{Catalog, Diagnostic, FileLimits, PromptStyle, Skill, render};
+use skillstore::{Catalog, Diagnostic, FileLimits, PromptStyle, render};
 
 use super::namespace::build;
 use super::terminal::shown;
@@ -257,23 +256,6 @@ fn report_diagnostics(diagnostics: &[Diagnostic]) {
     }
 }
 
-#[derive(Serialize)]
-struct ShowOutput<'a> {
-    #[serde(flatten)]
-    skill: &'a Skill,
-    /// The version of its SKILL.md, as `skill edit --if-version` takes it.
-    version: &'a str,
-    files: Vec<String>,
-    diagnostics: Vec<std::borrow::Cow<'a, Diagnostic>>,
-}
-
-/// How far `show` lists a skill's files.
-const SHOW_LIMITS: FileLimits = FileLimits {
-    max_depth: 6,
-    max_files: 500,
-    max_reported: 100,
-};
-
 pub async fn show(global: &Global, name: &str, json: bool) -> Result<(), Failure> {
     let mut catalog = build(global)?.load().await;
     // The digest below reads the skill whole: one shown from an index entry
@@ -295,42 +277,10 @@ pub async fn show(global: &Global, name: &str, json: bool) -> Result<(), Failure
             Failure::failed(format!("no skill named `{name}` in the catalog{hint}"))
         }));
     };
-    let mut skill = found.clone();
-    if skill.digest.is_none() {
-        // A skill that cannot be digested is still shown, without one.
-        skill.digest = catalog
-            .skill_digest(name)
-            .await
-            .ok()
-            .map(|d| std::sync::Arc::from(d.digest));
-    }
-    let skill = &skill;
-    let listed = catalog.skill_files(name, SHOW_LIMITS).await?;
-    let (files, truncated) = (listed.relatives(), listed.truncated);
-    let mut diagnostics: Vec<std::borrow::Cow<'_, Diagnostic>> = catalog
-        .diagnostics()
-        .iter()
-        .filter(|d| {
-            d.path
-                .as_ref()
-                .is_some_and(|p| *p == skill.path || skill.shadowed.iter().any(|s| s.path == *p))
-        })
-        .map(std::borrow::Cow::Borrowed)
-        .collect();
-    diagnostics.extend(
-        listed
-            .diagnostics(&skill.source)
-            .into_iter()
-            .map(std::borrow::Cow::Owned),
-    );
+    let report = catalog.report(found.name()).await?;
+    let skill = &report.skill;
     if json {
-        let output = ShowOutput {
-            skill,
-            version: skill.version.as_str(),
-            files,
-            diagnostics,
-        };
-        let mut text = serde_json::to_vec_pretty(&output).map_err(|e| Failure::failed(e.to_string()))?;
+        let mut text = serde_json::to_vec_pretty(&report).map_err(|e| Failure::failed(e.to_string()))?;
         text.push(b'\n');
         emit(&text)?;
         return degraded.map_or(Ok(()), Err);
@@ -369,10 +319,10 @@ pub async fn show(global: &Global, name: &str, json: bool) -> Result<(), Failure
     let _ = writeln!(
         out,
         "files:         {}{}",
-        shown(&files.join(", ")),
-        if truncated { ", ..." } else { "" }
+        shown(&report.files.join(", ")),
+        if report.truncated { ", ..." } else { "" }
     );
-    for d in diagnostics {
+    for d in &report.diagnostics {
         let path = d.path.as_ref().map(|p| p.as_str()).unwrap_or("-");
         let _ = writeln!(
             out,

@@ -11,7 +11,7 @@ use bytes::Bytes;
 use serde::Serialize;
 use skillstore::backends::{ErrorKind, VPath};
 use skillstore::search::{SearchHit, SearchIndex, SearchOptions};
-use skillstore::{Catalog, Diagnostic, FileLimits, Namespace, PromptOptions, SharedCatalog, Skill, SkillEditor};
+use skillstore::{Catalog, Diagnostic, Namespace, PromptOptions, SharedCatalog, Skill, SkillEditor};
 use tokio::sync::watch;
 
 use crate::counting::{BackendCalls, Counting};
@@ -100,12 +100,6 @@ pub const HISTORY_READS: usize = 2;
 
 static HISTORY_PERMITS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(HISTORY_READS);
 
-const SHOW_LIMITS: FileLimits = FileLimits {
-    max_depth: 6,
-    max_files: 500,
-    max_reported: 100,
-};
-
 /// What is rendered from one catalog snapshot, built when first asked for
 /// and dropped with the snapshot.
 pub struct View {
@@ -192,42 +186,9 @@ impl View {
             self.catalog.confirm_whole(name).await?;
             return Ok(hit);
         }
-        #[derive(Serialize)]
-        struct ShowOutput<'a> {
-            #[serde(flatten)]
-            skill: &'a Skill,
-            files: Vec<String>,
-            diagnostics: Vec<Diagnostic>,
-        }
-        let skill = self
-            .catalog
-            .get(name)
-            .ok_or_else(|| ApiError::from(skillstore::Error::SkillNotFound(name.to_owned())))?;
-        let listed = self.catalog.skill_files(name, SHOW_LIMITS).await?;
-        let mut skill = skill.clone();
-        if skill.digest.is_none() {
-            // A skill that cannot be digested is still shown, without one.
-            skill.digest = self.catalog.skill_digest(name).await.ok().map(|d| Arc::from(d.digest));
-        }
-        let skill = &skill;
-        let mut diagnostics: Vec<Diagnostic> = self
-            .catalog
-            .diagnostics()
-            .iter()
-            .filter(|d| {
-                d.path
-                    .as_ref()
-                    .is_some_and(|p| *p == skill.path || skill.shadowed.iter().any(|s| s.path == *p))
-            })
-            .cloned()
-            .collect();
-        diagnostics.extend(listed.diagnostics(&skill.source));
-        let output = ShowOutput {
-            skill,
-            files: listed.relatives(),
-            diagnostics: public_diagnostics(&diagnostics),
-        };
-        let mut body = serde_json::to_vec_pretty(&output).expect("a skill serializes");
+        let mut report = self.catalog.report(name).await?;
+        report.diagnostics = public_diagnostics(&report.diagnostics);
+        let mut body = serde_json::to_vec_pretty(&report).expect("a skill serializes");
         body.push(b'\n');
         let rendered = Rendered::new(body);
         let mut shows = lock(&self.shows);

@@ -15,9 +15,11 @@ mod load;
 mod merge;
 mod parse;
 mod read;
+mod report;
 mod state;
 mod types;
 
+pub use report::{REPORT_LIMITS, SkillReport};
 pub(crate) use state::SourceState;
 pub(crate) use types::SharedStates;
 pub use types::{
