@@ -46,12 +46,14 @@ pub mod dir_name;
 pub mod edit;
 pub mod error;
 mod frontmatter;
+#[cfg(feature = "git")]
 pub mod git_source;
 pub mod index;
 pub mod integrity;
 pub mod location;
 pub mod namespace;
 pub mod prompt;
+#[cfg(feature = "search")]
 pub mod search;
 mod shared_catalog;
 pub mod skill;

@@ -7,7 +7,6 @@ use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 use skillstore_backends::GitRemote;
-use skillstore_backends::object_store::ObjectStoreScheme;
 
 use crate::error::{Error, Result};
 
@@ -79,29 +78,30 @@ impl Location {
         if matches!(url.scheme(), "https" | "http") {
             return discovery(url);
         }
-        let (scheme, path) = ObjectStoreScheme::parse(&url).map_err(|_| {
-            Error::Usage(format!(
-                "unknown location scheme `{}://`; expected a directory, s3://bucket[/prefix], memory:FILE.json, git+URL[@REF] or https://HOST[/PATH]",
-                url.scheme()
-            ))
-        })?;
-        match scheme {
-            ObjectStoreScheme::Local => Ok(Location::Dir(PathBuf::from(url.path()))),
-            ObjectStoreScheme::AmazonS3 if matches!(url.scheme(), "s3" | "s3a") => {
+        match url.scheme() {
+            "file" => Ok(Location::Dir(PathBuf::from(url.path()))),
+            "s3" | "s3a" => {
                 let bucket = url.host_str().unwrap_or_default().to_owned();
                 if bucket.is_empty() {
                     return Err(Error::Usage(format!("`{text}` names no bucket")));
                 }
+                let prefix = percent_encoding::percent_decode_str(url.path())
+                    .decode_utf8()
+                    .map_err(|_| Error::Usage(format!("`{text}` holds a key prefix that is not UTF-8")))?;
                 Ok(Location::S3 {
                     bucket,
-                    prefix: path.as_ref().trim_matches('/').to_owned(),
+                    prefix: prefix.trim_matches('/').to_owned(),
                 })
             }
-            other => Err(Error::Usage(format!(
-                "`{}` is a {} location, which this build does not support; use a directory, s3://bucket[/prefix] or memory:FILE.json",
-                text.escape_debug(),
-                scheme_name(&other)
-            ))),
+            scheme => match object_store_name(scheme) {
+                Some(name) => Err(Error::Usage(format!(
+                    "`{}` is a {name} location, which this build does not support; use a directory, s3://bucket[/prefix] or memory:FILE.json",
+                    text.escape_debug(),
+                ))),
+                None => Err(Error::Usage(format!(
+                    "unknown location scheme `{scheme}://`; expected a directory, s3://bucket[/prefix], memory:FILE.json, git+URL[@REF] or https://HOST[/PATH]"
+                ))),
+            },
         }
     }
 
@@ -228,14 +228,14 @@ fn discovery(url: url::Url) -> Result<Location> {
     Ok(Location::Discovery(url.as_str().trim_end_matches('/').to_owned()))
 }
 
-fn scheme_name(scheme: &ObjectStoreScheme) -> &'static str {
+/// The kind of object store a URL scheme names, for the schemes other
+/// object-store clients take and skillstore does not.
+fn object_store_name(scheme: &str) -> Option<&'static str> {
     match scheme {
-        ObjectStoreScheme::GoogleCloudStorage => "Google Cloud Storage",
-        ObjectStoreScheme::MicrosoftAzure => "Azure storage",
-        ObjectStoreScheme::Http => "plain HTTP",
-        ObjectStoreScheme::Memory => "object_store memory",
-        ObjectStoreScheme::AmazonS3 => "S3 (only s3:// URLs are taken)",
-        _ => "an unsupported kind of",
+        "gs" => Some("Google Cloud Storage"),
+        "az" | "adl" | "azure" | "abfs" | "abfss" => Some("Azure storage"),
+        "memory" => Some("object_store memory"),
+        _ => None,
     }
 }
 

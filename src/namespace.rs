@@ -20,9 +20,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use skillstore_backends::{
-    FsBackend, MemoryBackend, MountTable, ObjectStoreBackend, S3Options, SkillBackend, Subtree, SymlinkPolicy, VPath,
-};
+use skillstore_backends::{FsBackend, MemoryBackend, MountTable, SkillBackend, Subtree, SymlinkPolicy, VPath};
 
 use crate::catalog::{Catalog, LoadOptions, SkillFilter};
 use crate::config::{Config, MountConfig};
@@ -377,6 +375,7 @@ impl Namespace {
     /// the cache is on and every source's storage gives versions that stay
     /// true from one process to the next; in memory otherwise (a
     /// `memory:` file is numbered afresh at each load).
+    #[cfg(feature = "search")]
     pub fn search_index(&self) -> crate::search::SearchIndex {
         match (&self.load.cache, self.search_identity()) {
             (Some(settings), Some(identity)) => crate::search::SearchIndex::open_cached(settings, &identity),
@@ -387,6 +386,7 @@ impl Namespace {
     /// [`Namespace::search_index`] brought level with `catalog`. When the
     /// cached index cannot be written (another process holds it, the disk
     /// is full), the index is built in memory instead.
+    #[cfg(feature = "search")]
     pub async fn search_index_for(&self, catalog: &Catalog) -> Result<crate::search::SearchIndex> {
         let index = self.search_index();
         match index.refresh(catalog).await {
@@ -406,6 +406,7 @@ impl Namespace {
     /// local directory is named by its resolved path (links followed), so
     /// a relative location such as `.` names a different directory in each
     /// working directory; one that cannot be resolved is not cached.
+    #[cfg(feature = "search")]
     fn search_identity(&self) -> Option<String> {
         let mut identity = String::from("skillstore-search");
         for (source, location) in self.sources.iter().zip(&self.source_locations) {
@@ -535,10 +536,13 @@ struct Mount {
 }
 
 /// A mount's backend, writable, kept by kind so that a source's own
-/// backend can be opened beneath it.
+/// backend can be opened beneath it. (A build without Git or discovery
+/// support never makes those kinds.)
+#[cfg_attr(not(all(feature = "git", feature = "discovery")), allow(dead_code))]
 enum Opened {
     Fs(FsBackend),
-    Object(ObjectStoreBackend),
+    #[cfg(feature = "s3")]
+    Object(skillstore_backends::ObjectStoreBackend),
     Memory(Arc<MemoryBackend>),
     /// A Git repository at its commit, or, when the remote could not be
     /// reached and nothing was fetched before, a stand-in answering
@@ -549,7 +553,7 @@ enum Opened {
         /// Served at a commit fetched before: the remote did not answer.
         stale: bool,
     },
-    Discovery(Arc<skillstore_backends::DiscoveryBackend>),
+    Discovery(Arc<dyn SkillBackend>),
 }
 
 impl Opened {
@@ -561,19 +565,30 @@ impl Opened {
         allow_http: bool,
         discovery_bytes: Option<u64>,
     ) -> Result<Opened> {
+        #[cfg(not(all(feature = "git", feature = "discovery")))]
+        let _ = (cache, allow_http, discovery_bytes);
         match location {
             Location::Dir(path) => open_dir(path, policy)
                 .map(Opened::Fs)
                 .map_err(|e| Error::Usage(format!("cannot open the directory `{}`: {e}", path.display()))),
-            Location::S3 { .. } => ObjectStoreBackend::from_s3_url(&location.to_string(), &S3Options::default())
-                .map(Opened::Object)
-                .map_err(|e| Error::Usage(format!("cannot use `{location}`: {e}"))),
+            #[cfg(feature = "s3")]
+            Location::S3 { .. } => skillstore_backends::ObjectStoreBackend::from_s3_url(
+                &location.to_string(),
+                &skillstore_backends::S3Options::default(),
+            )
+            .map(Opened::Object)
+            .map_err(|e| Error::Usage(format!("cannot use `{location}`: {e}"))),
+            #[cfg(not(feature = "s3"))]
+            Location::S3 { .. } => Err(not_built(location, "s3")),
             Location::Memory(file) => {
                 let text = read_local_text(file, read_limit, "memory file")?;
                 let backend = MemoryBackend::from_json(&text)
                     .map_err(|e| Error::Usage(format!("cannot load the memory file `{}`: {e}", file.display())))?;
                 Ok(Opened::Memory(Arc::new(backend)))
             }
+            #[cfg(not(feature = "discovery"))]
+            Location::Discovery(_) => Err(not_built(location, "discovery")),
+            #[cfg(feature = "discovery")]
             Location::Discovery(url) => {
                 let unpack = Arc::new(crate::archive::RootedUnpack::new(read_limit));
                 let mut limits = skillstore_backends::DiscoveryLimits::default();
@@ -587,9 +602,12 @@ impl Opened {
                         Some(local) => b.with_cache(local.dir().join("discovery"), local.max_bytes()),
                         None => b,
                     })
-                    .map(|b| Opened::Discovery(Arc::new(b)))
+                    .map(|b| Opened::Discovery(Arc::new(b) as Arc<dyn SkillBackend>))
                     .map_err(|e| Error::Usage(format!("cannot use `{location}`: {e}")))
             }
+            #[cfg(not(feature = "git"))]
+            Location::Git { .. } => Err(not_built(location, "git")),
+            #[cfg(feature = "git")]
             Location::Git { remote, reference } => {
                 match crate::git_source::open(
                     remote,
@@ -631,12 +649,13 @@ impl Opened {
     fn read_only(&self) -> Arc<dyn SkillBackend> {
         match self {
             Opened::Fs(b) => Arc::new(b.clone().read_only()),
+            #[cfg(feature = "s3")]
             Opened::Object(b) => Arc::new(b.clone().read_only()),
             Opened::Memory(b) => {
                 Arc::new(Subtree::new(Arc::clone(b) as Arc<dyn SkillBackend>, VPath::root()).read_only())
             }
             Opened::Git { backend, .. } => Arc::clone(backend),
-            Opened::Discovery(b) => Arc::clone(b) as Arc<dyn SkillBackend>,
+            Opened::Discovery(b) => Arc::clone(b),
         }
     }
 
@@ -647,6 +666,7 @@ impl Opened {
                 let sub = b.subdir(inner, policy.unwrap_or(b.policy()))?;
                 Arc::new(if writable { sub } else { sub.read_only() })
             }
+            #[cfg(feature = "s3")]
             Opened::Object(b) => {
                 let sub = b.subdir(inner)?;
                 Arc::new(if writable { sub } else { sub.read_only() })
@@ -661,11 +681,18 @@ impl Opened {
                     "a discovery endpoint is read-only: its source cannot be writable".into(),
                 ));
             }
-            Opened::Discovery(b) => {
-                Arc::new(Subtree::new(Arc::clone(b) as Arc<dyn SkillBackend>, inner.clone()).read_only())
-            }
+            Opened::Discovery(b) => Arc::new(Subtree::new(Arc::clone(b), inner.clone()).read_only()),
         })
     }
+}
+
+/// The error for a location this build cannot open: the Cargo `feature`
+/// that adds it was left out.
+#[cfg(not(all(feature = "s3", feature = "git", feature = "discovery")))]
+fn not_built(location: &Location, feature: &str) -> Error {
+    Error::Usage(format!(
+        "`{location}` needs the `{feature}` feature, which this build of skillstore leaves out"
+    ))
 }
 
 impl Location {
@@ -683,6 +710,7 @@ impl Location {
         }
         Ok(match Opened::open(self, policy, read_limit, None, false, None)? {
             Opened::Fs(b) => Arc::new(b),
+            #[cfg(feature = "s3")]
             Opened::Object(b) => Arc::new(b),
             Opened::Memory(b) => b,
             Opened::Git { backend, .. } => backend,

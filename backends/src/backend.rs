@@ -606,10 +606,10 @@ impl Error {
     }
 }
 
-/// Builds the error for an object that grew past the limit while being read.
 /// The answers of a batch run as one task: each one's own, or, when the
 /// task itself failed, that failure for every path of the batch (`what`
 /// names the task in the detail).
+#[cfg(any(feature = "fs", feature = "git"))]
 pub(crate) fn batch_answers<T>(done: Result<Vec<Result<T>>>, count: usize, what: &str) -> Vec<Result<T>> {
     done.unwrap_or_else(|e| {
         (0..count)
@@ -618,6 +618,8 @@ pub(crate) fn batch_answers<T>(done: Result<Vec<Result<T>>>, count: usize, what:
     })
 }
 
+/// The error for an object that grew past the limit while being read.
+#[cfg(any(feature = "fs", feature = "object-store"))]
 pub(crate) fn grew_past_limit(path: &VPath, limit: u64) -> Error {
     Error::at(ErrorKind::TooLarge, path).with_detail(format!("grew past the limit of {limit} bytes while being read"))
 }

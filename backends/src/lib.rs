@@ -55,6 +55,7 @@ mod error;
 mod layer;
 mod memory;
 mod mount;
+mod remote;
 mod rules;
 mod subtree;
 mod vpath;
@@ -85,7 +86,7 @@ pub use error::{Error, ErrorKind, Result};
 #[cfg(all(feature = "fs", unix))]
 pub use fs::{FsBackend, PathResolver, SymlinkPolicy};
 #[cfg(all(feature = "git", unix))]
-pub use git::{GitBackend, GitCache, GitRemote, Resolution as GitResolution, is_full_commit_id, redact as git_redact};
+pub use git::{GitBackend, GitCache, Resolution as GitResolution};
 pub use layer::Layered;
 pub use memory::MemoryBackend;
 pub use mount::MountTable;
@@ -93,6 +94,7 @@ pub use mount::MountTable;
 pub use object::ObjectStoreBackend;
 #[cfg(feature = "object-store")]
 pub use object_store;
+pub use remote::{GitRemote, is_full_commit_id, redact as git_redact};
 pub use rules::{hex, is_index_name};
 #[cfg(feature = "s3")]
 pub use s3::{S3Location, S3Options};

@@ -57,6 +57,7 @@ use std::fmt;
 use bytes::Bytes;
 
 pub use pack::{pack, pack_dir, pack_rooted};
+#[cfg(feature = "discovery")]
 pub(crate) use read::RootedUnpack;
 pub use save::save;
 

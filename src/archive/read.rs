@@ -73,11 +73,13 @@ impl SkillArchive {
 /// The archive reader a discovery backend unpacks rooted archives with:
 /// [`SkillArchive::read_rooted`] under the default limits, each file
 /// bounded by the namespace's read limit.
+#[cfg(feature = "discovery")]
 #[derive(Debug)]
 pub(crate) struct RootedUnpack {
     limits: ArchiveLimits,
 }
 
+#[cfg(feature = "discovery")]
 impl RootedUnpack {
     pub(crate) fn new(read_limit: u64) -> Self {
         RootedUnpack {
@@ -89,6 +91,7 @@ impl RootedUnpack {
     }
 }
 
+#[cfg(feature = "discovery")]
 impl skillstore_backends::Unpack for RootedUnpack {
     fn unpack(&self, name: &str, bytes: &[u8]) -> std::result::Result<Vec<(String, Bytes)>, (String, String)> {
         match SkillArchive::read_rooted(bytes, name, &self.limits) {

@@ -39,6 +39,7 @@ use sha2::{Digest, Sha256};
 use super::GitBackend;
 use crate::error::{Error, ErrorKind, Result};
 use crate::fs::SymlinkPolicy;
+use crate::remote::{GitRemote, is_full_commit_id, redact};
 
 /// The most repositories a cache keeps by default.
 pub const DEFAULT_MAX_REPOSITORIES: usize = 64;
@@ -49,75 +50,6 @@ pub const DEFAULT_FETCH_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The default of [`GitCache::max_fetch_bytes`]: 512 MiB.
 pub const DEFAULT_MAX_FETCH_BYTES: u64 = 512 * 1024 * 1024;
-
-/// A remote Git repository: its URL as Git takes it, and the same URL
-/// without credentials, the only form ever shown.
-#[derive(Clone, PartialEq, Eq)]
-pub struct GitRemote {
-    url: String,
-    shown: String,
-}
-
-impl std::fmt::Debug for GitRemote {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_tuple("GitRemote").field(&self.shown).finish()
-    }
-}
-
-impl std::fmt::Display for GitRemote {
-    /// The URL without user name or password.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.shown)
-    }
-}
-
-impl GitRemote {
-    /// A remote at `url`: `https://`, `http://`, `ssh://`, `git://` or
-    /// `file://`. Anything else is [`ErrorKind::InvalidPath`].
-    pub fn new(url: &str) -> Result<Self> {
-        let scheme = url.split_once("://").map(|(s, _)| s).unwrap_or_default();
-        if !matches!(scheme, "https" | "http" | "ssh" | "git" | "file") {
-            // Not echoed: text without a known scheme may be a secret in a
-            // shape no redaction recognizes.
-            return Err(Error::new(ErrorKind::InvalidPath)
-                .with_detail("a Git URL needs https://, http://, ssh://, git:// or file://"));
-        }
-        if url::Url::parse(url).is_err() {
-            return Err(Error::new(ErrorKind::InvalidPath).with_detail(format!(
-                "`{}` is not a valid URL (in a user name or password, `/`, `@`, `:`, `?` and `#` must be percent-encoded)",
-                redact(url).escape_debug()
-            )));
-        }
-        Ok(GitRemote {
-            url: url.to_owned(),
-            shown: redact(url),
-        })
-    }
-
-    /// The URL with its credentials, for Git alone.
-    pub fn url(&self) -> &str {
-        &self.url
-    }
-}
-
-/// `url` as it may be shown: without user name, password, query or
-/// fragment (where access tokens travel). Text that does not parse as a URL
-/// is shown as its scheme alone, so a malformed secret never shows either.
-pub fn redact(url: &str) -> String {
-    let Some((scheme, _)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    match url::Url::parse(url) {
-        Ok(mut parsed) => {
-            let _ = parsed.set_username("");
-            let _ = parsed.set_password(None);
-            parsed.set_query(None);
-            parsed.set_fragment(None);
-            parsed.to_string()
-        }
-        Err(_) => format!("{scheme}://(not a valid URL)"),
-    }
-}
 
 /// What a [`GitCache::open`] did to find its commit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -586,7 +518,7 @@ fn fetch(repo: &gix::Repository, remote: &GitRemote, source: &str, local: &str, 
             cause.push_str(&inner.to_string());
             next = inner.source();
         }
-        let cause = cause.replace(remote.url(), &remote.shown);
+        let cause = cause.replace(remote.url(), &remote.to_string());
         Error::new(ErrorKind::Unavailable)
             .with_detail(format!("{what} `{}` of {remote}", source.escape_debug()))
             .with_source(std::io::Error::other(redact_all(&cause)))
@@ -636,11 +568,6 @@ fn fetch(repo: &gix::Repository, remote: &GitRemote, source: &str, local: &str, 
 /// Removes userinfo from every URL-looking word of `text`.
 fn redact_all(text: &str) -> String {
     text.split(' ').map(redact).collect::<Vec<_>>().join(" ")
-}
-
-/// True for 40 (SHA-1) or 64 (SHA-256) lowercase or uppercase hex digits.
-pub fn is_full_commit_id(text: &str) -> bool {
-    matches!(text.len(), 40 | 64) && text.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
 /// A short, stable name for `text`: 32 hex digits of its SHA-256.

@@ -15,7 +15,7 @@
 mod cache;
 pub(crate) mod tree;
 
-pub use cache::{GitCache, GitRemote, Resolution, is_full_commit_id, redact};
+pub use cache::{GitCache, Resolution};
 
 use std::path::Path;
 use std::sync::Arc;
@@ -115,7 +115,7 @@ impl GitBackend {
                 .with_detail(format!("no commit `{}` in the repository", escape(rev)))
                 .with_source(e)
         };
-        let commit = if cache::is_full_commit_id(rev) {
+        let commit = if crate::remote::is_full_commit_id(rev) {
             let id = ObjectId::from_hex(rev.as_bytes()).map_err(|e| unknown(e.into()))?;
             local
                 .find_object(id)
