@@ -447,7 +447,9 @@ impl Service {
         let removed: Vec<&String> = was.difference(&now).collect();
         tracing::info!(tenants = now.len(), ?added, ?removed, "the tenant list was applied");
         for old in &before.tenants {
-            if !next.tenants.iter().any(|t| Arc::ptr_eq(t, old)) {
+            if removed.iter().any(|name| name.as_str() == old.name()) {
+                old.retire().await;
+            } else if !next.tenants.iter().any(|t| Arc::ptr_eq(t, old)) {
                 old.unload().await;
             }
         }

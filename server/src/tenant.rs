@@ -339,6 +339,10 @@ pub struct Tenant {
     last_used: Mutex<std::time::Instant>,
     /// Stops the refresh loop of the current load.
     unloaded: Mutex<Option<tokio_util::sync::CancellationToken>>,
+    /// Set once the server file no longer names the tenant: it is never
+    /// loaded again, and a request that authenticated before is answered
+    /// as its token now is (401).
+    retired: std::sync::atomic::AtomicBool,
     /// When an explicit refresh last listed the shared sources.
     listed_shared: Mutex<Option<std::time::Instant>>,
     view: Mutex<Option<Arc<View>>>,
@@ -398,6 +402,7 @@ impl Tenant {
             budget: Arc::clone(budget),
             last_used: Mutex::new(std::time::Instant::now()),
             unloaded: Mutex::new(None),
+            retired: std::sync::atomic::AtomicBool::new(false),
             listed_shared: Mutex::new(None),
             view: Mutex::new(None),
             signature: Mutex::new(0),
@@ -488,11 +493,17 @@ impl Tenant {
         was
     }
 
-    /// Loads the tenant unless it is loaded; concurrent callers share one
-    /// load. True when this call loaded it.
+    /// Unloads the tenant for good: the server file no longer names it.
+    pub async fn retire(&self) {
+        self.retired.store(true, Ordering::SeqCst);
+        self.unload().await;
+    }
+
+    /// Loads the tenant unless it is loaded (or retired); concurrent
+    /// callers share one load. True when this call loaded it.
     pub async fn load(&self) -> (RefreshOutcome, bool) {
         let _turn = self.refresh_turn.lock().await;
-        if self.is_ready() {
+        if self.is_ready() || self.retired.load(Ordering::SeqCst) {
             return (lock(&self.last_refresh).1, false);
         }
         let number = self.refreshes_started.fetch_add(1, Ordering::SeqCst) + 1;
@@ -533,8 +544,12 @@ impl Tenant {
         self.generation.subscribe()
     }
 
-    /// The shared catalog, while loaded.
+    /// The shared catalog, while loaded. A retired tenant answers as an
+    /// unknown token does.
     pub fn shared(&self) -> Result<SharedCatalog, ApiError> {
+        if self.retired.load(Ordering::SeqCst) {
+            return Err(ApiError::unauthorized());
+        }
         lock(&self.catalog).clone().ok_or_else(ApiError::loading)
     }
 
@@ -758,4 +773,53 @@ fn signature(catalog: &Catalog) -> u64 {
     }
     catalog.diagnostics().len().hash(&mut hasher);
     hasher.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::http::StatusCode;
+    use skillstore::backends::{MemoryBackend, PutMode, SkillBackend, VPath};
+
+    use super::*;
+    use crate::settings::Discovery;
+
+    async fn tenant() -> Tenant {
+        let files = MemoryBackend::new();
+        files
+            .put(
+                &VPath::new("/base/pdf/SKILL.md").unwrap(),
+                Bytes::from_static(b"---\nname: pdf\ndescription: PDFs.\n---\nbody\n"),
+                PutMode::Overwrite,
+            )
+            .await
+            .unwrap();
+        let mut config = skillstore::Config::default();
+        config.set_memory_mount("/", files).unwrap();
+        config.set_sources(["/base"]).unwrap();
+        config.disable_cache();
+        let settings = TenantSettings {
+            name: "acme".into(),
+            config,
+            tokens: Vec::new(),
+            discovery: Discovery::Private,
+        };
+        let pool = skillstore::source_pool::SourcePool::new();
+        Tenant::open(&settings, Arc::default(), &pool, &RenderBudget::new(1 << 20)).unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_retired_tenant_answers_401_and_is_never_loaded_again() {
+        let tenant = tenant().await;
+        let (_, loaded) = tenant.load().await;
+        assert!(loaded && tenant.is_ready());
+        assert!(tenant.snapshot().unwrap().get("pdf").is_some());
+        tenant.retire().await;
+        let err = tenant.snapshot().unwrap_err();
+        assert_eq!(err.status, StatusCode::UNAUTHORIZED, "{err:?}");
+        // A request that authenticated before the removal and asks for a
+        // load gets none.
+        let (_, loaded) = tenant.load().await;
+        assert!(!loaded && !tenant.is_ready());
+        assert_eq!(tenant.shared().unwrap_err().status, StatusCode::UNAUTHORIZED);
+    }
 }
