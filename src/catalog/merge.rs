@@ -3,10 +3,10 @@
 
 use std::sync::Arc;
 
-use skillstore_backends::{VPath, Version};
+use skillstore_backends::VPath;
 
 use super::state::{Listing, Outcome, SourceState};
-use super::types::{NameIndex, Shadowed, Skill, SkillFilter, SkillRecord};
+use super::types::{NameIndex, Shadowed, Skill, SkillFilter};
 use crate::diagnostic::{Diagnostic, DiagnosticKind};
 use crate::integrity::pin::Pins;
 use crate::skill::Severity;
@@ -67,19 +67,14 @@ pub(super) fn merge(
                     metadata
                 }
             };
+            // Prepared when its source's state was made; made here for a
+            // candidate no state prepared.
             let mut skill = match &candidate.skill {
                 Some(prepared) => prepared.clone(),
-                None => Skill::from(SkillRecord {
-                    enabled: true,
-                    metadata: Arc::clone(metadata),
-                    path: candidate.skill_md.clone(),
-                    source: source.name().to_owned(),
-                    shadowed: Vec::new(),
-                    version: candidate.version.clone().unwrap_or_else(|| Version::new("")),
-                    commit: source.commit().cloned(),
-                    digest: None,
-                    signer: None,
-                }),
+                None => match candidate.record(source) {
+                    Some(record) => Skill::from(record),
+                    None => continue,
+                },
             };
             let enabled = filter.is_enabled(&metadata.name);
             if skill.enabled != enabled {

@@ -106,18 +106,28 @@ impl Candidate {
                 && s.commit.as_ref() == source.commit()
         });
         if !current {
-            self.skill = Some(Skill::from(SkillRecord {
-                enabled: true,
-                metadata: Arc::clone(metadata),
-                path: self.skill_md.clone(),
-                source: source.name().to_owned(),
-                shadowed: Vec::new(),
-                version,
-                commit: source.commit().cloned(),
-                digest: None,
-                signer: None,
-            }));
+            self.skill = self.record(source).map(Skill::from);
         }
+    }
+
+    /// The record of the skill this candidate loaded as, in `source`
+    /// (enabled, shadowing nothing yet); `None` for a candidate that did not
+    /// load.
+    pub(super) fn record(&self, source: &Source) -> Option<SkillRecord> {
+        let Outcome::Loaded { metadata, .. } = &self.outcome else {
+            return None;
+        };
+        Some(SkillRecord {
+            enabled: true,
+            metadata: Arc::clone(metadata),
+            path: self.skill_md.clone(),
+            source: source.name().to_owned(),
+            shadowed: Vec::new(),
+            version: self.version.clone().unwrap_or_else(|| Version::new("")),
+            commit: source.commit().cloned(),
+            digest: None,
+            signer: None,
+        })
     }
 
     /// True when its outcome came from an entry that the bytes of its
