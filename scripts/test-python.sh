@@ -32,4 +32,7 @@ echo "== build the extension (maturin develop --release --features testkit)"
 )
 
 echo "== pytest"
+# The command the package's reports are compared with.
+cargo build --quiet -p skillstore-cli
+export SKILLSTORE_BINARY="$PWD/${CARGO_TARGET_DIR:-target}/debug/skillstore"
 "$venv/bin/python" -m pytest bindings/python/tests -q -p no:cacheprovider "$@"

@@ -397,6 +397,17 @@ impl PyCatalog {
         Ok(digest.digest)
     }
 
+    /// The report of the winner `name` as JSON text: byte for byte what
+    /// `skillstore show --json NAME` prints and `GET /v1/skills/{name}`
+    /// answers (GIL released).
+    fn report_json(&self, py: Python<'_>, name: &str) -> PyResult<String> {
+        let report = block_on(py, self.inner.report(name)).py(py)?;
+        let mut text = serde_json::to_string_pretty(&report)
+            .map_err(|e| pyo3::exceptions::PyRuntimeError::new_err(e.to_string()))?;
+        text.push('\n');
+        Ok(text)
+    }
+
     /// The whole SKILL.md of the skill `name`, as text.
     fn read_skill(&self, py: Python<'_>, name: &str) -> PyResult<String> {
         let bytes = block_on(py, self.inner.read_skill(name)).py(py)?;

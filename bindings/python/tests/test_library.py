@@ -343,3 +343,27 @@ def test_a_dict_with_a_path_that_cannot_be_held_is_refused_by_name():
     with pytest.raises(skillstore.SkillstoreError) as caught:
         skillstore.Namespace({"/team/../x/SKILL.md": "---\nname: x\ndescription: X.\n---\n"})
     assert "cannot mount the dict" in str(caught.value)
+
+
+def test_report_json_is_byte_for_byte_what_show_json_prints():
+    """One report in the library: the package and `show --json` give the
+    same bytes for every example skill (`SKILLSTORE_BINARY` is the built
+    command, set by scripts/test-python.sh)."""
+    import os
+    import subprocess
+
+    binary = os.environ["SKILLSTORE_BINARY"]
+    config = REPO / "skillstore.yaml"
+    catalog = skillstore.load_config(config).load()
+    names = [skill.name for skill in catalog]
+    assert len(names) >= 5
+    for name in names:
+        shown = subprocess.run(
+            [binary, "--config", str(config), "show", "--json", name],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert shown.returncode == 0, shown.stderr
+        assert catalog.report_json(name) == shown.stdout, name

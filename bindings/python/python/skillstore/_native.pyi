@@ -195,6 +195,9 @@ class Catalog:
         """This catalog with every winner's `digest` computed (`list --digests`)."""
     def digest(self, name: str) -> str:
         """The skill digest of the winner `name`, computed now (`show`)."""
+    def report_json(self, name: str) -> str:
+        """The report of the winner `name` as JSON text, byte for byte what `skillstore show --json`
+        prints and `GET /v1/skills/{name}` answers."""
     def search(self, query: str, limit: int = 10, include_disabled: bool = False) -> list[SearchResult]:
         """The winners best matching `query`, best first, at most `limit` (1 to 1000); an index in
         memory built at the first search and kept by the catalogs `refresh()` gives. A `limit` out of
