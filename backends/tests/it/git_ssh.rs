@@ -1,12 +1,14 @@
 //! An `ssh://` fetch given up at its timeout ends the `ssh` process it
-//! started, rather than leaving it to wait on a silent server. Alone in
-//! its test binary: it sets `GIT_SSH_COMMAND` for the whole process.
+//! started, rather than leaving it to wait on a silent server. Alone in a
+//! process of its own: it sets `GIT_SSH_COMMAND` for the whole process.
 #![cfg(all(feature = "git", target_os = "linux"))]
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use skillstore_backends::{ErrorKind, GitCache, GitRemote, SymlinkPolicy};
+
+use crate::own_process::in_own_process;
 
 /// True while a process `pid` runs (a zombie does not count).
 fn running(pid: u32) -> bool {
@@ -47,11 +49,14 @@ fn logged(log: &Path) -> Vec<u32> {
 
 #[test]
 fn a_timed_out_ssh_fetch_ends_the_ssh_it_started_and_what_that_started() {
+    if !in_own_process() {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("pids");
     let script = write_ssh_standin(dir.path(), &log);
-    // SAFETY: this test binary runs this one test, so no other thread reads
-    // the environment while it is changed.
+    // SAFETY: this process runs this one test (`in_own_process`), so no
+    // other thread reads the environment while it is changed.
     unsafe { std::env::set_var("GIT_SSH_COMMAND", &script) };
     let cache = GitCache::new(dir.path().join("cache"))
         .unwrap()
