@@ -56,15 +56,15 @@ impl Reader {
     pub fn start(target: &Path, at: &Path, skill: &str) -> Reader {
         need_root("unshare -m and mounts");
         std::fs::create_dir_all(at).unwrap();
+        // This module's path in the test binary, without the crate's name:
+        // where the harness finds `namespace_reader`.
+        let module = module_path!().split_once("::").map_or("", |(_, module)| module);
         let mut child = Command::new("unshare")
             .args(["-m", "--propagation", "private"])
             .arg(std::env::current_exe().unwrap())
-            .args([
-                "--exact",
-                "volume_reader::namespace_reader",
-                "--nocapture",
-                "--test-threads=1",
-            ])
+            .arg("--exact")
+            .arg(format!("{module}::namespace_reader"))
+            .args(["--nocapture", "--test-threads=1"])
             .env("SKILLSTORE_READER_TARGET", target)
             .env("SKILLSTORE_READER_AT", at)
             .env("SKILLSTORE_READER_SKILL", skill)

@@ -3,9 +3,7 @@
 //! refresh reads only what changed, and a warm start from the local cache
 //! reads no SKILL.md that did not change.
 
-mod common;
-
-use common::{Kind, Watched, tree};
+use crate::common::{Kind, Watched, tree};
 use skillstore::backends::{PutMode, SkillBackend, VPath};
 use skillstore::cache::CacheSettings;
 use skillstore::search::{SearchIndex, SearchOptions};

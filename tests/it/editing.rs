@@ -1,11 +1,10 @@
 //! Writing skills on every writable backend: each operation, each refusal,
 //! history and rollback, and many writers at once.
 
-mod common;
-
 use std::sync::Arc;
 
-use common::{Kind, skill_md};
+use crate::common;
+use crate::common::{Kind, skill_md};
 use skillstore::backends::{ErrorKind, PutMode, SkillBackend, SkillBackendExt, VPath};
 use skillstore::edit::history::{Action, Content};
 use skillstore::{

@@ -7,8 +7,6 @@
 //! Some need root (a second user's files, real bind mounts): the suite runs
 //! as root, and on a machine where it does not they fail and say why.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::os::unix::fs::{MetadataExt, PermissionsExt, symlink};
 use std::path::{Path, PathBuf};
@@ -16,8 +14,8 @@ use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use crate::common::skill_md;
 use bytes::Bytes;
-use common::skill_md;
 use skillstore::backends::{
     Blob, Capabilities, Entry, Error, ErrorKind, FsBackend, MemoryBackend, Metadata, PutMode, ReadOptions,
     SkillBackend, VPath,

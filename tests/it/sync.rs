@@ -2,16 +2,14 @@
 //! catalog reads byte for byte; incremental generations; readers that
 //! never see two generations at once; guards that write nothing outside.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::os::unix::fs::{PermissionsExt, symlink};
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
+use crate::common::{Watched, skill_md};
 use bytes::Bytes;
-use common::{Watched, skill_md};
 use skillstore::backends::testkit::s3_server::S3TestServer;
 use skillstore::backends::{FsBackend, MemoryBackend, MountTable, ObjectStoreBackend, PutMode, SkillBackend, VPath};
 use skillstore::sync::{SyncOptions, sync, watch};

@@ -2,12 +2,10 @@
 //! failed a skill's SKILL.md is incomplete, as one that could not be
 //! listed; a skill refused for its own content leaves its source whole.
 
-mod common;
-
 use std::sync::Arc;
 
+use crate::common::skill_md;
 use bytes::Bytes;
-use common::skill_md;
 use skillstore::backends::{
     Blob, Capabilities, Entry, Error, ErrorKind, MemoryBackend, Metadata, PutMode, ReadOptions, SkillBackend, VPath,
 };

@@ -3,17 +3,16 @@
 //! untouched, and pack-then-install round trips on memory, a directory and
 //! the S3 test server.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use crate::common;
+use crate::common::{Kind, skill_md};
 use async_trait::async_trait;
 use bytes::Bytes;
-use common::{Kind, skill_md};
 use proptest::prelude::*;
 use skillstore::backends::{
     Blob, Capabilities, Entry, EntryKind, ErrorKind, FsBackend, MemoryBackend, Metadata, PutMode, ReadOptions,

@@ -10,9 +10,7 @@
 //! They need root (mounts, `unshare -m`): the suite runs as root, and
 //! elsewhere these tests fail and say why.
 
-mod common;
-
-#[path = "support/volume_reader.rs"]
+#[path = "../support/volume_reader.rs"]
 mod volume_reader;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -21,8 +19,8 @@ use std::path::Path;
 use std::sync::Arc;
 use volume_reader::{Mounted, Reader, counts};
 
+use crate::common::skill_md;
 use bytes::Bytes;
-use common::skill_md;
 use proptest::prelude::*;
 use skillstore::backends::{MemoryBackend, PutMode, SkillBackend, VPath};
 use skillstore::sync::{SyncOptions, sync};

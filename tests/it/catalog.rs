@@ -1,10 +1,9 @@
 //! Catalog behaviour, the same cases on every backend.
 
-mod common;
-
 use std::sync::atomic::Ordering;
 
-use common::{Watched, fill, skill_md};
+use crate::common;
+use crate::common::{Watched, fill, skill_md};
 use skillstore::backends::testkit::Fixture;
 use skillstore::backends::{PutMode, SkillBackend, VPath};
 use skillstore::{

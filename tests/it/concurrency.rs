@@ -1,13 +1,12 @@
 //! 64 catalog loads and refreshes at once while skills change underneath:
 //! no panic, no deadlock, and every skill whole from one version of its file.
 
-mod common;
-
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use common::Kind;
+use crate::common;
+use crate::common::Kind;
 use skillstore::backends::{PutMode, SkillBackend, VPath};
 use skillstore::{Catalog, LoadOptions, Source, SourceList};
 
