@@ -16,9 +16,7 @@ use skillstore::sync::{SyncOptions, sync};
 use skillstore::{Catalog, LoadOptions, SharedCatalog, Source, SourceList};
 use skillstore_fuse::{MountOptions, Mounted};
 
-mod common;
-
-use common::{Served, is_mounted};
+use crate::common::{Served, is_mounted};
 
 fn skill_md(name: &str, description: &str) -> String {
     format!("---\nname: {name}\ndescription: {description}\n---\n\n# {name}\n\nBody.\n")
