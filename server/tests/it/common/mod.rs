@@ -190,13 +190,17 @@ pub fn skillstore_binary() -> PathBuf {
 }
 
 /// Starts a test S3 server, points the `AWS_*` variables at it, and runs
-/// `test` on a two-thread runtime. For a test binary with this one test:
-/// the variables are set before any other thread of the process runs.
+/// `test` on a two-thread runtime. Called first in a test, which then runs
+/// alone in a process of its own (`in_own_process`): the variables are set
+/// before any other thread of that process runs.
 pub fn with_s3_env<F, Fut>(test: F)
 where
     F: FnOnce(skillstore_backends::testkit::s3_server::S3TestServer) -> Fut,
     Fut: std::future::Future<Output = ()>,
 {
+    if !crate::own_process::in_own_process() {
+        return;
+    }
     let s3 = skillstore_backends::testkit::s3_server::S3TestServer::start();
     for (key, value) in s3.env() {
         // SAFETY: no other thread of this process has started yet.

@@ -3,15 +3,13 @@
 //! server), holding the same two layers. Every tool, resource, prompt and
 //! Skills-extension method answers the same on each.
 //!
-//! One test in this binary: it sets the `AWS_*` variables before any other
-//! thread runs.
-
-mod common;
+//! The test runs alone in a process of its own (`with_s3_env`): it sets
+//! the `AWS_*` variables before any other thread runs.
 
 use std::path::Path;
 
-use common::mcp_client::{exercise, http_client};
-use common::*;
+use crate::common::mcp_client::{exercise, http_client};
+use crate::common::*;
 use skillstore::Config;
 use skillstore_backends::testkit::s3_server::S3TestServer;
 use skillstore_server::Scope;

@@ -2,11 +2,9 @@
 //! answered request with method, path, tenant, status and milliseconds, and
 //! never a token or a query string.
 
-mod common;
-
 use std::process::Stdio;
 
-use common::*;
+use crate::common::*;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

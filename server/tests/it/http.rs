@@ -1,8 +1,6 @@
 //! The HTTP API through a real client against a served port.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use reqwest::StatusCode;
 use serde_json::Value;
 use skillstore_server::Scope;

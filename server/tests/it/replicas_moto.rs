@@ -9,17 +9,19 @@
 //!
 //! Ignored by default; `scripts/test.sh` starts moto, sets the variable and
 //! runs it with `--include-ignored` (without the variable it then fails).
-//! One test in this binary: it sets the `AWS_*` variables before any other
-//! thread runs.
+//! The test runs alone in a process of its own (`in_own_process`): it sets
+//! the `AWS_*` variables before any other thread runs.
 
-mod common;
-mod replicas_run;
-
+use crate::own_process::in_own_process;
+use crate::replicas_run;
 use skillstore_backends::testkit::s3_server::{ACCESS_KEY, MOTO_ENV, REGION, SECRET_KEY, unique_name};
 
 #[test]
 #[ignore = "needs moto: set SKILLSTORE_MOTO_ENDPOINT and pass --include-ignored"]
 fn replicas_share_a_moto_bucket_and_answer_whole_versions() {
+    if !in_own_process() {
+        return;
+    }
     let url = std::env::var(MOTO_ENV).unwrap_or_else(|_| panic!("{MOTO_ENV} is not set"));
     let (endpoint, bucket) = url
         .trim_end_matches('/')

@@ -2,13 +2,12 @@
 //! list read again without a restart; through the server, with a base the
 //! tenants share.
 
-mod common;
-
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::*;
+use crate::common;
+use crate::common::*;
 use serde_json::Value;
 use skillstore_server::{Service, Settings, TokenHash};
 

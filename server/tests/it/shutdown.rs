@@ -1,11 +1,9 @@
 //! `skillstore serve` as a process: on SIGTERM it stops accepting, lets a
 //! request in flight finish, and exits 0.
 
-mod common;
-
 use std::process::Stdio;
 
-use common::*;
+use crate::common::*;
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 async fn in_flight(client: &reqwest::Client, base: &str) -> u64 {

@@ -2,12 +2,10 @@
 //! tenants share its state, shadow it each in their own way, and all see a
 //! change of it after one listing.
 
-mod common;
-
 use std::path::Path;
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use skillstore::Config;
 use skillstore_server::Scope;

@@ -3,10 +3,8 @@
 //! tool, the resources, the prompt and the Skills extension; every digest
 //! equals the SHA-256 of the bytes `resources/read` returns.
 
-mod common;
-
-use common::mcp_client::*;
-use common::*;
+use crate::common::mcp_client::*;
+use crate::common::*;
 use rmcp::model::{CallToolRequestParams, PaginatedRequestParams, SkillResources};
 use rmcp::service::{RoleClient, ServiceExt};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;

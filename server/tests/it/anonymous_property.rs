@@ -4,11 +4,9 @@
 //! answer comes with no body byte sent. So an anonymous client costs the
 //! server one header read, never its body's memory or a request slot.
 
-mod common;
-
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 use proptest::prelude::*;
 use skillstore_server::{Limits, Scope};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

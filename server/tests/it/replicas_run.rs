@@ -5,7 +5,7 @@
 //! conditional puts decide); readers running meanwhile always get a whole
 //! answer of one version.
 
-use super::common::*;
+use crate::common::*;
 use sha2::{Digest, Sha256};
 use skillstore::Config;
 use skillstore_server::Scope;

@@ -3,13 +3,13 @@
 //! JWKS as a file or served over loopback HTTP. Every refusal must be the
 //! very 401 an unknown token gets.
 
-mod common;
-
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use crate::common;
+use crate::common::{Served, layered_tree, skill_md};
 use aws_lc_rs::encoding::AsDer;
 use aws_lc_rs::rand::SystemRandom;
 use aws_lc_rs::signature::{
@@ -18,7 +18,6 @@ use aws_lc_rs::signature::{
 };
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use common::{Served, layered_tree, skill_md};
 use serde_json::{Value, json};
 use skillstore_server::{Settings, TokenHash};
 

@@ -4,11 +4,9 @@
 //! 304s, the index following the catalog, and tenants that did not opt in
 //! indistinguishable from tenants that do not exist.
 
-mod common;
-
 use std::collections::BTreeMap;
 
-use common::*;
+use crate::common::*;
 use reqwest::StatusCode;
 use serde_json::Value;
 use skillstore::{ArchiveLimits, SkillArchive};

@@ -5,21 +5,19 @@
 //! bodies that never end are bounded; an unchanged index costs one
 //! conditional request.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+use crate::common::*;
 use axum::Router;
 use axum::body::Body;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use bytes::Bytes;
-use common::*;
 use serde_json::{Value, json};
 use skillstore::backends::{DiscoveryBackend, DiscoveryLimits, ErrorKind, SkillBackend, Unpack, VPath};
 use skillstore::{ArchiveFile, ArchiveLimits, Catalog, Config, FileLimits, SkillArchive, pack_rooted};

@@ -6,15 +6,13 @@
 //! rule refuses is ever listed, read, synced, packed or served; a discovery
 //! archive holding one is refused whole with a diagnostic naming it.
 
-mod common;
-
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
+use crate::common::*;
 use axum::Router;
 use axum::routing::get as route;
 use bytes::Bytes;
-use common::*;
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config as ProptestConfig, TestRunner};

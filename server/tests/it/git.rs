@@ -2,12 +2,10 @@
 //! `file://` from a repository the real `git` made): the HTTP API and the
 //! MCP `skills/list` entries say the commit they were read at.
 
-mod common;
-
 use std::path::Path;
 
-use common::mcp_client::http_client;
-use common::*;
+use crate::common::mcp_client::http_client;
+use crate::common::*;
 use skillstore::Config;
 use skillstore::backends::testkit::git_repo::git;
 use skillstore_server::Scope;

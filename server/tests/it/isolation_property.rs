@@ -4,11 +4,9 @@
 //! nothing of another tenant and no host path, never a 500. Two tenants
 //! `acme` and `acme-evil` live side by side under one directory.
 
-mod common;
-
 use std::path::Path;
 
-use common::*;
+use crate::common::*;
 use proptest::prelude::*;
 use skillstore::Config;
 use skillstore_backends::testkit::hostile;

@@ -4,12 +4,10 @@
 //! skill routes with each token. Nothing of the other tenant, and nothing
 //! of the storage (bucket, endpoint, prefixes), ever comes back.
 //!
-//! One test in this binary: it sets the `AWS_*` variables before any other
-//! thread runs.
+//! The test runs alone in a process of its own (`with_s3_env`): it sets
+//! the `AWS_*` variables before any other thread runs.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, GetSkillRequestParams, ReadResourceRequestParams};
 use rmcp::transport::StreamableHttpClientTransport;

@@ -5,13 +5,11 @@
 //! conditional puts decide); readers running meanwhile always get a whole
 //! answer of one version.
 //!
-//! One test in this binary: it sets the `AWS_*` variables before any other
-//! thread runs.
+//! The test runs alone in a process of its own (`with_s3_env`): it sets
+//! the `AWS_*` variables before any other thread runs.
 
-mod common;
-mod replicas_run;
-
-use common::*;
+use crate::common::*;
+use crate::replicas_run;
 
 #[test]
 fn replicas_share_the_bucket_and_lose_no_update() {

@@ -8,13 +8,11 @@
 //! command and `SKILLSTORE_NODE` to the directory of the `node` it runs
 //! on, and passes `--include-ignored`.
 
-mod common;
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 

@@ -5,12 +5,11 @@
 //! is what the server does before a body arrives; rmcp's client where the
 //! MCP answer matters.
 
-mod common;
-
 use std::time::Duration;
 
-use common::mcp_client::{http_client, text_of};
-use common::*;
+use crate::common;
+use crate::common::mcp_client::{http_client, text_of};
+use crate::common::*;
 use rmcp::model::{CallToolRequestParams, GetSkillRequestParams, ListSkillsResult, SkillResources};
 use serde_json::{Value, json};
 use skillstore::backends::{MemoryBackend, PutMode, SkillBackend, VPath};

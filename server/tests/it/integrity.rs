@@ -2,12 +2,11 @@
 //! `skills/list` `_meta`), equal to the library's; and a tenant pinned to
 //! a lock does not serve a skill changed behind the server's back.
 
-mod common;
-
 use std::path::Path;
 
-use common::mcp_client::http_client;
-use common::*;
+use crate::common;
+use crate::common::mcp_client::http_client;
+use crate::common::*;
 use skillstore::integrity::Lock;
 use skillstore_server::Scope;
 

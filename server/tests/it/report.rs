@@ -1,11 +1,9 @@
 //! One skill report: `GET /v1/skills/{name}` answers byte for byte what
 //! `skillstore show --json NAME` prints, for every example skill.
 
-mod common;
-
 use std::path::PathBuf;
 
-use common::*;
+use crate::common::*;
 use skillstore::Config;
 use skillstore_server::Scope;
 
