@@ -30,7 +30,7 @@ fn tree(root: &std::path::Path) {
 /// each artifact's bytes against its digest; returns the files of each
 /// skill by name.
 async fn install_all(client: &reqwest::Client, index_url: &str) -> BTreeMap<String, BTreeMap<String, Vec<u8>>> {
-    let response = client.get(index_url).send().await.unwrap();
+    let response = client.get(index_url).sent().await;
     assert_eq!(response.status(), 200, "{index_url}");
     assert_eq!(response.headers()["content-type"], "application/json");
     let index: Value = response.json().await.unwrap();
@@ -40,7 +40,7 @@ async fn install_all(client: &reqwest::Client, index_url: &str) -> BTreeMap<Stri
     for entry in index["skills"].as_array().unwrap() {
         let name = entry["name"].as_str().unwrap().to_owned();
         let url = base.join(entry["url"].as_str().unwrap()).unwrap();
-        let artifact = client.get(url.clone()).send().await.unwrap();
+        let artifact = client.get(url.clone()).sent().await;
         assert_eq!(artifact.status(), 200, "{url}");
         let content_type = artifact.headers()["content-type"].to_str().unwrap().to_owned();
         let bytes = artifact.bytes().await.unwrap();
@@ -98,14 +98,7 @@ async fn an_open_server_publishes_every_winner_at_the_root() {
     let server = Served::start(Settings::single(layered_config(dir.path()))).await;
     let client = reqwest::Client::new();
 
-    let index: Value = client
-        .get(server.url(INDEX))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let index: Value = client.get(server.url(INDEX)).sent().await.json().await.unwrap();
     let entries: Vec<(&str, &str, &str, &str)> = index["skills"]
         .as_array()
         .unwrap()
@@ -132,14 +125,12 @@ async fn an_open_server_publishes_every_winner_at_the_root() {
     // The archive is the same bytes each time it is asked for.
     let once = client
         .get(server.url("/.well-known/agent-skills/alpha.zip"))
-        .send()
-        .await
-        .unwrap();
+        .sent()
+        .await;
     let again = client
         .get(server.url("/.well-known/agent-skills/alpha.zip"))
-        .send()
-        .await
-        .unwrap();
+        .sent()
+        .await;
     assert_eq!(once.bytes().await.unwrap(), again.bytes().await.unwrap());
 
     // No artifact for what the index does not name, nor of the other type.
@@ -152,7 +143,7 @@ async fn an_open_server_publishes_every_winner_at_the_root() {
         ".zip",
     ] {
         let url = server.url(&format!("/.well-known/agent-skills/{missing}"));
-        assert_eq!(client.get(&url).send().await.unwrap().status(), 404, "{missing}");
+        assert_eq!(client.get(&url).sent().await.status(), 404, "{missing}");
     }
 }
 
@@ -168,7 +159,7 @@ async fn index_and_artifacts_answer_304_and_the_index_follows_the_catalog() {
         "/.well-known/agent-skills/alpha.zip",
         "/.well-known/agent-skills/gamma/SKILL.md",
     ] {
-        let first = client.get(server.url(path)).send().await.unwrap();
+        let first = client.get(server.url(path)).sent().await;
         let etag = first.headers()["etag"].to_str().unwrap().to_owned();
         let body = first.bytes().await.unwrap();
         assert_eq!(
@@ -176,47 +167,33 @@ async fn index_and_artifacts_answer_304_and_the_index_follows_the_catalog() {
             format!("\"{}\"", skillstore_server::digest::sha256_hex(&body)),
             "{path}"
         );
-        let cached = client
-            .get(server.url(path))
-            .header("if-none-match", &etag)
-            .send()
-            .await
-            .unwrap();
+        let cached = client.get(server.url(path)).header("if-none-match", &etag).sent().await;
         assert_eq!(cached.status(), StatusCode::NOT_MODIFIED, "{path}");
         assert!(cached.bytes().await.unwrap().is_empty());
-        let head = client.head(server.url(path)).send().await.unwrap();
+        let head = client.head(server.url(path)).sent().await;
         assert_eq!(head.status(), 200, "{path}");
         assert_eq!(head.headers()["etag"].to_str().unwrap(), etag);
     }
 
-    let before: Value = client
-        .get(server.url(INDEX))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let old_etag = client.get(server.url(INDEX)).send().await.unwrap().headers()["etag"].clone();
+    let before: Value = client.get(server.url(INDEX)).sent().await.json().await.unwrap();
+    let old_etag = client.get(server.url(INDEX)).sent().await.headers()["etag"].clone();
     // A supporting file of alpha changes; so does a new skill appear.
     let put = client
         .put(server.url("/v1/skills/alpha/files/references/guide.md"))
         .header("content-type", "text/markdown")
         .body("# Guide, second edition\n")
-        .send()
-        .await
-        .unwrap();
+        .sent()
+        .await;
     assert!(put.status().is_success(), "{}", put.status());
     write(dir.path(), "team/delta/SKILL.md", &skill_md("delta", "Delta, new."));
-    let refreshed = client.post(server.url("/v1/refresh")).send().await.unwrap();
+    let refreshed = client.post(server.url("/v1/refresh")).sent().await;
     assert_eq!(refreshed.status(), 200);
 
     let changed = client
         .get(server.url(INDEX))
         .header("if-none-match", old_etag.to_str().unwrap())
-        .send()
-        .await
-        .unwrap();
+        .sent()
+        .await;
     assert_eq!(changed.status(), 200, "the index must change with the catalog");
     let after: Value = changed.json().await.unwrap();
     let digest_of = |index: &Value, name: &str| {
@@ -251,14 +228,7 @@ async fn disabled_skills_and_names_clients_skip_are_left_out() {
     config.skills.disabled = vec!["beta".to_owned()];
     let server = Served::start(Settings::single(config)).await;
     let client = reqwest::Client::new();
-    let index: Value = client
-        .get(server.url(INDEX))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let index: Value = client.get(server.url(INDEX)).sent().await.json().await.unwrap();
     let names: Vec<&str> = index["skills"]
         .as_array()
         .unwrap()
@@ -302,7 +272,7 @@ async fn only_a_public_tenant_is_published_and_a_private_one_looks_absent() {
             .collect();
         (status, headers, response.bytes().await.unwrap())
     };
-    let reference = absent(client.get(server.url("/no/such/route")).send().await.unwrap()).await;
+    let reference = absent(client.get(server.url("/no/such/route")).sent().await).await;
     assert_eq!(reference.0, 404);
     for path in [
         format!("/t/globex{INDEX}"),
@@ -313,16 +283,11 @@ async fn only_a_public_tenant_is_published_and_a_private_one_looks_absent() {
         INDEX.to_owned(),
     ] {
         assert_eq!(
-            absent(client.get(server.url(&path)).send().await.unwrap()).await,
+            absent(client.get(server.url(&path)).sent().await).await,
             reference,
             "{path}"
         );
-        let with_token = client
-            .get(server.url(&path))
-            .bearer_auth("globex-token")
-            .send()
-            .await
-            .unwrap();
+        let with_token = client.get(server.url(&path)).bearer_auth("globex-token").sent().await;
         assert_eq!(absent(with_token).await, reference, "{path} with a token");
     }
 }
@@ -336,23 +301,20 @@ async fn an_open_server_keeps_its_host_and_origin_checks_on_discovery() {
     let rebound = client
         .get(server.url(INDEX))
         .header("host", "attacker.example")
-        .send()
-        .await
-        .unwrap();
+        .sent()
+        .await;
     assert_eq!(rebound.status(), 403);
     let foreign = client
         .get(server.url("/.well-known/agent-skills/alpha.zip"))
         .header("origin", "https://attacker.example")
-        .send()
-        .await
-        .unwrap();
+        .sent()
+        .await;
     assert_eq!(foreign.status(), 403);
     let own = client
         .get(server.url(INDEX))
         .header("origin", server.base.as_str())
-        .send()
-        .await
-        .unwrap();
+        .sent()
+        .await;
     assert_eq!(own.status(), 200);
 }
 
@@ -377,14 +339,7 @@ async fn a_skill_too_large_for_an_artifact_is_left_out_unread() {
     let server = Served::start(Settings::single(layered_config(dir.path()))).await;
     let client = reqwest::Client::new();
     let reads = || async {
-        let text = client
-            .get(server.url("/metrics"))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let text = client.get(server.url("/metrics")).sent().await.text().await.unwrap();
         text.lines()
             .find_map(|l| l.strip_prefix("skillstore_backend_calls_total{call=\"read\"} "))
             .map(|n| n.parse::<u64>().unwrap())
@@ -392,14 +347,7 @@ async fn a_skill_too_large_for_an_artifact_is_left_out_unread() {
     };
     let before = reads().await;
     for _ in 0..2 {
-        let index: Value = client
-            .get(server.url(INDEX))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let index: Value = client.get(server.url(INDEX)).sent().await.json().await.unwrap();
         let names: Vec<&str> = index["skills"]
             .as_array()
             .unwrap()
@@ -413,8 +361,7 @@ async fn a_skill_too_large_for_an_artifact_is_left_out_unread() {
     assert!(read < 8, "{read} reads for two index requests");
     let answer = client
         .get(server.url("/.well-known/agent-skills/bloat.zip"))
-        .send()
-        .await
-        .unwrap();
+        .sent()
+        .await;
     assert_eq!(answer.status(), StatusCode::NOT_FOUND);
 }

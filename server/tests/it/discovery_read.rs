@@ -87,14 +87,7 @@ async fn the_index_serve_publishes_reads_back_as_the_same_catalog() {
 /// relative URLs.
 async fn mirror(base: &str, site: &Path) {
     let client = reqwest::Client::new();
-    let index = client
-        .get(format!("{base}{INDEX}"))
-        .send()
-        .await
-        .unwrap()
-        .bytes()
-        .await
-        .unwrap();
+    let index = client.get(format!("{base}{INDEX}")).sent().await.bytes().await.unwrap();
     let parsed: Value = serde_json::from_slice(&index).unwrap();
     let dir = site.join(".well-known/agent-skills");
     std::fs::create_dir_all(&dir).unwrap();
@@ -103,9 +96,8 @@ async fn mirror(base: &str, site: &Path) {
         let url = entry["url"].as_str().unwrap();
         let bytes = client
             .get(format!("{base}/.well-known/agent-skills/{url}"))
-            .send()
+            .sent()
             .await
-            .unwrap()
             .bytes()
             .await
             .unwrap();

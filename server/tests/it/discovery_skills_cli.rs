@@ -14,7 +14,6 @@ use std::process::Stdio;
 
 use crate::common::*;
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, BufReader};
 
 const SKILLS: &str = "SKILLSTORE_SKILLS";
 const NODE: &str = "SKILLSTORE_NODE";
@@ -76,35 +75,19 @@ async fn the_skills_command_installs_every_winner_from_serve() {
         "sources:\n  - path: /base\n  - path: /team\n    writable: true\n",
     );
 
-    let mut child = tokio::process::Command::new(skillstore_binary())
-        .args(["serve", "--listen", "127.0.0.1:0"])
-        .current_dir(&store)
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let mut base = None;
-    while let Some(line) = lines.next_line().await.unwrap() {
-        if let Some(rest) = line.split("on http://").nth(1) {
-            base = Some(format!("http://{}", rest.split_whitespace().next().unwrap()));
-            break;
-        }
-    }
-    let base = base.expect("the address serve listens on");
+    let ServeProcess {
+        mut child,
+        base,
+        mut lines,
+        client,
+        ..
+    } = ServeProcess::start(serve_command(&[]).current_dir(&store)).await;
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    let client = reqwest::Client::new();
-    for _ in 0..2000 {
-        if client.get(format!("{base}/readyz")).send().await.unwrap().status() == 200 {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-    }
+    ready(&client, &base).await;
     let index: Value = client
         .get(format!("{base}/.well-known/agent-skills/index.json"))
-        .send()
+        .sent()
         .await
-        .unwrap()
         .json()
         .await
         .unwrap();
@@ -171,9 +154,8 @@ async fn the_skills_command_installs_every_winner_from_serve() {
         }
         let listed: Value = client
             .get(format!("{base}/v1/skills/{name}"))
-            .send()
+            .sent()
             .await
-            .unwrap()
             .json()
             .await
             .unwrap();

@@ -101,12 +101,7 @@ async fn a_refresh_serves_a_moved_branch_at_its_new_commit() {
     git(&work, &["commit", "-q", "-m", "gamma"]);
     let second = git(&work, &["rev-parse", "HEAD"]).trim().to_owned();
     assert_ne!(first, second);
-    let refreshed = http
-        .post(server.url("/v1/refresh"))
-        .bearer_auth("reader")
-        .send()
-        .await
-        .unwrap();
+    let refreshed = http.post(server.url("/v1/refresh")).bearer_auth("reader").sent().await;
     assert!(refreshed.status().is_success(), "{}", refreshed.status());
     let list: serde_json::Value = get(&http, server.url("/v1/skills"), "reader")
         .await

@@ -137,9 +137,8 @@ async fn finding_1_open_mode_refuses_foreign_hosts_origins_and_form_bodies() {
         .header("origin", "https://evil.example")
         .header("content-type", "text/plain")
         .body(archive.clone())
-        .send()
-        .await
-        .unwrap();
+        .sent()
+        .await;
     assert_eq!(forged.status(), 403);
     for form in [
         "text/plain",
@@ -150,17 +149,15 @@ async fn finding_1_open_mode_refuses_foreign_hosts_origins_and_form_bodies() {
             .post(server.url("/v1/archives"))
             .header("content-type", form)
             .body(archive.clone())
-            .send()
-            .await
-            .unwrap();
+            .sent()
+            .await;
         assert_eq!(r.status(), 415, "{form}");
     }
     let no_type = client
         .post(server.url("/v1/archives"))
         .body(archive.clone())
-        .send()
-        .await
-        .unwrap();
+        .sent()
+        .await;
     assert_eq!(no_type.status(), 415);
     assert!(!dir.path().join("team/x").exists(), "nothing was installed");
     let mcp = client
@@ -169,9 +166,8 @@ async fn finding_1_open_mode_refuses_foreign_hosts_origins_and_form_bodies() {
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
         .body("{}")
-        .send()
-        .await
-        .unwrap();
+        .sent()
+        .await;
     assert_eq!(mcp.status(), 403);
     // The same requests from this machine work.
     let ok = client
@@ -179,14 +175,10 @@ async fn finding_1_open_mode_refuses_foreign_hosts_origins_and_form_bodies() {
         .header("origin", format!("http://{a}"))
         .header("content-type", "application/zip")
         .body(archive)
-        .send()
-        .await
-        .unwrap();
+        .sent()
+        .await;
     assert_eq!(ok.status(), 201, "{}", ok.text().await.unwrap());
-    assert_eq!(
-        client.post(server.url("/v1/refresh")).send().await.unwrap().status(),
-        200
-    );
+    assert_eq!(client.post(server.url("/v1/refresh")).sent().await.status(), 200);
     server.stop().await;
 
     // With tokens, /mcp still checks Origin; configured origins pass.
@@ -203,9 +195,8 @@ async fn finding_1_open_mode_refuses_foreign_hosts_origins_and_form_bodies() {
             .header("origin", origin)
             .header("accept", "application/json, text/event-stream")
             .json(&initialize)
-            .send()
-            .await
-            .unwrap();
+            .sent()
+            .await;
         assert_eq!(r.status(), status, "{origin}");
     }
     server.stop().await;
@@ -344,9 +335,8 @@ async fn initialize(client: &reqwest::Client, base: &str, token: &str) -> (u16, 
         .header("accept", "application/json, text/event-stream")
         .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}))
-        .send()
-        .await
-        .unwrap();
+        .sent()
+        .await;
     let id = r
         .headers()
         .get("mcp-session-id")
@@ -370,7 +360,7 @@ async fn session_request(
     if method == reqwest::Method::POST {
         request = request.json(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
     }
-    let r = request.send().await.unwrap();
+    let r = request.sent().await;
     r.status().as_u16()
 }
 
@@ -687,45 +677,28 @@ fn finding_7_session_ids_are_not_logged_at_info_level() {
         "tenants:\n  - name: acme\n    tokens: [{env: HARDENING_TOKEN, scope: write}]\n    config: {sources: [{path: /base}, {path: /team}]}\n",
     )
     .unwrap();
-    let log = dir.path().join("log");
-    let mut child = std::process::Command::new(skillstore_binary())
-        .args(["serve", "--listen", "127.0.0.1:0", "--tenants"])
-        .arg(&file)
-        .env("RUST_LOG", "info")
-        .env("HARDENING_TOKEN", ACME)
-        .stderr(std::fs::File::create(&log).unwrap())
-        .spawn()
-        .unwrap();
-    let base = (0..500)
-        .find_map(|_| {
-            std::thread::sleep(Duration::from_millis(20));
-            let text = std::fs::read_to_string(&log).ok()?;
-            let start = text.find("on http://")? + 3;
-            Some(text[start..].split_whitespace().next()?.to_owned())
-        })
-        .expect("the server says where it listens");
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    let session = runtime.block_on(async {
-        let client = reqwest::Client::new();
-        for _ in 0..200 {
-            if client
-                .get(format!("{base}/readyz"))
-                .send()
-                .await
-                .is_ok_and(|r| r.status() == 200)
-            {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        let (status, session) = initialize(&client, &base, ACME).await;
+    let (session, text) = runtime.block_on(async {
+        let file = file.to_str().unwrap();
+        let mut server = ServeProcess::start(
+            serve_command(&["--tenants", file])
+                .env("RUST_LOG", "info")
+                .env("HARDENING_TOKEN", ACME),
+        )
+        .await;
+        server.wait_ready().await;
+        let (status, session) = initialize(&server.client, &server.base, ACME).await;
         assert_eq!(status, 200);
-        session.unwrap()
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let _ = server.child.kill().await;
+        // Everything it wrote: what it said up to its address, then the rest.
+        let mut text = server.said.join("\n");
+        while let Ok(Some(line)) = server.lines.next_line().await {
+            text.push('\n');
+            text.push_str(&line);
+        }
+        (session.unwrap(), text)
     });
-    std::thread::sleep(Duration::from_millis(200));
-    let _ = child.kill();
-    let _ = child.wait();
-    let text = std::fs::read_to_string(&log).unwrap();
     assert!(text.contains("serving 1 tenant"), "{text}");
     assert!(!text.contains(&session), "the session id is in the log:\n{text}");
 }
@@ -740,7 +713,7 @@ async fn finding_8_metrics_need_a_metrics_token() {
         if let Some(token) = token {
             request = request.bearer_auth(token);
         }
-        let r = request.send().await.unwrap();
+        let r = request.sent().await;
         assert_eq!(r.status(), 401, "{token:?}");
         let body = r.text().await.unwrap();
         assert!(!body.contains("tenant") && !body.contains("acme"), "{body}");
@@ -750,14 +723,7 @@ async fn finding_8_metrics_need_a_metrics_token() {
     assert!(r.text().await.unwrap().contains("skillstore_tenants 2"));
     // Nothing else an anonymous caller may reach counts tenants.
     for route in ["/healthz", "/readyz", "/openapi.json", "/v1/skills", "/nope"] {
-        let body = client
-            .get(server.url(route))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
+        let body = client.get(server.url(route)).sent().await.text().await.unwrap();
         assert!(
             !body.contains("acme") && !body.contains("\"tenants\""),
             "{route}: {body}"

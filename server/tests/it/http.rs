@@ -48,9 +48,8 @@ async fn read_routes_answer_with_etags_and_304s() {
         .get(server.url("/v1/skills"))
         .bearer_auth(READER)
         .header("if-none-match", &etag)
-        .send()
-        .await
-        .unwrap();
+        .sent()
+        .await;
     assert_eq!(again.status(), StatusCode::NOT_MODIFIED);
     assert_eq!(again.headers()["etag"].to_str().unwrap(), etag);
     assert!(again.bytes().await.unwrap().is_empty());
@@ -65,9 +64,8 @@ async fn read_routes_answer_with_etags_and_304s() {
         .get(server.url("/v1/skills/alpha"))
         .bearer_auth(READER)
         .header("if-none-match", format!("\"other\", W/{show_tag}"))
-        .send()
-        .await
-        .unwrap();
+        .sent()
+        .await;
     assert_eq!(again.status(), StatusCode::NOT_MODIFIED);
 
     let file = get(
@@ -84,9 +82,8 @@ async fn read_routes_answer_with_etags_and_304s() {
         .get(server.url("/v1/skills/alpha/files/references/guide.md"))
         .bearer_auth(READER)
         .header("if-none-match", &file_tag)
-        .send()
-        .await
-        .unwrap();
+        .sent()
+        .await;
     assert_eq!(again.status(), StatusCode::NOT_MODIFIED);
     let script = get(&client, server.url("/v1/skills/beta/files/scripts/run.py"), READER).await;
     assert_eq!(script.headers()["content-type"], "text/x-python; charset=utf-8");
@@ -103,21 +100,19 @@ async fn read_routes_answer_with_etags_and_304s() {
         .get(server.url("/v1/prompt?style=xml&max_chars=5000"))
         .bearer_auth(READER)
         .header("if-none-match", &prompt_tag)
-        .send()
-        .await
-        .unwrap();
+        .sent()
+        .await;
     assert_eq!(again.status(), StatusCode::NOT_MODIFIED);
     let markdown = get(&client, server.url("/v1/prompt"), READER).await;
     assert!(!markdown.text().await.unwrap().contains("<available_skills>"));
 
-    assert_eq!(client.get(server.url("/healthz")).send().await.unwrap().status(), 200);
-    assert_eq!(client.get(server.url("/readyz")).send().await.unwrap().status(), 200);
+    assert_eq!(client.get(server.url("/healthz")).sent().await.status(), 200);
+    assert_eq!(client.get(server.url("/readyz")).sent().await.status(), 200);
     let metrics = client
         .get(server.url("/metrics"))
         .bearer_auth(METRICS_TOKEN)
-        .send()
+        .sent()
         .await
-        .unwrap()
         .text()
         .await
         .unwrap();
@@ -152,7 +147,7 @@ async fn statuses_name_what_went_wrong() {
     let client = reqwest::Client::new();
 
     // 401: no token, an unknown token, a malformed header; the body says nothing of what exists.
-    let none = client.get(server.url("/v1/skills")).send().await.unwrap();
+    let none = client.get(server.url("/v1/skills")).sent().await;
     assert_eq!(none.headers()["www-authenticate"], "Bearer");
     assert_eq!(
         error_kind(none).await,
@@ -162,9 +157,8 @@ async fn statuses_name_what_went_wrong() {
         let r = client
             .get(server.url("/v1/skills/alpha"))
             .header("authorization", auth)
-            .send()
-            .await
-            .unwrap();
+            .sent()
+            .await;
         let status = r.status();
         let text = r.text().await.unwrap();
         assert_eq!(status, StatusCode::UNAUTHORIZED, "{auth}");
@@ -198,44 +192,39 @@ async fn statuses_name_what_went_wrong() {
         .put(server.url("/v1/skills/gamma"))
         .bearer_auth(READER)
         .body(skill_md("gamma", "Gamma."))
-        .send()
-        .await
-        .unwrap();
+        .sent()
+        .await;
     assert_eq!(error_kind(r).await, (StatusCode::FORBIDDEN, "forbidden".into()));
     // 413: a body over the limit.
     let r = client
         .put(server.url("/v1/skills/gamma/files/references/big.md"))
         .bearer_auth(WRITER)
         .body(vec![b'x'; 65 * 1024])
-        .send()
-        .await
-        .unwrap();
+        .sent()
+        .await;
     assert_eq!(error_kind(r).await, (StatusCode::PAYLOAD_TOO_LARGE, "too_large".into()));
     // 400: an invalid SKILL.md is refused by the editor's validation.
     let r = client
         .put(server.url("/v1/skills/gamma"))
         .bearer_auth(WRITER)
         .body("no frontmatter")
-        .send()
-        .await
-        .unwrap();
+        .sent()
+        .await;
     assert_eq!(error_kind(r).await, (StatusCode::BAD_REQUEST, "invalid_skill".into()));
     // 409: a patch whose text is not there.
     let r = client
         .patch(server.url("/v1/skills/alpha"))
         .bearer_auth(WRITER)
         .json(&serde_json::json!({"find": "not in the file", "replace": "x"}))
-        .send()
-        .await
-        .unwrap();
+        .sent()
+        .await;
     assert_eq!(error_kind(r).await, (StatusCode::CONFLICT, "patch_mismatch".into()));
     let r = client
         .patch(server.url("/v1/skills/alpha"))
         .bearer_auth(WRITER)
         .body("{not json")
-        .send()
-        .await
-        .unwrap();
+        .sent()
+        .await;
     assert_eq!(error_kind(r).await, (StatusCode::BAD_REQUEST, "bad_request".into()));
     server.stop().await;
 }
@@ -256,9 +245,8 @@ async fn writes_go_through_the_editor_with_if_match() {
         .bearer_auth(WRITER)
         .header("if-none-match", "*")
         .body(skill_md("gamma", "Gamma."))
-        .send()
-        .await
-        .unwrap();
+        .sent()
+        .await;
     assert_eq!(created.status(), StatusCode::CREATED);
     let tag = created.headers()["etag"].to_str().unwrap().to_owned();
     let body: Value = created.json().await.unwrap();
@@ -267,9 +255,8 @@ async fn writes_go_through_the_editor_with_if_match() {
         .get(server.url("/v1/skills"))
         .bearer_auth(READER)
         .header("if-none-match", &list_tag)
-        .send()
-        .await
-        .unwrap();
+        .sent()
+        .await;
     assert_eq!(r.status(), 200);
     assert!(r.text().await.unwrap().contains("\"gamma\""));
     assert!(dir.path().join("team/gamma/SKILL.md").is_file());
@@ -279,9 +266,8 @@ async fn writes_go_through_the_editor_with_if_match() {
         .bearer_auth(WRITER)
         .header("if-none-match", "*")
         .body(skill_md("gamma", "Gamma again."))
-        .send()
-        .await
-        .unwrap();
+        .sent()
+        .await;
     assert_eq!(
         error_kind(r).await,
         (StatusCode::PRECONDITION_FAILED, "version_conflict".into())
@@ -297,9 +283,8 @@ async fn writes_go_through_the_editor_with_if_match() {
         .bearer_auth(WRITER)
         .header("if-match", &tag)
         .body(skill_md("gamma", "Gamma, edited."))
-        .send()
-        .await
-        .unwrap();
+        .sent()
+        .await;
     assert_eq!(edited.status(), 200);
     let new_tag = edited.headers()["etag"].to_str().unwrap().to_owned();
     assert_ne!(new_tag, tag);
@@ -308,9 +293,8 @@ async fn writes_go_through_the_editor_with_if_match() {
         .bearer_auth(WRITER)
         .header("if-match", &tag)
         .body(skill_md("gamma", "Lost update."))
-        .send()
-        .await
-        .unwrap();
+        .sent()
+        .await;
     assert_eq!(
         error_kind(stale).await,
         (StatusCode::PRECONDITION_FAILED, "version_conflict".into())
@@ -322,9 +306,8 @@ async fn writes_go_through_the_editor_with_if_match() {
         .bearer_auth(WRITER)
         .header("if-match", &new_tag)
         .json(&serde_json::json!({"find": "Gamma, edited.", "replace": "Gamma, patched."}))
-        .send()
-        .await
-        .unwrap();
+        .sent()
+        .await;
     assert_eq!(patched.status(), 200);
     let show: Value = get(&client, server.url("/v1/skills/gamma"), READER)
         .await
@@ -338,17 +321,15 @@ async fn writes_go_through_the_editor_with_if_match() {
         .put(server.url("/v1/skills/gamma/files/references/notes.md"))
         .bearer_auth(WRITER)
         .body("# Notes\n")
-        .send()
-        .await
-        .unwrap();
+        .sent()
+        .await;
     assert_eq!(r.status(), StatusCode::CREATED);
     let r = client
         .put(server.url("/v1/skills/gamma/files/references/notes.md"))
         .bearer_auth(WRITER)
         .body("# Notes v2\n")
-        .send()
-        .await
-        .unwrap();
+        .sent()
+        .await;
     assert_eq!(r.status(), 200);
     let r = get(
         &client,
@@ -360,18 +341,16 @@ async fn writes_go_through_the_editor_with_if_match() {
     let r = client
         .delete(server.url("/v1/skills/gamma/files/references/notes.md"))
         .bearer_auth(WRITER)
-        .send()
-        .await
-        .unwrap();
+        .sent()
+        .await;
     assert_eq!(r.status(), 200);
     // A hidden path: refused.
     let r = client
         .put(server.url("/v1/skills/gamma/files/.git/config"))
         .bearer_auth(WRITER)
         .body("x")
-        .send()
-        .await
-        .unwrap();
+        .sent()
+        .await;
     assert_eq!(r.status(), StatusCode::BAD_REQUEST);
 
     // Delete with a stale tag: 412; with none: gone.
@@ -379,16 +358,14 @@ async fn writes_go_through_the_editor_with_if_match() {
         .delete(server.url("/v1/skills/gamma"))
         .bearer_auth(WRITER)
         .header("if-match", &tag)
-        .send()
-        .await
-        .unwrap();
+        .sent()
+        .await;
     assert_eq!(r.status(), StatusCode::PRECONDITION_FAILED);
     let r = client
         .delete(server.url("/v1/skills/gamma"))
         .bearer_auth(WRITER)
-        .send()
-        .await
-        .unwrap();
+        .sent()
+        .await;
     assert_eq!(r.status(), 200);
     let r = get(&client, server.url("/v1/skills/gamma"), READER).await;
     assert_eq!(r.status(), StatusCode::NOT_FOUND);
@@ -396,17 +373,15 @@ async fn writes_go_through_the_editor_with_if_match() {
     let r = client
         .delete(server.url("/v1/skills/beta"))
         .bearer_auth(WRITER)
-        .send()
-        .await
-        .unwrap();
+        .sent()
+        .await;
     assert_eq!(r.status(), StatusCode::NOT_FOUND);
     assert!(dir.path().join("base/beta/SKILL.md").is_file());
     let metrics = client
         .get(server.url("/metrics"))
         .bearer_auth(METRICS_TOKEN)
-        .send()
+        .sent()
         .await
-        .unwrap()
         .text()
         .await
         .unwrap();
@@ -423,12 +398,7 @@ async fn a_refresh_brings_in_changes_made_elsewhere() {
     write(dir.path(), "team/delta/SKILL.md", &skill_md("delta", "Delta."));
     let r = get(&client, server.url("/v1/skills/delta"), READER).await;
     assert_eq!(r.status(), StatusCode::NOT_FOUND);
-    let r = client
-        .post(server.url("/v1/refresh"))
-        .bearer_auth(READER)
-        .send()
-        .await
-        .unwrap();
+    let r = client.post(server.url("/v1/refresh")).bearer_auth(READER).sent().await;
     assert_eq!(r.status(), 200);
     let body: Value = r.json().await.unwrap();
     assert_eq!(body["skills"], 3);
@@ -546,9 +516,8 @@ async fn the_openapi_document_matches_the_routes() {
     let client = reqwest::Client::new();
     let document: Value = client
         .get(server.url("/openapi.json"))
-        .send()
+        .sent()
         .await
-        .unwrap()
         .json()
         .await
         .unwrap();
@@ -575,9 +544,8 @@ async fn the_openapi_document_matches_the_routes() {
                 .request(method.to_uppercase().parse().unwrap(), server.url(&url))
                 .bearer_auth(token)
                 .header("if-match", "\"stale\"")
-                .send()
-                .await
-                .unwrap();
+                .sent()
+                .await;
             let status = response.status();
             let body = response.text().await.unwrap();
             let Some(operation) = item.get(method) else {
@@ -682,7 +650,7 @@ async fn readyz_is_unavailable_while_a_tenant_can_read_none_of_its_sources() {
     }
     assert!(tenant.snapshot().is_ok(), "the first load never ended");
     let client = reqwest::Client::new();
-    let ready = client.get(server.url("/readyz")).send().await.unwrap();
+    let ready = client.get(server.url("/readyz")).sent().await;
     assert_eq!(ready.status(), StatusCode::SERVICE_UNAVAILABLE);
 
     std::fs::remove_file(dir.path().join("team")).unwrap();
@@ -690,11 +658,10 @@ async fn readyz_is_unavailable_while_a_tenant_can_read_none_of_its_sources() {
     let refresh = client
         .post(server.url("/v1/refresh"))
         .bearer_auth("reader")
-        .send()
-        .await
-        .unwrap();
+        .sent()
+        .await;
     assert_eq!(refresh.status(), 200);
-    assert_eq!(client.get(server.url("/readyz")).send().await.unwrap().status(), 200);
+    assert_eq!(client.get(server.url("/readyz")).sent().await.status(), 200);
     server.stop().await;
 }
 
@@ -808,9 +775,8 @@ async fn search_answers_winners_best_first_and_sees_writes() {
         .put(server.url("/v1/skills/gamma"))
         .bearer_auth(WRITER)
         .body(skill_md("gamma", "Gamma handles zebras."))
-        .send()
-        .await
-        .unwrap();
+        .sent()
+        .await;
     assert!(r.status().is_success(), "{}", r.status());
     let body: Value = get(&client, server.url("/v1/search?q=zebra"), READER)
         .await
@@ -827,7 +793,7 @@ async fn search_answers_winners_best_first_and_sees_writes() {
             "{bad}"
         );
     }
-    let r = client.get(server.url("/v1/search?q=x")).send().await.unwrap();
+    let r = client.get(server.url("/v1/search?q=x")).sent().await;
     assert_eq!(r.status(), 401);
     server.stop().await;
 }

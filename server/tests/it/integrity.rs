@@ -13,9 +13,8 @@ use skillstore_server::Scope;
 /// The public discovery index of the tenant `acme`.
 async fn discovery_index(http: &reqwest::Client, server: &Served) -> serde_json::Value {
     http.get(server.url("/t/acme/.well-known/agent-skills/index.json"))
-        .send()
+        .sent()
         .await
-        .unwrap()
         .json()
         .await
         .unwrap()
@@ -233,9 +232,8 @@ async fn a_locked_skill_missing_a_checked_file_is_served_whole_or_not_at_all() {
     assert_eq!(names, ["alpha"], "{index}");
     let archive = http
         .get(server.url("/t/acme/.well-known/agent-skills/beta.zip"))
-        .send()
-        .await
-        .unwrap();
+        .sent()
+        .await;
     assert_eq!(archive.status(), 404);
 
     let show = get(&http, server.url("/v1/skills/beta"), "reader").await;
@@ -344,9 +342,8 @@ async fn a_checked_skill_that_lost_a_file_is_withdrawn_from_every_channel() {
         assert!(!index.to_string().contains("\"beta\""), "{notice}: {index}");
         let archive = http
             .get(server.url("/t/acme/.well-known/agent-skills/beta.zip"))
-            .send()
-            .await
-            .unwrap();
+            .sent()
+            .await;
         assert_ne!(archive.status(), 200, "{notice}");
 
         // Alpha, untouched, is served as before.

@@ -269,9 +269,8 @@ async fn run(s3: S3TestServer) {
         .put(server.url("/v1/skills/shared/files/references/data.md"))
         .bearer_auth("evil-token")
         .body("EVIL-ONLY rewritten\n")
-        .send()
-        .await
-        .unwrap();
+        .sent()
+        .await;
     assert_eq!(r.status(), 200);
     let data = get(
         &client,

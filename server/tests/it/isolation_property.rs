@@ -151,7 +151,7 @@ fn no_token_route_or_path_reaches_another_tenant() {
                 },
             };
             let (status, body) = runtime.block_on(async {
-                let response = request.send().await.unwrap();
+                let response = request.sent().await;
                 (response.status(), response.text().await.unwrap())
             });
             prop_assert!(status.as_u16() < 500, "{status} on {route:?}: {body}");

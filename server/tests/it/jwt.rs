@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::common;
-use crate::common::{Served, layered_tree, skill_md};
+use crate::common::{Sent, Served, layered_tree, skill_md};
 use aws_lc_rs::encoding::AsDer;
 use aws_lc_rs::rand::SystemRandom;
 use aws_lc_rs::signature::{
@@ -257,9 +257,8 @@ async fn valid_tokens_read_and_write_as_their_scope_says_with_every_algorithm() 
     let response = client
         .delete(server.url("/v1/skills/gamma"))
         .bearer_auth(writer)
-        .send()
-        .await
-        .unwrap();
+        .sent()
+        .await;
     assert!(response.status().is_success(), "{}", response.status());
     // Over MCP as well: a valid JWT opens a session.
     let response = client
@@ -268,9 +267,8 @@ async fn valid_tokens_read_and_write_as_their_scope_says_with_every_algorithm() 
         .header("accept", "application/json, text/event-stream")
         .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}))
-        .send()
-        .await
-        .unwrap();
+        .sent()
+        .await;
     assert_eq!(response.status(), 200);
     server.stop().await;
 }
@@ -873,15 +871,14 @@ async fn one_tenant_without_file_tokens_is_not_open_when_jwts_name_it() {
     assert!(!server.service.is_open());
     let client = reqwest::Client::new();
     let unknown = unknown_token_answer(&server).await;
-    let anonymous = client.get(server.url("/v1/skills")).send().await.unwrap();
+    let anonymous = client.get(server.url("/v1/skills")).sent().await;
     assert_eq!(status_and_body(anonymous).await, unknown);
     let anonymous_write = client
         .put(server.url("/v1/skills/gamma"))
         .header("content-type", "text/markdown")
         .body(skill_md("gamma", "Gamma."))
-        .send()
-        .await
-        .unwrap();
+        .sent()
+        .await;
     assert_eq!(anonymous_write.status(), 401);
     assert_eq!(list(&server, &ed.sign(&claims("acme", "read"))).await.0, 200);
     server.stop().await;

@@ -41,18 +41,12 @@ pub async fn run(location: String, atomic_conditionals: bool) {
         .put(a.url("/v1/skills/counter"))
         .bearer_auth("token")
         .body(skill_md("counter", "Counts.") + "<!-- end -->\n")
-        .send()
-        .await
-        .unwrap();
+        .sent()
+        .await;
     assert_eq!(r.status(), 201);
     let r = get(&client, b.url("/v1/skills/counter"), "token").await;
     assert_eq!(r.status(), 404);
-    let r = client
-        .post(b.url("/v1/refresh"))
-        .bearer_auth("token")
-        .send()
-        .await
-        .unwrap();
+    let r = client.post(b.url("/v1/refresh")).bearer_auth("token").sent().await;
     assert_eq!(r.status(), 200);
     let r = get(&client, b.url("/v1/skills/counter"), "token").await;
     assert_eq!(r.status(), 200);
@@ -80,9 +74,8 @@ pub async fn run(location: String, atomic_conditionals: bool) {
                     let r = client
                         .post(format!("{server}/v1/refresh"))
                         .bearer_auth("token")
-                        .send()
-                        .await
-                        .unwrap();
+                        .sent()
+                        .await;
                     assert_eq!(r.status(), 200);
                 }
                 answers
@@ -106,9 +99,8 @@ pub async fn run(location: String, atomic_conditionals: bool) {
                             .patch(format!("{server}/v1/skills/counter"))
                             .bearer_auth("token")
                             .json(&serde_json::json!({"find": "<!-- end -->", "replace": line}))
-                            .send()
-                            .await
-                            .unwrap();
+                            .sent()
+                            .await;
                         match r.status().as_u16() {
                             200 => break,
                             412 => conflicts += 1,
@@ -130,12 +122,7 @@ pub async fn run(location: String, atomic_conditionals: bool) {
         answers += reader.await.unwrap();
     }
     assert!(answers > 0);
-    let r = client
-        .post(a.url("/v1/refresh"))
-        .bearer_auth("token")
-        .send()
-        .await
-        .unwrap();
+    let r = client.post(a.url("/v1/refresh")).bearer_auth("token").sent().await;
     assert_eq!(r.status(), 200);
     let text = get(&client, a.url("/v1/skills/counter/files/SKILL.md"), "token")
         .await

@@ -2,10 +2,7 @@
 //! answered request with method, path, tenant, status and milliseconds, and
 //! never a token or a query string.
 
-use std::process::Stdio;
-
 use crate::common::*;
-use tokio::io::{AsyncBufReadExt, BufReader};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serve_logs_one_json_line_per_request_without_secrets() {
@@ -21,54 +18,28 @@ async fn serve_logs_one_json_line_per_request_without_secrets() {
             "tenants:\n  - name: acme\n    tokens: [{{sha256: {hash}}}]\n    config:\n      mounts: [{{at: /, location: \"{root}\"}}]\n      sources: [{{path: /base}}, {{path: /team}}]\n"
         ),
     );
-    let mut child = tokio::process::Command::new(skillstore_binary())
-        .args([
-            "serve",
-            "--listen",
-            "127.0.0.1:0",
-            "--log-format",
-            "json",
-            "--tenants",
-            "server.yaml",
-        ])
-        .current_dir(dir.path())
-        .env_remove("RUST_LOG")
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let mut base = None;
-    while let Some(line) = lines.next_line().await.unwrap() {
-        if let Some(rest) = line.split("on http://").nth(1) {
-            base = Some(format!("http://{}", rest.split_whitespace().next().unwrap()));
-            break;
-        }
-    }
-    let base = base.expect("the address it listens on");
-    let client = reqwest::Client::new();
-    for _ in 0..2000 {
-        if client.get(format!("{base}/readyz")).send().await.unwrap().status() == 200 {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-    }
+    let mut server = ServeProcess::start(
+        serve_command(&["--log-format", "json", "--tenants", "server.yaml"])
+            .current_dir(dir.path())
+            .env_remove("RUST_LOG"),
+    )
+    .await;
+    server.wait_ready().await;
+    let (base, client, lines) = (&server.base, &server.client, &mut server.lines);
     let ok = client
         .get(format!("{base}/v1/prompt?style=xml"))
         .bearer_auth(token)
-        .send()
-        .await
-        .unwrap();
+        .sent()
+        .await;
     assert_eq!(ok.status(), 200);
     let refused = client
         .get(format!("{base}/v1/skills/alpha"))
         .bearer_auth("not-a-token")
-        .send()
-        .await
-        .unwrap();
+        .sent()
+        .await;
     assert_eq!(refused.status(), 401);
     let long = format!("{base}/v1/skills/{}", "a".repeat(5000));
-    let answer = client.get(long).bearer_auth(token).send().await.unwrap();
+    let answer = client.get(long).bearer_auth(token).sent().await;
     assert!(answer.status().is_client_error());
 
     let mut requests = Vec::new();
@@ -99,7 +70,7 @@ async fn serve_logs_one_json_line_per_request_without_secrets() {
         (fields["status"].as_u64(), fields["tenant"].as_str()),
         (Some(401), Some("-"))
     );
-    let _ = child.kill().await;
+    let _ = server.child.kill().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -111,25 +82,10 @@ async fn an_unread_standard_error_never_stalls_requests() {
         "skillstore.yaml",
         "sources:\n  - path: /base\n  - path: /team\n",
     );
-    let mut child = tokio::process::Command::new(skillstore_binary())
-        .args(["serve", "--listen", "127.0.0.1:0"])
-        .current_dir(dir.path())
-        .env_remove("RUST_LOG")
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
     // Read up to the address, then never again: the pipe fills after a
     // few hundred request lines.
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let mut base = None;
-    while let Some(line) = lines.next_line().await.unwrap() {
-        if let Some(rest) = line.split("on http://").nth(1) {
-            base = Some(format!("http://{}", rest.split_whitespace().next().unwrap()));
-            break;
-        }
-    }
-    let base = base.expect("the address it listens on");
+    let mut server = ServeProcess::start(serve_command(&[]).current_dir(dir.path()).env_remove("RUST_LOG")).await;
+    let base = &server.base;
     let client = reqwest::Client::builder()
         .timeout(std::time::Duration::from_secs(20))
         .build()
@@ -142,6 +98,5 @@ async fn an_unread_standard_error_never_stalls_requests() {
             .unwrap_or_else(|e| panic!("request {n} stalled or failed: {e}"));
         assert_eq!(answer.status(), 200, "request {n}");
     }
-    drop(lines);
-    let _ = child.kill().await;
+    let _ = server.child.kill().await;
 }

@@ -143,9 +143,8 @@ async fn a_write_to_a_tenants_own_layer_stays_its_own() {
         .put(server.url("/v1/skills/gamma/files/SKILL.md"))
         .bearer_auth(GLOBEX)
         .body(skill_md("gamma", "Gamma, globex's way."))
-        .send()
-        .await
-        .unwrap();
+        .sent()
+        .await;
     assert!(put.status().is_success(), "{}", put.text().await.unwrap());
     let globex = skills(&client, &server, GLOBEX).await;
     let acme = skills(&client, &server, ACME).await;

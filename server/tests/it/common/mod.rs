@@ -64,15 +64,10 @@ impl Served {
 
     /// Polls /readyz until every tenant is loaded.
     pub async fn wait_ready(&self) {
-        let client = reqwest::Client::new();
-        for _ in 0..2000 {
-            let r = client.get(format!("{}/readyz", self.base)).send().await.unwrap();
-            if r.status() == 200 {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-        panic!("the server never became ready");
+        assert!(
+            ready(&reqwest::Client::new(), &self.base).await,
+            "the server never became ready"
+        );
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -95,6 +90,100 @@ impl Drop for Served {
         if let Some(tx) = self.stop.take() {
             let _ = tx.send(());
         }
+    }
+}
+
+/// Polls `BASE/readyz` every 5 ms, 2000 times at most, until it answers
+/// 200 (every tenant loaded): whether it did. A request that fails counts
+/// as not ready yet.
+pub async fn ready(client: &reqwest::Client, base: &str) -> bool {
+    for _ in 0..2000 {
+        let answer = client.get(format!("{base}/readyz")).send().await;
+        if answer.is_ok_and(|r| r.status() == 200) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    false
+}
+
+/// `skillstore serve --listen 127.0.0.1:0 ARGS` (the binary of
+/// [`skillstore_binary`]), its standard error piped and the process killed
+/// when dropped, to start with [`ServeProcess::start`] once the caller has
+/// set its directory or environment.
+pub fn serve_command(args: &[&str]) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(skillstore_binary());
+    command
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .args(args)
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    command
+}
+
+/// `skillstore serve` as a process, killed when dropped: where it listens,
+/// what it said until then, the rest of its standard error, and a client.
+pub struct ServeProcess {
+    pub child: tokio::process::Child,
+    /// `http://ADDRESS`, as the process said it listens.
+    pub base: String,
+    /// The lines of standard error up to the one naming the address, that
+    /// one included.
+    pub said: Vec<String>,
+    /// The lines of standard error after those.
+    pub lines: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStderr>>,
+    pub client: reqwest::Client,
+}
+
+impl ServeProcess {
+    /// Starts `command` (from [`serve_command`]) and reads its standard
+    /// error up to the line that names the address it listens on.
+    pub async fn start(command: &mut tokio::process::Command) -> ServeProcess {
+        use tokio::io::AsyncBufReadExt as _;
+        let mut child = command.spawn().unwrap();
+        let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+        let mut said = Vec::new();
+        let mut base = None;
+        while let Some(line) = lines.next_line().await.unwrap() {
+            let address = line
+                .split("on http://")
+                .nth(1)
+                .map(|rest| format!("http://{}", rest.split_whitespace().next().unwrap()));
+            said.push(line);
+            if address.is_some() {
+                base = address;
+                break;
+            }
+        }
+        ServeProcess {
+            child,
+            base: base.expect("the address it listens on"),
+            said,
+            lines,
+            client: reqwest::Client::new(),
+        }
+    }
+
+    /// Polls /readyz as [`ready`] does; the requests after it fail if the
+    /// server never became ready.
+    pub async fn wait_ready(&self) {
+        ready(&self.client, &self.base).await;
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+}
+
+/// A request sent, and its response whatever its status: `.sent().await`
+/// for `.send().await.unwrap()`.
+pub trait Sent {
+    fn sent(self) -> impl std::future::Future<Output = reqwest::Response>;
+}
+
+impl Sent for reqwest::RequestBuilder {
+    async fn sent(self) -> reqwest::Response {
+        self.send().await.unwrap()
     }
 }
 
