@@ -9,7 +9,7 @@
 //! Needs root (mounts, `unshare -m`): the suite runs as root, and elsewhere
 //! this test fails and says why.
 
-#[path = "../../tests/support/volume_reader.rs"]
+#[path = "../../../tests/support/volume_reader.rs"]
 mod volume_reader;
 
 use std::io::{BufRead, BufReader};
