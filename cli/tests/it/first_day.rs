@@ -2,57 +2,10 @@
 //! output the README and the book promise, and messages that say why.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-use assert_cmd::Command;
 use serde_json::Value;
 
-/// The workspace root, which holds the README and the example layers.
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("the command's crate sits in the workspace")
-        .to_path_buf()
-}
-
-/// The command, run from `dir` with a cache of its own.
-fn skillstore(dir: &Path) -> Command {
-    let mut cmd = Command::cargo_bin("skillstore").unwrap();
-    cmd.current_dir(dir)
-        .timeout(Duration::from_secs(120))
-        .env("XDG_CACHE_HOME", dir.join(".test-cache"));
-    for var in [
-        "AWS_ENDPOINT_URL",
-        "AWS_ACCESS_KEY_ID",
-        "AWS_SECRET_ACCESS_KEY",
-        "RUST_LOG",
-    ] {
-        cmd.env_remove(var);
-    }
-    cmd
-}
-
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn run(cmd: &mut Command) -> Run {
-    let output = cmd.output().unwrap();
-    Run {
-        code: output.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
-}
-
-fn write(root: &Path, relative: &str, text: &str) {
-    let path = root.join(relative);
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
-}
+use crate::support::{repo, run, skillstore_in as skillstore, write};
 
 /// A source `skills/` holding `pdf` and `forms`, each with a script.
 fn two_skills() -> tempfile::TempDir {
@@ -141,7 +94,7 @@ fn mount_at_a_missing_directory_names_it() {
             format!("error: cannot mount at {shown}: no such directory (create it first: mkdir -p {shown})\n").as_str()
         ),
         "{}",
-        out.stdout
+        out.text()
     );
     std::fs::write(dir.path().join("file"), "").unwrap();
     let out = run(skillstore(dir.path()).args(["--source", "/skills/", "mount", "file"]));
@@ -160,7 +113,7 @@ fn mount_at_a_missing_directory_names_it() {
 fn list_digests_prints_a_digest_column() {
     let dir = two_skills();
     let json = run(skillstore(dir.path()).args(["--source", "/skills/", "list", "--json", "--digests"]));
-    let json: Value = serde_json::from_str(&json.stdout).unwrap();
+    let json: Value = serde_json::from_str(&json.text()).unwrap();
     let digests: BTreeMap<String, String> = json["skills"]
         .as_array()
         .unwrap()
@@ -181,11 +134,11 @@ fn list_digests_prints_a_digest_column() {
          pdf    skills        0  yes      {}  The pdf skill.\n",
         digests["forms"], digests["pdf"]
     );
-    assert_eq!(out.stdout, expected);
+    assert_eq!(out.text(), expected);
     // Without --digests, no column.
     let out = run(skillstore(dir.path()).args(["--source", "/skills/", "list"]));
     assert_eq!(
-        out.stdout,
+        out.text(),
         "NAME   SOURCE  SHADOWS  ENABLED  DESCRIPTION\n\
          forms  skills        0  yes      The forms skill.\n\
          pdf    skills        0  yes      The pdf skill.\n"
@@ -200,18 +153,18 @@ fn verify_statuses_are_the_books_words_with_one_json_type() {
     let root = dir.path();
     let digest = |name: &str| -> String {
         let out = run(skillstore(root).args(["--source", "/skills/", "show", name, "--json"]));
-        let json: Value = serde_json::from_str(&out.stdout).unwrap();
+        let json: Value = serde_json::from_str(&out.text()).unwrap();
         json["digest"].as_str().unwrap().to_owned()
     };
     let out = run(skillstore(root).args(["--source", "/skills/", "verify", "--json"]));
     assert_eq!(out.code, 0, "{}", out.stderr);
-    let json: Value = serde_json::from_str(&out.stdout).unwrap();
+    let json: Value = serde_json::from_str(&out.text()).unwrap();
     for skill in json["skills"].as_array().unwrap() {
         assert_eq!(skill["lock"], "no_lock", "{json}");
     }
     let out = run(skillstore(root).args(["--source", "/skills/", "verify"]));
     assert_eq!(
-        out.stdout,
+        out.text(),
         format!(
             "forms  {}  no_lock  not_checked\npdf  {}  no_lock  not_checked\n",
             digest("forms"),
@@ -226,7 +179,7 @@ fn verify_statuses_are_the_books_words_with_one_json_type() {
     let out = run(skillstore(root).args(["--source", "/skills/", "--locked", "verify"]));
     assert_eq!(out.code, 3);
     assert_eq!(
-        out.stdout,
+        out.text(),
         format!(
             "forms  {}  matches  not_checked\npdf  {after}  mismatch  not_checked  (the lock says {before})\n",
             digest("forms")
@@ -234,7 +187,7 @@ fn verify_statuses_are_the_books_words_with_one_json_type() {
     );
     let out = run(skillstore(root).args(["--source", "/skills/", "--locked", "verify", "--json"]));
     assert_eq!(out.code, 3);
-    let json: Value = serde_json::from_str(&out.stdout).unwrap();
+    let json: Value = serde_json::from_str(&out.text()).unwrap();
     assert_eq!(json["skills"][0]["lock"], "matches", "{json}");
     assert_eq!(json["skills"][0].get("locked_digest"), None, "{json}");
     assert_eq!(json["skills"][1]["lock"], "mismatch", "{json}");
@@ -248,7 +201,7 @@ fn verify_statuses_are_the_books_words_with_one_json_type() {
         "---\nname: new\ndescription: New.\n---\nBody.\n",
     );
     let out = run(skillstore(root).args(["--source", "/skills/", "--locked", "verify", "--json"]));
-    let json: Value = serde_json::from_str(&out.stdout).unwrap();
+    let json: Value = serde_json::from_str(&out.text()).unwrap();
     assert_eq!(json["skills"][1]["name"], "new");
     assert_eq!(json["skills"][1]["lock"], "not_locked", "{json}");
 }
@@ -261,7 +214,7 @@ fn help_options(args: &[&str]) -> (BTreeSet<String>, Vec<String>) {
     let mut options = BTreeSet::new();
     let mut commands = Vec::new();
     let mut section = "";
-    for line in out.stdout.lines() {
+    for line in out.text().lines() {
         if !line.starts_with(' ') {
             section = line;
             continue;
@@ -449,7 +402,7 @@ fn locked_is_refused_where_no_catalog_is_read() {
     ] {
         let out = run(skillstore(root).arg("--locked").args(&args));
         assert_eq!(
-            (out.code, out.stderr.as_str(), out.stdout.as_str()),
+            (out.code, out.stderr.as_str(), out.text().as_str()),
             (
                 2,
                 format!("error: `{shown}` reads no catalog and takes no --locked\n").as_str(),
@@ -458,7 +411,7 @@ fn locked_is_refused_where_no_catalog_is_read() {
             "{args:?}"
         );
         let help = run(skillstore(root).args(&args[..1]).arg("--help"));
-        assert!(!help.stdout.contains("--locked"), "{args:?}: {}", help.stdout);
+        assert!(!help.text().contains("--locked"), "{args:?}: {}", help.text());
     }
     // A command that reads a catalog still takes it.
     assert_eq!(run(skillstore(root).args(["--source", "/skills/", "lock"])).code, 0);
@@ -478,7 +431,7 @@ fn sign_with_a_public_key_names_the_private_one() {
     );
     let out = run(skillstore(dir.path()).args(["sign", "skills/pdf", "--key", "key.pub"]));
     assert_eq!(
-        (out.code, out.stderr.as_str(), out.stdout.as_str()),
+        (out.code, out.stderr.as_str(), out.text().as_str()),
         (
             2,
             "error: `key.pub` is a public key: sign with the private key (`key`); the public one goes in allowed_signers\n",
@@ -496,13 +449,13 @@ fn a_withheld_skill_is_said_to_exist_and_why() {
     assert_eq!(run(skillstore(root).args(["--source", "/skills/", "lock"])).code, 0);
     let before = {
         let out = run(skillstore(root).args(["--source", "/skills/", "show", "pdf", "--json"]));
-        let json: Value = serde_json::from_str(&out.stdout).unwrap();
+        let json: Value = serde_json::from_str(&out.text()).unwrap();
         json["digest"].as_str().unwrap().to_owned()
     };
     write(root, "skills/pdf/scripts/run.sh", "echo rum\n");
     let after = {
         let out = run(skillstore(root).args(["--source", "/skills/", "show", "pdf", "--json"]));
-        let json: Value = serde_json::from_str(&out.stdout).unwrap();
+        let json: Value = serde_json::from_str(&out.text()).unwrap();
         json["digest"].as_str().unwrap().to_owned()
     };
     let expected = format!(
@@ -516,7 +469,7 @@ fn a_withheld_skill_is_said_to_exist_and_why() {
     ] {
         let out = run(skillstore(root).args(["--source", "/skills/", "--locked"]).args(&args));
         assert_eq!(
-            (out.code, out.stderr.as_str(), out.stdout.as_str()),
+            (out.code, out.stderr.as_str(), out.text().as_str()),
             (3, expected.as_str(), ""),
             "{args:?}"
         );
@@ -529,7 +482,7 @@ fn a_source_that_is_a_skill_says_to_point_at_its_parent() {
     let dir = two_skills();
     let out = run(skillstore(dir.path()).args(["--source", "/skills/pdf", "list"]));
     assert_eq!(
-        (out.code, out.stderr.as_str(), out.stdout.as_str()),
+        (out.code, out.stderr.as_str(), out.text().as_str()),
         (
             0,
             "warning: the source `Pdf` (/skills/pdf) is a skill's directory (it holds SKILL.md); \
@@ -550,12 +503,12 @@ fn read_of_a_directory_lists_its_files() {
     write(dir.path(), "skills/pdf/references/deep/fields.md", "fields\n");
     let out = run(skillstore(dir.path()).args(["--source", "/skills/", "read", "pdf", "references/"]));
     assert_eq!(
-        (out.code, out.stdout.as_str(), out.stderr.as_str()),
+        (out.code, out.text().as_str(), out.stderr.as_str()),
         (0, "references/deep/fields.md\nreferences/forms.md\n", "")
     );
     let out = run(skillstore(dir.path()).args(["--source", "/skills/", "read", "pdf", "assets/"]));
     assert_eq!(
-        (out.code, out.stdout.as_str(), out.stderr.as_str()),
+        (out.code, out.text().as_str(), out.stderr.as_str()),
         (1, "", "error: no files under `assets/` in the skill `pdf`\n")
     );
 }
@@ -567,17 +520,17 @@ fn search_exits_1_when_nothing_matches() {
     let root = dir.path();
     let out = run(skillstore(root).args(["--source", "/skills/", "search", "zebra"]));
     assert_eq!(
-        (out.code, out.stdout.as_str(), out.stderr.as_str()),
+        (out.code, out.text().as_str(), out.stderr.as_str()),
         (1, "", "no skill matches\n")
     );
     let out = run(skillstore(root).args(["--source", "/skills/", "search", "zebra", "--json"]));
     assert_eq!(
-        (out.code, out.stdout.as_str(), out.stderr.as_str()),
+        (out.code, out.text().as_str(), out.stderr.as_str()),
         (1, "{\"results\":[]}\n", "")
     );
     let out = run(skillstore(root).args(["--source", "/skills/", "search", "forms"]));
     assert_eq!(out.code, 0, "{}", out.stderr);
-    assert!(out.stdout.starts_with("forms  (skills, "), "{}", out.stdout);
+    assert!(out.text().starts_with("forms  (skills, "), "{}", out.text());
 }
 
 /// A base layer `base/csv-report` and an empty writable layer `team`.
@@ -612,7 +565,7 @@ fn skill_new_writes_a_valid_skeleton_recorded_in_history() {
         "--json",
     ]));
     assert_eq!(out.code, 0, "{}", out.stderr);
-    let change: Value = serde_json::from_str(&out.stdout).unwrap();
+    let change: Value = serde_json::from_str(&out.text()).unwrap();
     assert_eq!(change["action"], "create");
     assert_eq!(change["files"][0]["path"], "SKILL.md");
     let text = std::fs::read_to_string(root.join("team/pdf-forms/SKILL.md")).unwrap();
@@ -625,7 +578,7 @@ fn skill_new_writes_a_valid_skeleton_recorded_in_history() {
     );
     let out = run(skillstore(root).args(["validate", "team/pdf-forms"]));
     assert_eq!(
-        (out.code, out.stdout.as_str()),
+        (out.code, out.text().as_str()),
         (0, "ok       team/pdf-forms\n"),
         "{}",
         out.stderr
@@ -633,7 +586,7 @@ fn skill_new_writes_a_valid_skeleton_recorded_in_history() {
     let out = run(skillstore(root)
         .args(LAYERS)
         .args(["skill", "history", "pdf-forms", "--to", "team", "--json"]));
-    let history: Value = serde_json::from_str(&out.stdout).unwrap();
+    let history: Value = serde_json::from_str(&out.text()).unwrap();
     assert_eq!(history.as_array().unwrap().len(), 1);
     assert_eq!(history[0]["action"], "create");
     // Without a description, the skeleton is valid still.
@@ -710,7 +663,7 @@ fn skill_override_copies_the_winner_into_the_writable_source() {
         .args(LAYERS)
         .args(["skill", "override", "csv-report", "--to", "team", "--json"]));
     assert_eq!(out.code, 0, "{}", out.stderr);
-    let change: Value = serde_json::from_str(&out.stdout).unwrap();
+    let change: Value = serde_json::from_str(&out.text()).unwrap();
     assert_eq!(change["action"], "override");
     let paths: Vec<&str> = change["files"]
         .as_array()
@@ -728,13 +681,13 @@ fn skill_override_copies_the_winner_into_the_writable_source() {
     let out = run(skillstore(root).args(LAYERS).args(patch));
     assert_eq!(out.code, 0, "{}", out.stderr);
     let out = run(skillstore(root).args(LAYERS).args(["show", "csv-report", "--json"]));
-    let show: Value = serde_json::from_str(&out.stdout).unwrap();
+    let show: Value = serde_json::from_str(&out.text()).unwrap();
     assert_eq!(show["source"], "team");
     assert_eq!(show["shadowed"][0]["source"], "base");
     let out = run(skillstore(root)
         .args(LAYERS)
         .args(["skill", "history", "csv-report", "--to", "team", "--json"]));
-    let history: Value = serde_json::from_str(&out.stdout).unwrap();
+    let history: Value = serde_json::from_str(&out.text()).unwrap();
     let actions: Vec<&str> = history
         .as_array()
         .unwrap()
@@ -797,7 +750,7 @@ fn a_skill_edited_after_signing_says_so() {
                    an edit, or another skill's signature); `skillstore sign` signs it again; it is not served";
     let out = run(skillstore(root).args(["list", "--json"]));
     assert_eq!(out.code, 3);
-    let json: Value = serde_json::from_str(&out.stdout).unwrap();
+    let json: Value = serde_json::from_str(&out.text()).unwrap();
     assert_eq!(json["diagnostics"][0]["kind"], "signature_invalid", "{json}");
     assert_eq!(json["diagnostics"][0]["message"], message, "{json}");
     let path = json["diagnostics"][0]["path"].as_str().unwrap().to_owned();

@@ -7,18 +7,14 @@ use std::path::Path;
 use assert_cmd::Command;
 use serde_json::Value;
 
+use crate::support::write;
+
 fn skillstore(root: &Path) -> Command {
     let mut cmd = Command::cargo_bin("skillstore").unwrap();
     cmd.current_dir(root)
         .env("XDG_CACHE_HOME", root.join("cache"))
         .args(["--source", "/skills/"]);
     cmd
-}
-
-fn write(root: &Path, relative: &str, text: &str) {
-    let path = root.join(relative);
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
 }
 
 #[test]

@@ -6,11 +6,7 @@ use std::time::Duration;
 use assert_cmd::Command;
 use serde_json::Value;
 
-fn write(root: &Path, rel: &str, text: &str) {
-    let path = root.join(rel);
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
-}
+use crate::support::write;
 
 /// Two layers: `team` shadows `base`'s `pdf`.
 fn layers() -> tempfile::TempDir {

@@ -1,0 +1,261 @@
+//! What every command shares: usage errors, logging, escaped output,
+//! `--version`, completions and man pages, and which commands take the
+//! catalog options.
+
+use crate::support::{NOTES, in_tree, repo, run, skillstore};
+
+#[test]
+fn cli_bad_usage_exits_two_with_one_line() {
+    let cases: [&[&str]; 6] = [
+        &[],
+        &["list", "--bogus"],
+        &["--mount", "no-equals", "list"],
+        &["--source", "relative/path", "list"],
+        &["--source", "/a/../b", "list"],
+        &["--config", "does-not-exist.yaml", "list"],
+    ];
+    for args in cases {
+        let out = run(skillstore().args(args));
+        assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
+        assert!(!out.stderr.contains("panicked"), "{args:?}");
+    }
+    let missing = run(skillstore().args(["--config", "does-not-exist.yaml", "list"]));
+    assert!(
+        missing.stderr.starts_with("error: cannot read the configuration"),
+        "{}",
+        missing.stderr
+    );
+}
+
+#[test]
+fn cli_rust_log_turns_on_tracing() {
+    let out = run(skillstore().env("RUST_LOG", "debug").args(["list", "--json"]));
+    assert_eq!(out.code, 0);
+    assert!(out.stderr.contains("DEBUG"), "{}", out.stderr);
+    // Standard error is a pipe here, so the log carries no colour codes.
+    assert!(!out.stderr.contains('\u{1b}'), "{}", out.stderr);
+}
+
+/// Finding: a description holding ESC or BEL sequences reached the terminal
+/// raw in `list`, `show`, diagnostics, errors and `history`.
+#[test]
+fn terminal_escapes_are_shown_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let esc = "Title\u{1b}]0;pwned\u{7} and \u{1b}[2J cleared, \u{9b}31m red";
+    std::fs::create_dir_all(dir.path().join("base/esc")).unwrap();
+    std::fs::write(
+        dir.path().join("base/esc/SKILL.md"),
+        format!(
+            "---\nname: esc\ndescription: \"{}\"\nlicense: \"MIT\\e[8m\"\n---\nBody \u{1b}[5m\n",
+            esc.replace('\u{1b}', "\\e")
+                .replace('\u{7}', "\\a")
+                .replace('\u{9b}', "\\x9b")
+        ),
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.path().join("team/bad")).unwrap();
+    std::fs::write(
+        dir.path().join("team/bad/SKILL.md"),
+        "---\nname: \"bad\\e[31m\"\ndescription: Misnamed.\n---\n",
+    )
+    .unwrap();
+    let raw = |bytes: &[u8]| {
+        bytes.iter().any(|b| *b == 0x1b || *b == 0x07) || String::from_utf8_lossy(bytes).contains('\u{9b}')
+    };
+
+    let list = run(&mut in_tree(dir.path(), &["list"]));
+    assert_eq!(list.code, 0, "{}", list.stderr);
+    assert!(
+        !raw(&list.stdout) && !raw(list.stderr.as_bytes()),
+        "{:?} {:?}",
+        list.text(),
+        list.stderr
+    );
+    assert!(list.text().contains("\\u{1b}]0;pwned\\u{7}"), "{}", list.text());
+    assert!(list.stderr.contains("\\u{1b}[31m"), "{}", list.stderr);
+
+    let show = run(&mut in_tree(dir.path(), &["show", "esc"]));
+    assert_eq!(show.code, 0, "{}", show.stderr);
+    assert!(!raw(&show.stdout), "{:?}", show.text());
+    assert!(show.text().contains("MIT\\u{1b}[8m"), "{}", show.text());
+
+    // JSON escapes what JSON escapes: every C0 control (C1 stays text).
+    let json = run(&mut in_tree(dir.path(), &["list", "--json"]));
+    assert!(!json.stdout.iter().any(|b| *b < 0x20 && *b != b'\n'), "{}", json.text());
+    assert!(json.text().contains("\\u001b]0;pwned\\u0007"), "{}", json.text());
+    assert_eq!(json.json()["skills"][0]["description"], esc);
+
+    let read = run(&mut in_tree(dir.path(), &["read", "esc"]));
+    assert!(read.text().contains("Body \u{1b}[5m"), "read stays byte-exact");
+
+    let error = run(&mut in_tree(dir.path(), &["read", "no\u{1b}]0;x\u{7}such"]));
+    assert_eq!(error.code, 1);
+    assert!(!raw(error.stderr.as_bytes()), "{:?}", error.stderr);
+
+    let notes = dir.path().join("notes.md");
+    std::fs::write(&notes, NOTES).unwrap();
+    let created = run(&mut in_tree(
+        dir.path(),
+        &[
+            "skill",
+            "create",
+            "notes",
+            "--from",
+            notes.to_str().unwrap(),
+            "--author",
+            "mallory\u{1b}[2J",
+        ],
+    ));
+    assert_eq!(created.code, 0, "{}", created.stderr);
+    let history = run(&mut in_tree(dir.path(), &["skill", "history", "notes"]));
+    assert!(!raw(&history.stdout), "{:?}", history.text());
+    assert!(history.text().contains("mallory\\u{1b}[2J"), "{}", history.text());
+}
+
+#[test]
+fn cli_version_names_the_commit_it_was_built_from() {
+    let out = run(skillstore().arg("--version"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let line = out.text();
+    let expected = std::process::Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(repo())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map_or_else(
+            || "unknown".to_owned(),
+            |o| String::from_utf8_lossy(&o.stdout).trim().to_owned(),
+        );
+    assert_eq!(
+        line,
+        format!("skillstore {} (commit {expected})\n", env!("CARGO_PKG_VERSION"))
+    );
+}
+
+#[test]
+fn cli_bash_completion_completes_commands_and_options() {
+    let script = run(skillstore().args(["completions", "bash"]));
+    assert_eq!(script.code, 0, "{}", script.stderr);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("skillstore.bash");
+    std::fs::write(&path, &script.stdout).unwrap();
+    // The real bash loads the script and asks it what `skillstore sy<TAB>`
+    // and `skillstore sync --wa<TAB>` complete to.
+    let complete = |words: &str, cword: usize| {
+        let probe = format!(
+            "source {}; COMP_WORDS=({words}); COMP_CWORD={cword}; COMP_LINE='{words}'; COMP_POINT=${{#COMP_LINE}}; \
+             _skillstore skillstore \"${{COMP_WORDS[$COMP_CWORD]}}\" \"${{COMP_WORDS[$COMP_CWORD-1]}}\"; \
+             printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+            path.display()
+        );
+        let out = std::process::Command::new("bash")
+            .args(["-c", &probe])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    assert_eq!(complete("skillstore sy", 1).trim(), "sync");
+    assert!(complete("skillstore sync --wa", 2).lines().any(|l| l == "--watch"));
+    for shell in ["zsh", "fish", "elvish", "powershell"] {
+        let out = run(skillstore().args(["completions", shell]));
+        assert_eq!(out.code, 0, "{shell}: {}", out.stderr);
+        assert!(out.text().contains("sync"), "{shell}");
+    }
+    assert_eq!(run(skillstore().args(["completions", "tcsh"])).code, 2);
+}
+
+#[test]
+fn cli_man_pages_cover_every_command() {
+    let page = run(skillstore().arg("man"));
+    assert_eq!(page.code, 0, "{}", page.stderr);
+    let text = page.text();
+    assert!(text.starts_with(".ie"), "roff: {}", &text[..80.min(text.len())]);
+    assert!(text.contains(".TH skillstore 1"), "{text}");
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(skillstore().arg("man").arg("--dir").arg(dir.path()));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let mut pages: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    pages.sort();
+    for command in ["list", "show", "sync", "serve", "config", "token-hash", "man"] {
+        assert!(pages.contains(&format!("skillstore-{command}.1")), "{pages:?}");
+    }
+    assert!(pages.contains(&"skillstore.1".to_owned()));
+    let sync = std::fs::read_to_string(dir.path().join("skillstore-sync.1")).unwrap();
+    assert!(
+        sync.contains(".TH skillstore-sync 1") && sync.contains("watch"),
+        "{sync}"
+    );
+    assert_eq!(run(skillstore().args(["man", "--dir", "/nonexistent/dir"])).code, 2);
+
+    // A link or a FIFO planted under a page's name is replaced, never
+    // written through or waited on.
+    let planted = tempfile::tempdir().unwrap();
+    let precious = planted.path().join("precious.txt");
+    std::fs::write(&precious, "keep me\n").unwrap();
+    let pages = planted.path().join("man");
+    std::fs::create_dir(&pages).unwrap();
+    std::os::unix::fs::symlink(&precious, pages.join("skillstore.1")).unwrap();
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        pages.join("skillstore-list.1").as_path(),
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap();
+    let out = run(skillstore().arg("man").arg("--dir").arg(&pages));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(std::fs::read_to_string(&precious).unwrap(), "keep me\n");
+    for page in ["skillstore.1", "skillstore-list.1"] {
+        let meta = std::fs::symlink_metadata(pages.join(page)).unwrap();
+        assert!(meta.is_file(), "{page} is a regular file now");
+        assert_eq!(
+            std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o777,
+            0o644
+        );
+    }
+    let leftovers: Vec<_> = std::fs::read_dir(&pages)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('.'))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+#[test]
+fn cli_commands_without_a_catalog_neither_list_nor_take_global_options() {
+    for (command, help) in [
+        (&["validate"][..], true),
+        (&["pack"][..], true),
+        (&["publish"][..], true),
+        (&["token-hash"][..], true),
+        (&["config", "check"][..], false),
+    ] {
+        let out = run(skillstore().args(command).arg("--help"));
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        let text = out.text();
+        let lists = |flag: &str| text.lines().any(|l| l.trim_start().starts_with(flag));
+        for flag in ["--mount", "--source", "--writable", "--no-cache"] {
+            assert!(!lists(flag), "{command:?} --help lists {flag}:\n{text}");
+        }
+        assert_eq!(lists("--config"), !help, "{command:?}:\n{text}");
+    }
+    // The commands that read a catalog still list them.
+    let list = run(skillstore().args(["list", "--help"])).text();
+    assert!(list.contains("--mount") && list.contains("--source"), "{list}");
+    // Given anyway, they are a usage error rather than silently ignored.
+    let out = run(skillstore().args(["--mount", "/=.", "validate", "examples/skills/base"]));
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("`validate` reads no catalog and takes no --mount"),
+        "{}",
+        out.stderr
+    );
+    let out = run(skillstore().args(["pack", "examples/skills/base/csv-report", "--source", "/base"]));
+    assert_eq!(out.code, 2, "{}", out.stderr);
+}
