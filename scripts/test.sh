@@ -88,5 +88,8 @@ bash server/tests/python/run.sh
 echo "== a 60 s soak of serve: legitimate clients beside hostile ones, no legitimate request may fail, no client may die, each legitimate client above its floor (scripts/soak_serve.py)"
 python3 scripts/soak_serve.py --duration 60 --binary "${CARGO_TARGET_DIR:-target}/debug/skillstore"
 
+echo "== fuzzing: every fuzz target for 20 s on a copy of its corpus in fuzz/corpus; a crash, leak or timeout fails (scripts/fuzz.sh --ci)"
+bash scripts/fuzz.sh --ci 20
+
 echo "== python package (scripts/test-python.sh)"
 bash scripts/test-python.sh

@@ -1,6 +1,7 @@
 //! A catalog loaded from files the fuzzer writes: no panic, every skill
-//! comes from a source directory, and every level-2/3 read stays inside the
-//! skill's own directory.
+//! comes from a source directory and a skill file (`SKILL.md`, or the
+//! lowercase `skill.md` a catalog also takes), and every level-2/3 read
+//! stays inside the skill's own directory.
 #![no_main]
 
 use std::sync::Arc;
@@ -8,6 +9,7 @@ use std::sync::Arc;
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use skillstore::backends::{MemoryBackend, PutMode, SkillBackend, VPath};
+use skillstore::skill::is_skill_file_name;
 use skillstore::{Catalog, LoadOptions, Source, SourceList};
 
 #[derive(Debug, Arbitrary)]
@@ -33,7 +35,7 @@ fuzz_target!(|input: Input| {
         let catalog = Catalog::load(Arc::new(backend), sources, LoadOptions::default()).await;
         for skill in catalog.skills() {
             assert!(SOURCES.iter().any(|s| skill.path.starts_with(&VPath::new(s).unwrap())));
-            assert_eq!(skill.path.file_name(), Some("SKILL.md"));
+            assert!(skill.path.file_name().is_some_and(is_skill_file_name), "{}", skill.path);
             assert!(catalog.read_skill(skill.name()).await.is_ok());
             for relative in input.relative_reads.iter().take(8) {
                 if let Err(skillstore::Error::Backend(e)) = catalog.read_file(skill.name(), relative).await
