@@ -1,7 +1,7 @@
 //! `GET /openapi.json`: the HTTP API described as OpenAPI 3.1, so clients
 //! can be generated and requests checked against it. It describes every
 //! route of [`super::ROUTES`] (every route but `/mcp`), each with exactly
-//! the methods the router answers there; `server/tests/http.rs` holds the
+//! the methods the router answers there; `server/tests/it/http.rs` holds the
 //! two equal against the served router, and `scripts/test.sh` validates the
 //! served document with `openapi-spec-validator`.
 
