@@ -16,7 +16,7 @@ input format:
   shadowing, broken and hidden skills, and reads that try to leave a
   skill's directory;
 - archive: .skill archives, valid and crafted byte by byte as the archive
-  tests craft them (tests/archive.rs), one for every refusal kind reachable
+  tests craft them (tests/it/archive.rs), one for every refusal kind reachable
   under the default limits.
 
 The typed targets (vpath, catalog_memory) read their input through the
@@ -331,7 +331,7 @@ def catalog_seeds():
 
 
 # ---------------------------------------------------------------------------
-# archive: zip files laid out byte by byte, as tests/archive.rs does.
+# archive: zip files laid out byte by byte, as tests/it/archive.rs does.
 
 
 class Raw:
