@@ -9,7 +9,8 @@
 # README.md and the book resolves and runs every bash block as
 # written (scripts/docs_test.py), the server through the official Python MCP SDK
 # (server/tests/python/run.sh), a 60 s soak of the server
-# (scripts/soak_serve.py) and the Python package's tests
+# (scripts/soak_serve.py), every fuzz target for 20 s on its committed
+# corpus (scripts/fuzz.sh --ci) and the Python package's tests
 # (scripts/test-python.sh).
 # Re-runs reuse the environments.
 set -euo pipefail
