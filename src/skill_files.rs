@@ -214,6 +214,31 @@ impl SkillFiles {
             .collect()
     }
 
+    /// This listing as [`list`] under the narrower `limits` would give it,
+    /// when that is certain without walking again: nothing was cut short,
+    /// every file and every file left out is reported and lies within
+    /// `limits.max_depth` directories, and there are at most
+    /// `limits.max_files` of them. `None` otherwise (list again). One
+    /// difference is accepted: a directory below `limits.max_depth` that
+    /// holds no file at any depth, which the narrower walk would report as
+    /// too deep, is not reported (it leaves no file out).
+    pub fn narrowed(&self, limits: FileLimits) -> Option<SkillFiles> {
+        let depth = |relative: &str| relative.matches('/').count();
+        let within = !self.truncated
+            && self.left_out_count == self.left_out.len()
+            && self.files.len() + self.left_out_count <= limits.max_files
+            && self.files.iter().all(|f| depth(&f.relative) <= limits.max_depth)
+            && self
+                .left_out
+                .iter()
+                .all(|l| l.kind != LeftOutKind::TooDeep && depth(&l.relative) <= limits.max_depth);
+        within.then(|| {
+            let mut narrowed = self.clone();
+            narrowed.left_out.truncate(limits.max_reported);
+            narrowed
+        })
+    }
+
     /// Moves the files `unwanted` picks to the files left out, as `kind`.
     pub(crate) fn leave_out_where(
         &mut self,

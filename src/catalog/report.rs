@@ -39,14 +39,28 @@ pub struct SkillReport {
 
 impl Catalog {
     /// The report of the winner `name`. A skill that cannot be digested is
-    /// reported without a digest.
+    /// reported without a digest. The skill's directory is walked once
+    /// (twice only when its listing goes past [`REPORT_LIMITS`]).
     pub async fn report(&self, name: &str) -> Result<SkillReport> {
         let found = self.get(name).ok_or_else(|| Error::SkillNotFound(name.to_owned()))?;
-        let listed = self.skill_files(name, REPORT_LIMITS).await?;
         let mut skill = found.clone();
-        if skill.digest.is_none() {
-            skill.digest = self.skill_digest(name).await.ok().map(|d| d.digest.into());
+        let mut view = None;
+        if skill.digest.is_none()
+            && let Ok(whole) = self.skill_files(name, FileLimits::default()).await
+        {
+            // One walk serves both when the report's bounds cut nothing.
+            view = whole.narrowed(REPORT_LIMITS);
+            let digests = &self.options.digests;
+            skill.digest = digests
+                .skill_digest(self.backend.as_ref(), &whole)
+                .await
+                .ok()
+                .map(|d| d.digest.into());
         }
+        let listed = match view {
+            Some(view) => view,
+            None => self.skill_files(name, REPORT_LIMITS).await?,
+        };
         let mut diagnostics: Vec<Diagnostic> = self
             .diagnostics()
             .iter()

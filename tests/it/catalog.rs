@@ -465,7 +465,52 @@ skillstore::backends::backend_matrix!(
     a_budget_shortens_descriptions_then_drops_skills,
     a_lowercase_skill_md_loads_with_a_warning,
     source_unavailable_messages_name_the_path_and_kind_only,
+    a_report_walks_the_skill_once,
 );
+
+/// `Catalog::report` walks a skill's directory once for its files and its
+/// digest, and lists what a listing within `REPORT_LIMITS` lists; a skill
+/// past those bounds is walked again, and reported as before.
+async fn a_report_walks_the_skill_once(f: Fixture) {
+    let deep = "/base/deep/a/b/c/d/e/f/g/far.md";
+    let tree = fill(
+        f,
+        &[
+            ("/base/pdf/SKILL.md", &skill_md("pdf", "p")),
+            ("/base/pdf/references/forms.md", b"forms"),
+            ("/base/pdf/scripts/fill.py", b"print()"),
+            ("/base/deep/SKILL.md", &skill_md("deep", "d")),
+            (deep, b"far"),
+        ],
+    )
+    .await;
+    let watched = Watched::new(tree.backend.clone());
+    let catalog = Catalog::load(watched.clone(), sources(&["/base"]), LoadOptions::default()).await;
+    for (name, walks, dirs) in [("pdf", 1, 3), ("deep", 2, 8)] {
+        watched.reset();
+        let report = catalog.report(name).await.unwrap();
+        let lists = watched.lists.load(Ordering::SeqCst);
+        let narrow = catalog
+            .skill_files(name, skillstore::catalog::REPORT_LIMITS)
+            .await
+            .unwrap();
+        assert_eq!(report.files, narrow.relatives(), "{name}");
+        assert_eq!(report.truncated, narrow.truncated, "{name}");
+        assert!(report.skill.digest.is_some(), "{name}");
+        let whole = catalog.skill_digest(name).await.unwrap();
+        assert_eq!(report.skill.digest.as_deref(), Some(whole.digest.as_str()), "{name}");
+        // The catalog lists each directory of the skill once per walk (the
+        // deep one's second walk stops at the report's depth).
+        let once = if walks == 1 { dirs } else { dirs + 7 };
+        assert!(
+            lists > 0 && lists <= once,
+            "{name}: {lists} listings, expected at most {once}"
+        );
+        if walks == 1 {
+            assert_eq!(lists, dirs, "{name}: one walk lists each of its directories once");
+        }
+    }
+}
 
 async fn a_lowercase_skill_md_loads_with_a_warning(f: Fixture) {
     let files: Vec<(&str, Vec<u8>)> = vec![
