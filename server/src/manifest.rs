@@ -45,6 +45,11 @@ pub struct Manifest {
     pub left_out: Vec<LeftOut>,
     /// True when the listing was cut short at its file count bound.
     pub truncated: bool,
+    /// The skill digest ([`skillstore::integrity::digest_lines`]) over
+    /// `files`, when every listed file was digested and nothing was cut
+    /// short: the digest [`Catalog::skill_digest`] gives, from this one
+    /// listing.
+    pub digest: Option<String>,
 }
 
 /// Builds the manifest of `skill` from `catalog`'s namespace.
@@ -103,11 +108,21 @@ pub async fn build(tenant: &Tenant, catalog: &Catalog, skill: &Skill) -> Result<
             Err(_) => serde_json::Map::new(),
         },
     };
+    let whole = !listed.truncated && files.len() == listed.files.len();
+    let digest = whole.then(|| {
+        skillstore::integrity::digest_lines(files.iter().map(|f| {
+            (
+                f.relative.as_str(),
+                f.digest.strip_prefix("sha256:").unwrap_or(&f.digest),
+            )
+        }))
+    });
     Ok(Arc::new(Manifest {
         frontmatter,
         files,
         left_out,
         truncated: listed.truncated,
+        digest,
     }))
 }
 

@@ -275,7 +275,7 @@ impl SkillsServer {
         let commit = winner.and_then(|s| s.commit.clone());
         let digest = match winner.and_then(|s| s.digest.clone()) {
             Some(digest) => Some(digest.to_string()),
-            None => view.catalog.skill_digest(name).await.ok().map(|d| d.digest),
+            None => manifest.digest.clone(),
         };
         if manifest.left_out.is_empty() && !manifest.truncated && commit.is_none() && digest.is_none() {
             return Ok(entry);

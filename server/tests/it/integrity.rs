@@ -131,6 +131,39 @@ async fn http_and_mcp_show_the_digest_and_a_locked_tenant_withholds_a_changed_sk
 /// A locked tenant's skill changed on disk after its check, with no
 /// refresh: no HTTP or MCP read returns the new bytes, each says why; a
 /// file added since is neither listed nor read.
+/// Without a lock no winner carries a digest from its load: MCP computes
+/// each skill's digest from the manifest it lists (one listing), and it is
+/// the library's, a signature in the reserved directory left out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unlocked_tenant_gives_mcp_the_library_digest_from_one_listing() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("tree");
+    layered_tree(&root);
+    write(&root, "team/alpha/.skillstore/signature", "not part of the digest\n");
+    let (_, alpha, beta) = digests(&root).await;
+    let server = Served::start(settings(vec![(
+        "acme",
+        layered_config(&root),
+        vec![("reader", Scope::Read)],
+    )]))
+    .await;
+    let client = http_client(&server.base, "reader").await;
+    let listed = client.list_all_skills().await.unwrap();
+    assert_eq!(listed.len(), 2);
+    for skill in &listed {
+        let meta = skill.meta.as_ref().expect("every skill carries its digest in _meta");
+        let expected = if skill.uri.contains("alpha") { &alpha } else { &beta };
+        assert_eq!(
+            meta.0[skillstore_server::mcp::DIGEST_META],
+            expected.as_str(),
+            "{}",
+            skill.uri
+        );
+    }
+    let _ = client.cancel().await;
+    server.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_locked_skill_changed_behind_the_server_is_refused_until_a_refresh() {
     let dir = tempfile::tempdir().unwrap();
