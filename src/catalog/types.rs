@@ -416,7 +416,9 @@ pub trait WinnerCheck: Send + Sync + std::fmt::Debug {
 
     /// One verdict per winner of `catalog`, in the order of
     /// [`Catalog::skills`]. The check may read through the catalog
-    /// (listings, digests, files); the catalog applies the verdicts.
+    /// (listings, digests, files); the catalog applies the verdicts. A
+    /// load given another number of verdicts than it has winners panics:
+    /// it cannot tell which winner a verdict was for.
     async fn verdicts(self: Arc<Self>, catalog: Arc<Catalog>) -> Vec<Verdict>;
 }
 
