@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Two builds of the command on the same tree, in alternating runs.
 
-    python3 scripts/bench_ab.py BEFORE AFTER TREE [--runs 60] [--rounds 3]
+    python3 scripts/bench_ab.py BEFORE AFTER TREE [--runs 60] [--rounds 3] [--locked]
 
 TREE is a four-layer tree from the peer harness's gen_fixture.py. Each run
 is the whole process `BINARY --mount /=TREE --source /base/ ... list --json`
@@ -9,12 +9,17 @@ with its output discarded; the two binaries take turns (the order flips
 every pair), so both see the same machine load. Before timing, both outputs
 must be byte-identical. Prints, per round, each binary's median, quartiles
 and minimum, and the ratio of the medians (AFTER over BEFORE).
+
+With --locked, BEFORE writes a lock of the tree (`lock`) into a scratch
+directory first, and every run is `--locked ... list --json` there: what a
+one-shot command pays to check every winner against a lock.
 """
 
 import argparse
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 
@@ -25,15 +30,24 @@ def main() -> int:
     parser.add_argument("tree")
     parser.add_argument("--runs", type=int, default=60)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--locked", action="store_true", help="check every winner against a lock written first")
     args = parser.parse_args()
 
-    flags = ["--mount", f"/={args.tree}"]
+    mounts = ["--mount", f"/={args.tree}"]
     for layer in ("base", "user", "project", "team"):
-        flags += ["--source", f"/{layer}/"]
-    flags += ["list", "--json"]
+        mounts += ["--source", f"/{layer}/"]
+    flags = [*mounts, "list", "--json"]
+    scratch = tempfile.TemporaryDirectory(prefix="bench-ab-")
+    cwd = scratch.name
+    if args.locked:
+        subprocess.run([args.before, *mounts, "lock"], cwd=cwd, stdout=subprocess.DEVNULL, check=True)
+        flags = ["--locked", *flags]
     binaries = {"before": args.before, "after": args.after}
 
-    outputs = {name: subprocess.run([b, *flags], capture_output=True, check=True).stdout for name, b in binaries.items()}
+    outputs = {
+        name: subprocess.run([b, *flags], capture_output=True, check=True, cwd=cwd).stdout
+        for name, b in binaries.items()
+    }
     if outputs["before"] != outputs["after"]:
         print("the two builds print different catalogs", file=sys.stderr)
         return 1
@@ -46,7 +60,7 @@ def main() -> int:
                 order.reverse()
             for name, binary in order:
                 started = time.perf_counter()
-                subprocess.run([binary, *flags], stdout=subprocess.DEVNULL, check=True)
+                subprocess.run([binary, *flags], stdout=subprocess.DEVNULL, check=True, cwd=cwd)
                 times[name].append(time.perf_counter() - started)
         print(f"round {round_}:")
         for name, values in times.items():

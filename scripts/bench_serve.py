@@ -2,12 +2,13 @@
 """Benchmark `skillstore serve` with wrk, side by side with nginx serving
 the same SKILL.md files as static files, on loopback.
 
-Usage: python3 scripts/bench_serve.py [--tree ROOT | --per-layer 250] [--duration 10]
+Usage: python3 scripts/bench_serve.py [--tree ROOT | --per-layer 250] [--duration 10] [--binary PATH]
 
 ROOT is a layered tree from the peer harness's gen_fixture.py
 (ROOT/{base,user,project,team}); without it a tree is generated.
 
-Needs `wrk` and `nginx` (Debian packages) and builds the release binary.
+Needs `wrk` and `nginx` (Debian packages) and builds the release binary
+(or measures the one `--binary` names).
 Measures, one after the other in one run:
 - GET /v1/skills/{name} (64 connections, names in turn) against nginx
   serving each skill's SKILL.md: requests/s and p99;
@@ -125,10 +126,14 @@ def main() -> None:
     ap.add_argument("--per-layer", type=int, default=250)
     ap.add_argument("--duration", type=int, default=10)
     ap.add_argument("--tree", type=Path, help="a layered tree (ROOT/{base,user,project,team})")
+    ap.add_argument("--binary", type=Path, help="a built command to measure (default: build the release binary)")
     args = ap.parse_args()
-    subprocess.run(["cargo", "build", "--release", "--quiet", "-p", "skillstore-cli", "--bin", "skillstore"],
-                   cwd=REPO, check=True)
-    binary = REPO / "target" / "release" / "skillstore"
+    if args.binary:
+        binary = args.binary.resolve()
+    else:
+        subprocess.run(["cargo", "build", "--release", "--quiet", "-p", "skillstore-cli", "--bin", "skillstore"],
+                       cwd=REPO, check=True)
+        binary = REPO / "target" / "release" / "skillstore"
     work = Path(tempfile.mkdtemp(prefix="bench-serve-"))
     # nginx's workers run as an unprivileged user: they must be able to read the tree.
     work.chmod(0o755)
