@@ -220,3 +220,138 @@ async fn stdio_answers_unreadable_lines_and_bad_params_as_json_rpc_says() {
     drop(stdin);
     let _ = tokio::time::timeout(std::time::Duration::from_secs(20), child.wait()).await;
 }
+
+/// The input schema of `tool` in `tools`, by name.
+fn input_schema<'a>(tools: &'a [rmcp::model::Tool], tool: &str) -> &'a rmcp::model::JsonObject {
+    &tools
+        .iter()
+        .find(|t| t.name == tool)
+        .unwrap_or_else(|| panic!("no tool {tool}"))
+        .input_schema
+}
+
+/// The required fields of a schema, sorted, and its properties' names, sorted.
+fn fields(schema: &rmcp::model::JsonObject) -> (Vec<String>, Vec<String>) {
+    let mut required: Vec<String> = schema
+        .get("required")
+        .and_then(|r| r.as_array())
+        .map(|r| r.iter().map(|v| v.as_str().unwrap().to_owned()).collect())
+        .unwrap_or_default();
+    required.sort();
+    let mut properties: Vec<String> = schema["properties"].as_object().unwrap().keys().cloned().collect();
+    properties.sort();
+    (required, properties)
+}
+
+/// What `tools/list` offers a reader and a writer: the read tools to both,
+/// the write tools to the writer only, each schema an object with its
+/// required fields, every property described, and the bounds the handlers
+/// enforce (`limit` 1..=50, `count` and `id` at least 1). A value out of
+/// bounds or of the wrong type is a tool error naming `bad_request`, and a
+/// reader's call to a write tool is refused as a call to no tool.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tool_schemas_give_required_fields_and_bounds_by_scope() {
+    let dir = tempfile::tempdir().unwrap();
+    layered_tree(dir.path());
+    let server = Served::start(settings(vec![(
+        "acme",
+        layered_config(dir.path()),
+        vec![("writer", Scope::Write), ("reader", Scope::Read)],
+    )]))
+    .await;
+    let reader = http_client(&server.base, "reader").await;
+    let writer = http_client(&server.base, "writer").await;
+    let read_tools = reader.list_all_tools().await.unwrap();
+    let write_tools = writer.list_all_tools().await.unwrap();
+    let names = |tools: &[rmcp::model::Tool]| -> Vec<String> { tools.iter().map(|t| t.name.to_string()).collect() };
+    assert_eq!(
+        names(&read_tools),
+        ["list_skills", "search_skills", "load_skill", "read_skill_file"]
+    );
+    assert_eq!(names(&write_tools)[..4], names(&read_tools)[..]);
+    let s = |v: &[&str]| -> Vec<String> { v.iter().map(|x| (*x).to_owned()).collect() };
+    let expected: [(&str, Vec<String>, Vec<String>); 10] = [
+        ("list_skills", s(&[]), s(&["query"])),
+        ("search_skills", s(&["query"]), s(&["limit", "query"])),
+        ("load_skill", s(&["name"]), s(&["name"])),
+        ("read_skill_file", s(&["name", "path"]), s(&["name", "path"])),
+        ("create_skill", s(&["content", "name"]), s(&["content", "name"])),
+        (
+            "patch_skill",
+            s(&["find", "name", "replace"]),
+            s(&["count", "file", "find", "name", "replace"]),
+        ),
+        (
+            "write_skill_file",
+            s(&["content", "name", "path"]),
+            s(&["content", "name", "path"]),
+        ),
+        ("delete_skill", s(&["name"]), s(&["name"])),
+        ("skill_history", s(&["name"]), s(&["name"])),
+        ("rollback_skill", s(&["id", "name"]), s(&["id", "name"])),
+    ];
+    assert_eq!(names(&write_tools), expected.iter().map(|e| e.0).collect::<Vec<_>>());
+    for (tool, required, properties) in &expected {
+        let schema = input_schema(&write_tools, tool);
+        assert_eq!(schema["type"], "object", "{tool}");
+        assert_eq!(&fields(schema), &(required.clone(), properties.clone()), "{tool}");
+        for (property, spec) in schema["properties"].as_object().unwrap() {
+            let description = spec["description"].as_str().unwrap_or_default();
+            assert!(!description.is_empty(), "{tool}.{property} has a description");
+        }
+        assert!(
+            !write_tools
+                .iter()
+                .find(|t| t.name == *tool)
+                .unwrap()
+                .description
+                .as_deref()
+                .unwrap_or_default()
+                .is_empty()
+        );
+    }
+    for tool in &read_tools {
+        assert_eq!(
+            tool.input_schema.as_ref(),
+            input_schema(&write_tools, &tool.name),
+            "one schema for both"
+        );
+    }
+    let bound =
+        |tool: &str, property: &str, key: &str| input_schema(&write_tools, tool)["properties"][property][key].clone();
+    assert_eq!(bound("search_skills", "limit", "minimum"), json!(1));
+    assert_eq!(bound("search_skills", "limit", "maximum"), json!(50));
+    assert_eq!(bound("patch_skill", "count", "minimum"), json!(1));
+    assert_eq!(bound("rollback_skill", "id", "minimum"), json!(1));
+
+    for (arguments, kind) in [
+        (json!({"query": "alpha", "limit": 0}), "bad_request"),
+        (json!({"query": "alpha", "limit": 51}), "bad_request"),
+        (json!({"query": "alpha", "limit": "ten"}), "bad_request"),
+        (json!({"limit": 5}), "bad_request"),
+    ] {
+        let result = call(&reader, "search_skills", arguments.clone()).await;
+        assert_eq!(result.is_error, Some(true), "{arguments}");
+        assert!(text_of(&result).starts_with(kind), "{arguments}: {}", text_of(&result));
+    }
+    let zero = call(
+        &writer,
+        "patch_skill",
+        json!({"name": "alpha", "find": "a", "replace": "b", "count": -1}),
+    )
+    .await;
+    assert!(text_of(&zero).starts_with("bad_request"), "{}", text_of(&zero));
+    let no_id = call(&writer, "rollback_skill", json!({"name": "alpha"})).await;
+    assert!(text_of(&no_id).starts_with("bad_request"), "{}", text_of(&no_id));
+    let refused = reader
+        .call_tool(
+            CallToolRequestParams::new("create_skill").with_arguments(args(json!({"name": "x", "content": "y"}))),
+        )
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(refused.contains("no tool named `create_skill`"), "{refused}");
+    let _ = reader.cancel().await;
+    let _ = writer.cancel().await;
+    server.stop().await;
+}
