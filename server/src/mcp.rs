@@ -459,8 +459,7 @@ impl ServerHandler for SkillsServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let caller = self.caller(&context)?;
-        let arguments = request.arguments.unwrap_or_default();
-        tools::call(&caller, &request.name, &arguments).await.map(Into::into)
+        tools::call(caller, request, context).await
     }
 
     async fn list_resources(
