@@ -31,6 +31,7 @@ use rmcp::transport::streamable_http_server::session::local::LocalSessionManager
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData as McpError, service::SubscriptionContext};
 use skillstore::PromptStyle;
+use skillstore::integrity::digest::is_reserved;
 
 use crate::error::{ApiError, ServerError};
 use crate::service::{Caller, Service};
@@ -245,7 +246,8 @@ async fn write_lines(mut lines: tokio::sync::mpsc::Receiver<String>) -> std::io:
 }
 
 impl SkillsServer {
-    /// The entry of the Skills extension for the skill `name`.
+    /// The entry of the Skills extension for the skill `name`; its files
+    /// leave out skillstore's own `.skillstore/`, as its digest does.
     /// With `confirm`, a checked skill is listed again first (see
     /// [`crate::tenant::View::manifest`]).
     async fn skill_entry(&self, tenant: &Tenant, name: &str, confirm: bool) -> Result<McpSkill, ApiError> {
@@ -264,6 +266,7 @@ impl SkillsServer {
         let files = manifest
             .files
             .iter()
+            .filter(|f| !is_reserved(&f.relative))
             .map(|f| SkillResource::new(uri::file(name, &f.relative), f.digest.clone(), f.size))
             .collect();
         let entry = McpSkill::new(
@@ -322,7 +325,7 @@ impl SkillsServer {
 
     /// The entries of a directory of a skill, taken from the skill's files
     /// ([`skillstore::Catalog::skill_files`]): only what a confined read
-    /// serves is listed, and a checked skill that lost or changed a
+    /// serves is listed (less skillstore's own `.skillstore/`), and a checked skill that lost or changed a
     /// checked file is refused as a whole.
     async fn directory(&self, caller: &Caller, uri_text: &str) -> Result<Vec<Resource>, McpError> {
         let not_a_directory = || McpError::invalid_params(format!("not a directory: {uri_text}"), None);
@@ -342,7 +345,7 @@ impl SkillsServer {
             format!("{relative}/")
         };
         let mut entries: std::collections::BTreeMap<&str, Option<u64>> = std::collections::BTreeMap::new();
-        for file in &listed.files {
+        for file in listed.files.iter().filter(|f| !is_reserved(&f.relative)) {
             let Some(rest) = file.relative.strip_prefix(&prefix) else {
                 continue;
             };

@@ -16,6 +16,7 @@ use rmcp::{tool, tool_router};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use skillstore::integrity::digest::is_reserved;
 use skillstore::{FileLimits, Patch, SKILL_FILE};
 
 use super::content::Encoded;
@@ -250,13 +251,17 @@ impl Tools {
     }
 
     /// The SKILL.md once, as text, and the skill's other files in the
-    /// structured content.
+    /// structured content; skillstore's own `.skillstore/` is not offered.
     #[tool(description = "Read a skill's SKILL.md (its instructions) and the list of its other files.")]
     async fn load_skill(&self, Parameters(NameArgs { name }): Parameters<NameArgs>) -> Answer {
         let catalog = self.0.tenant.snapshot()?;
         let text = catalog.read_skill(&name).await?;
         let listed = catalog.skill_files(&name, LOAD_LIMITS).await?;
-        let others: Vec<String> = listed.relatives().into_iter().filter(|f| f != SKILL_FILE).collect();
+        let others: Vec<String> = listed
+            .relatives()
+            .into_iter()
+            .filter(|f| f != SKILL_FILE && !is_reserved(f))
+            .collect();
         let text = String::from_utf8_lossy(&text).into_owned();
         let mut result = CallToolResult::structured(json!({
             "name": name,

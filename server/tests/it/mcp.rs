@@ -355,3 +355,48 @@ async fn tool_schemas_give_required_fields_and_bounds_by_scope() {
     let _ = writer.cancel().await;
     server.stop().await;
 }
+
+/// A skill's `.skillstore/` (skillstore's own metadata: its signature) is
+/// offered to the agent by no listing: not `load_skill`'s files, not a
+/// directory listing, not a Skills-extension manifest; the skill's other
+/// files still are.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_listing_offers_a_skills_own_metadata() {
+    use rmcp::model::ReadResourceDirectoryRequestParams;
+    let dir = tempfile::tempdir().unwrap();
+    layered_tree(dir.path());
+    write(dir.path(), "team/alpha/.skillstore/signature", "not a real signature\n");
+    let server = Served::start(settings(vec![(
+        "acme",
+        layered_config(dir.path()),
+        vec![("reader", Scope::Read)],
+    )]))
+    .await;
+    let client = http_client(&server.base, "reader").await;
+    let loaded = call(&client, "load_skill", json!({"name": "alpha"})).await;
+    assert_eq!(
+        loaded.structured_content.as_ref().unwrap()["files"],
+        json!(["references/guide.md"])
+    );
+    assert!(!text_of(&loaded).contains(".skillstore"), "{}", text_of(&loaded));
+    let root = client
+        .read_resource_directory(ReadResourceDirectoryRequestParams::new("skill://alpha"))
+        .await
+        .unwrap();
+    let uris: Vec<&str> = root.resources.iter().map(|r| r.uri.as_str()).collect();
+    assert_eq!(uris, ["skill://alpha/SKILL.md", "skill://alpha/references"]);
+    assert!(
+        client
+            .read_resource_directory(ReadResourceDirectoryRequestParams::new("skill://alpha/.skillstore"))
+            .await
+            .is_err()
+    );
+    let skills = client.list_all_skills().await.unwrap();
+    let SkillResources::Files(files) = &skills[0].resources else {
+        panic!("a complete manifest");
+    };
+    let uris: Vec<&str> = files.iter().map(|f| f.uri.as_str()).collect();
+    assert_eq!(uris, ["skill://alpha/SKILL.md", "skill://alpha/references/guide.md"]);
+    let _ = client.cancel().await;
+    server.stop().await;
+}
