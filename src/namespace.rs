@@ -522,7 +522,7 @@ impl Namespace {
             template,
             location_root: self.prompt.location_root.clone(),
             always: self.prompt.always.clone(),
-            search_hint: None,
+            ..PromptOptions::default()
         })
     }
 }

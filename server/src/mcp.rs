@@ -51,6 +51,10 @@ pub const COMMIT_META: &str = "io.github.skillstore/commit";
 /// digest over all its files).
 pub const DIGEST_META: &str = "io.github.skillstore/digest";
 
+/// What the MCP prompt says reads the skills it lists at their paths in
+/// the skill store.
+pub const READ_HINT: &str = "the `load_skill` tool (by the skill's name) and the `read_skill_file` tool (by the skill's name and the file's path inside the skill's directory)";
+
 /// The MCP server of one session: answers for the tenant its caller names.
 #[derive(Clone)]
 pub struct SkillsServer {
@@ -561,6 +565,7 @@ impl ServerHandler for SkillsServer {
         }
         let arguments = request.arguments.unwrap_or_default();
         let mut options = caller.tenant.prompt_options().clone();
+        options.read_hint = Some(READ_HINT.to_owned());
         if let Some(style) = arguments.get("style").and_then(|v| v.as_str()) {
             options.style = style
                 .parse::<PromptStyle>()

@@ -400,3 +400,50 @@ async fn no_listing_offers_a_skills_own_metadata() {
     let _ = client.cancel().await;
     server.stop().await;
 }
+
+/// The MCP prompt of `skillstore mcp`, whose skills are at their paths in
+/// the skill store (no location root), names the tools that read those
+/// paths and never the agent's own file-reading tool.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_prompt_names_the_tools_that_read_the_paths_it_lists() {
+    use rmcp::model::GetPromptRequestParams;
+    let dir = tempfile::tempdir().unwrap();
+    layered_tree(dir.path());
+    write(
+        dir.path(),
+        "skillstore.yaml",
+        "sources:\n  - path: /base\n  - path: /team\n",
+    );
+    let mut command = tokio::process::Command::new(skillstore_binary());
+    command.arg("mcp").current_dir(dir.path());
+    let client = ().serve(TokioChildProcess::new(command).unwrap()).await.expect("an MCP session");
+    let text_of_prompt = async |style: &str| -> String {
+        let prompt = client
+            .get_prompt(GetPromptRequestParams::new("skills").with_arguments(args(json!({"style": style}))))
+            .await
+            .unwrap();
+        let rmcp::model::ContentBlock::Text(text) = &prompt.messages[0].content else {
+            panic!("a text message");
+        };
+        text.text.clone()
+    };
+    let reader = " The paths listed here are in the skill store, not on your disk: read them with the `load_skill` tool (by the skill's name) and the `read_skill_file` tool (by the skill's name and the file's path inside the skill's directory).";
+    let markdown = text_of_prompt("markdown").await;
+    let opening = format!(
+        "## Skills\n\nSkills are folders of instructions, scripts and references for particular kinds of work. Only each skill's name and description are listed here. When a task fits a skill, read its SKILL.md in full before you start, and follow it; open the other files it mentions only when you need them.{reader}\n\nSkill sources"
+    );
+    assert!(markdown.starts_with(&opening), "{markdown}");
+    assert!(
+        markdown.contains("  - instructions: `/team/alpha/SKILL.md`"),
+        "{markdown}"
+    );
+    let xml = text_of_prompt("xml").await;
+    let opening = format!(
+        "The skills below extend what you can do. Each has a name, a description of when it helps, and the location of its SKILL.md. When a task fits a skill, read that file in full before you start and follow it; open the files it mentions only when you need them.{reader}\n"
+    );
+    assert!(xml.starts_with(&opening), "{xml}");
+    for text in [&markdown, &xml] {
+        assert!(!text.contains("file-reading tool"), "{text}");
+    }
+    client.cancel().await.unwrap();
+}
