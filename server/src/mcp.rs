@@ -18,13 +18,13 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, GetPromptRequestParams, GetPromptResponse,
-    GetPromptResult, GetSkillRequestParams, GetSkillResult, Implementation, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, ListSkillsResult, ListToolsResult, MetaObject,
-    PaginatedRequestParams, Prompt, PromptArgument, PromptMessage, ReadResourceDirectoryRequestParams,
-    ReadResourceDirectoryResult, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
-    ResourceContents, ResourceTemplate, Role, ServerCapabilities, ServerConfig, Skill as McpSkill, SkillFrontmatter,
-    SkillResource, SkillResources, SubscriptionFilter,
+    CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, CompletionInfo, CustomRequest,
+    CustomResult, GetPromptRequestParams, GetPromptResponse, GetPromptResult, GetSkillRequestParams, GetSkillResult,
+    Implementation, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListSkillsResult,
+    ListToolsResult, MetaObject, PaginatedRequestParams, Prompt, PromptArgument, PromptMessage,
+    ReadResourceDirectoryRequestParams, ReadResourceDirectoryResult, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, Reference, Resource, ResourceContents, ResourceTemplate, Role, ServerCapabilities,
+    ServerConfig, Skill as McpSkill, SkillFrontmatter, SkillResource, SkillResources, SubscriptionFilter,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, ServiceExt};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -50,6 +50,9 @@ pub const COMMIT_META: &str = "io.github.skillstore/commit";
 /// The `_meta` key holding a skill's digest (`sha256:HEX`, the skill
 /// digest over all its files).
 pub const DIGEST_META: &str = "io.github.skillstore/digest";
+
+/// The resource template of a skill's files.
+const FILE_TEMPLATE: &str = "skill://{name}/{+path}";
 
 /// What the MCP prompt says reads the skills it lists at their paths in
 /// the skill store.
@@ -409,6 +412,7 @@ impl ServerHandler for SkillsServer {
                 .enable_resources()
                 .enable_resources_list_changed()
                 .enable_prompts()
+                .enable_completions()
                 .enable_skills_with_directory_read()
                 .build(),
         )
@@ -500,7 +504,7 @@ impl ServerHandler for SkillsServer {
     ) -> Result<ListResourceTemplatesResult, McpError> {
         self.caller(&context)?;
         Ok(ListResourceTemplatesResult::with_all_items(vec![
-            ResourceTemplate::new("skill://{name}/{+path}", "skill-file")
+            ResourceTemplate::new(FILE_TEMPLATE, "skill-file")
                 .with_description("A file of a skill, by the skill's name and the file's path inside its directory"),
         ]))
     }
@@ -532,6 +536,53 @@ impl ServerHandler for SkillsServer {
         let mut result = ReadResourceDirectoryResult::with_all_items(page);
         result.next_cursor = next_cursor(start, result.resources.len(), total);
         Ok(result)
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, McpError> {
+        let caller = self.caller(&context)?;
+        let typed = request.argument.value.as_str();
+        let template = |r: &Reference| matches!(r, Reference::Resource(t) if t.uri == FILE_TEMPLATE);
+        let values: Vec<String> = match (&request.r#ref, request.argument.name.as_str()) {
+            (Reference::Prompt(p), "style") if p.name == "skills" => {
+                ["markdown", "xml"].into_iter().map(str::to_owned).collect()
+            }
+            (r, "name") if template(r) => {
+                let catalog = caller.tenant.snapshot().map_err(protocol_error)?;
+                catalog.enabled().map(|s| s.name().to_owned()).collect()
+            }
+            (r, "path") if template(r) => {
+                let name = request
+                    .context
+                    .as_ref()
+                    .and_then(|c| c.arguments.as_ref())
+                    .and_then(|a| a.get("name"));
+                let catalog = caller.tenant.snapshot().map_err(protocol_error)?;
+                match name {
+                    Some(name) if catalog.enabled().any(|s| s.name() == name) => catalog
+                        .skill_files(name, skillstore::FileLimits::default())
+                        .await
+                        .map_err(|e| protocol_error(e.into()))?
+                        .files
+                        .into_iter()
+                        .map(|f| f.relative)
+                        .filter(|f| !is_reserved(f))
+                        .collect(),
+                    _ => Vec::new(),
+                }
+            }
+            _ => Vec::new(),
+        };
+        let mut values: Vec<String> = values.into_iter().filter(|v| v.starts_with(typed)).collect();
+        let total = values.len();
+        values.truncate(CompletionInfo::MAX_VALUES);
+        let more = total > values.len();
+        let completion = CompletionInfo::with_pagination(values, u32::try_from(total).ok(), more)
+            .map_err(|e| McpError::internal_error(e, None))?;
+        Ok(CompleteResult::new(completion))
     }
 
     async fn list_prompts(

@@ -447,3 +447,59 @@ async fn the_prompt_names_the_tools_that_read_the_paths_it_lists() {
     }
     client.cancel().await.unwrap();
 }
+
+/// `completion/complete`: skill names for the file template's `{name}`,
+/// the skill's files (never its `.skillstore/`) for `{+path}` with the name
+/// given, the prompt's `style`; by prefix, at most 100 values with the
+/// total and `hasMore`, nothing for an unknown skill or argument.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn completion_offers_names_paths_and_styles_bounded() {
+    use rmcp::model::{ArgumentInfo, CompleteRequestParams, CompletionContext, Reference};
+    let dir = tempfile::tempdir().unwrap();
+    layered_tree(dir.path());
+    write(dir.path(), "team/alpha/.skillstore/signature", "not a real signature\n");
+    for i in 0..120 {
+        let name = format!("s{i:03}");
+        write(dir.path(), &format!("team/{name}/SKILL.md"), &skill_md(&name, "Many."));
+    }
+    let server = Served::start(settings(vec![(
+        "acme",
+        layered_config(dir.path()),
+        vec![("reader", Scope::Read)],
+    )]))
+    .await;
+    let client = http_client(&server.base, "reader").await;
+    let complete = async |reference: Reference, argument: &str, value: &str, name: Option<&str>| {
+        let mut request = CompleteRequestParams::new(reference, ArgumentInfo::new(argument, value));
+        if let Some(name) = name {
+            request.context = Some(CompletionContext::with_arguments(
+                [("name".to_owned(), name.to_owned())].into_iter().collect(),
+            ));
+        }
+        client.complete(request).await.unwrap().completion
+    };
+    let template = || Reference::for_resource("skill://{name}/{+path}");
+    let alpha = complete(template(), "name", "a", None).await;
+    assert_eq!(alpha.values, ["alpha"]);
+    assert_eq!(alpha.has_more, Some(false));
+    let many = complete(template(), "name", "s", None).await;
+    assert_eq!(many.values.len(), 100);
+    assert_eq!(many.values[0], "s000");
+    assert_eq!((many.total, many.has_more), (Some(120), Some(true)));
+    let paths = complete(template(), "path", "", Some("alpha")).await;
+    assert_eq!(paths.values, ["SKILL.md", "references/guide.md"]);
+    let refs = complete(template(), "path", "ref", Some("alpha")).await;
+    assert_eq!(refs.values, ["references/guide.md"]);
+    assert!(complete(template(), "path", "", Some("nope")).await.values.is_empty());
+    assert!(complete(template(), "path", "", None).await.values.is_empty());
+    let style = complete(Reference::for_prompt("skills"), "style", "x", None).await;
+    assert_eq!(style.values, ["xml"]);
+    assert!(
+        complete(Reference::for_prompt("other"), "style", "", None)
+            .await
+            .values
+            .is_empty()
+    );
+    let _ = client.cancel().await;
+    server.stop().await;
+}
