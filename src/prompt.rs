@@ -68,6 +68,14 @@ pub struct PromptOptions {
     /// `search_skills` tool"). When set, the note on skills left out says
     /// to use it; the text is the front end's own, never a skill's.
     pub search_hint: Option<String>,
+    /// What reads the listed paths when they are not on the agent's disk
+    /// (no [`location_root`](Self::location_root)): a tool or route the
+    /// front end serving the prompt offers (such as "the `load_skill`
+    /// tool"). With no location root, the built-in templates never send the
+    /// agent to its own file-reading tool: they name this reader, or none
+    /// when it is unset. With a location root it is not used. The text is
+    /// the front end's own, never a skill's.
+    pub read_hint: Option<String>,
 }
 
 /// A rendered prompt section.
@@ -112,12 +120,31 @@ impl std::fmt::Display for LeftOut {
     }
 }
 
-const MARKDOWN_TEMPLATE: &str = "## Skills
-
-Skills are folders of instructions, scripts and references for particular kinds of work. \
+/// The built-in Markdown template's opening, for skills at paths on the
+/// agent's disk (a location root).
+const MARKDOWN_ON_DISK: &str = "Skills are folders of instructions, scripts and references for particular kinds of work. \
 Only each skill's name and description are listed here. When a task fits a skill, read \
 its SKILL.md in full with your file-reading tool before you start, and follow it; open the \
-other files it mentions only when you need them, by their paths.
+other files it mentions only when you need them, by their paths.";
+
+/// The built-in Markdown template's opening, for skills at their paths in
+/// the skill store; a reader, when known, follows it.
+const MARKDOWN_IN_STORE: &str = "Skills are folders of instructions, scripts and references for particular kinds of work. \
+Only each skill's name and description are listed here. When a task fits a skill, read \
+its SKILL.md in full before you start, and follow it; open the other files it mentions \
+only when you need them.";
+
+/// The sentence naming the reader of paths in the skill store.
+fn in_store_reader(hint: &str) -> String {
+    format!(
+        " The paths listed here are in the skill store, not on your disk: read them with {}.",
+        one_line(hint)
+    )
+}
+
+const MARKDOWN_TEMPLATE: &str = "## Skills
+
+{opening}
 
 Skill sources, from lowest to highest priority (a skill in a later source replaces one \
 of the same name in an earlier source):
@@ -130,7 +157,7 @@ of the same name in an earlier source):
 
 const XML_TEMPLATE: &str = "The skills below extend what you can do. Each has a name, a description of when \
 it helps, and the location of its SKILL.md. When a task fits a skill, read that file in full \
-before you start and follow it; open the files it mentions only when you need them.
+before you start and follow it; open the files it mentions only when you need them.{reader}
 {warnings}
 {skills}
 ";
@@ -238,7 +265,7 @@ fn count_cut(skills: &[&Skill], limit: usize) -> usize {
 /// Everything around the skills list.
 struct Frame<'a> {
     style: PromptStyle,
-    template: &'a str,
+    template: Cow<'a, str>,
     sources: String,
     warnings: String,
     location_root: Option<&'a str>,
@@ -248,10 +275,10 @@ struct Frame<'a> {
 impl<'a> Frame<'a> {
     fn new(catalog: &Catalog, options: &'a PromptOptions) -> Self {
         let style = options.style;
-        let template = options.template.as_deref().unwrap_or(match style {
-            PromptStyle::Markdown => MARKDOWN_TEMPLATE,
-            PromptStyle::Xml => XML_TEMPLATE,
-        });
+        let template = match &options.template {
+            Some(template) => Cow::Borrowed(template.as_str()),
+            None => Cow::Owned(built_in(options)),
+        };
         let mut sources = String::new();
         let count = catalog.sources().len();
         for (i, source) in catalog.sources().iter().enumerate() {
@@ -288,7 +315,27 @@ impl<'a> Frame<'a> {
             }
             PromptStyle::Xml => xml_list(&mut list, skills, cut, omitted, self.location_root, self.search_hint),
         }
-        fill(self.template, &self.sources, &list, &self.warnings)
+        fill(&self.template, &self.sources, &list, &self.warnings)
+    }
+}
+
+/// The built-in template of `options.style`: skills at paths on the
+/// agent's disk are read with its file-reading tool; skills at their paths
+/// in the skill store with [`PromptOptions::read_hint`], when given.
+fn built_in(options: &PromptOptions) -> String {
+    let reader = match (&options.location_root, &options.read_hint) {
+        (None, Some(hint)) => in_store_reader(hint),
+        _ => String::new(),
+    };
+    match options.style {
+        PromptStyle::Markdown => {
+            let opening = match options.location_root {
+                Some(_) => MARKDOWN_ON_DISK.to_owned(),
+                None => format!("{MARKDOWN_IN_STORE}{reader}"),
+            };
+            MARKDOWN_TEMPLATE.replacen("{opening}", &opening, 1)
+        }
+        PromptStyle::Xml => XML_TEMPLATE.replacen("{reader}", &reader, 1),
     }
 }
 

@@ -18,19 +18,20 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use rmcp::handler::server::ServerHandler;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, GetPromptRequestParams, GetPromptResponse,
-    GetPromptResult, GetSkillRequestParams, GetSkillResult, Implementation, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, ListSkillsResult, ListToolsResult, MetaObject,
-    PaginatedRequestParams, Prompt, PromptArgument, PromptMessage, ReadResourceDirectoryRequestParams,
-    ReadResourceDirectoryResult, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
-    ResourceContents, ResourceTemplate, Role, ServerCapabilities, ServerConfig, Skill as McpSkill, SkillFrontmatter,
-    SkillResource, SkillResources, SubscriptionFilter,
+    CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, CompletionInfo, CustomRequest,
+    CustomResult, GetPromptRequestParams, GetPromptResponse, GetPromptResult, GetSkillRequestParams, GetSkillResult,
+    Implementation, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListSkillsResult,
+    ListToolsResult, MetaObject, PaginatedRequestParams, Prompt, PromptArgument, PromptMessage,
+    ReadResourceDirectoryRequestParams, ReadResourceDirectoryResult, ReadResourceRequestParams, ReadResourceResponse,
+    ReadResourceResult, Reference, Resource, ResourceContents, ResourceTemplate, Role, ServerCapabilities,
+    ServerConfig, Skill as McpSkill, SkillFrontmatter, SkillResource, SkillResources, SubscriptionFilter,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, ServiceExt};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ErrorData as McpError, service::SubscriptionContext};
 use skillstore::PromptStyle;
+use skillstore::integrity::digest::is_reserved;
 
 use crate::error::{ApiError, ServerError};
 use crate::service::{Caller, Service};
@@ -49,6 +50,13 @@ pub const COMMIT_META: &str = "io.github.skillstore/commit";
 /// The `_meta` key holding a skill's digest (`sha256:HEX`, the skill
 /// digest over all its files).
 pub const DIGEST_META: &str = "io.github.skillstore/digest";
+
+/// The resource template of a skill's files.
+const FILE_TEMPLATE: &str = "skill://{name}/{+path}";
+
+/// What the MCP prompt says reads the skills it lists at their paths in
+/// the skill store.
+pub const READ_HINT: &str = "the `load_skill` tool (by the skill's name) and the `read_skill_file` tool (by the skill's name and the file's path inside the skill's directory)";
 
 /// The MCP server of one session: answers for the tenant its caller names.
 #[derive(Clone)]
@@ -245,7 +253,8 @@ async fn write_lines(mut lines: tokio::sync::mpsc::Receiver<String>) -> std::io:
 }
 
 impl SkillsServer {
-    /// The entry of the Skills extension for the skill `name`.
+    /// The entry of the Skills extension for the skill `name`; its files
+    /// leave out skillstore's own `.skillstore/`, as its digest does.
     /// With `confirm`, a checked skill is listed again first (see
     /// [`crate::tenant::View::manifest`]).
     async fn skill_entry(&self, tenant: &Tenant, name: &str, confirm: bool) -> Result<McpSkill, ApiError> {
@@ -264,6 +273,7 @@ impl SkillsServer {
         let files = manifest
             .files
             .iter()
+            .filter(|f| !is_reserved(&f.relative))
             .map(|f| SkillResource::new(uri::file(name, &f.relative), f.digest.clone(), f.size))
             .collect();
         let entry = McpSkill::new(
@@ -322,7 +332,7 @@ impl SkillsServer {
 
     /// The entries of a directory of a skill, taken from the skill's files
     /// ([`skillstore::Catalog::skill_files`]): only what a confined read
-    /// serves is listed, and a checked skill that lost or changed a
+    /// serves is listed (less skillstore's own `.skillstore/`), and a checked skill that lost or changed a
     /// checked file is refused as a whole.
     async fn directory(&self, caller: &Caller, uri_text: &str) -> Result<Vec<Resource>, McpError> {
         let not_a_directory = || McpError::invalid_params(format!("not a directory: {uri_text}"), None);
@@ -342,7 +352,7 @@ impl SkillsServer {
             format!("{relative}/")
         };
         let mut entries: std::collections::BTreeMap<&str, Option<u64>> = std::collections::BTreeMap::new();
-        for file in &listed.files {
+        for file in listed.files.iter().filter(|f| !is_reserved(&f.relative)) {
             let Some(rest) = file.relative.strip_prefix(&prefix) else {
                 continue;
             };
@@ -402,6 +412,7 @@ impl ServerHandler for SkillsServer {
                 .enable_resources()
                 .enable_resources_list_changed()
                 .enable_prompts()
+                .enable_completions()
                 .enable_skills_with_directory_read()
                 .build(),
         )
@@ -459,8 +470,7 @@ impl ServerHandler for SkillsServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let caller = self.caller(&context)?;
-        let arguments = request.arguments.unwrap_or_default();
-        tools::call(&caller, &request.name, &arguments).await.map(Into::into)
+        tools::call(caller, request, context).await
     }
 
     async fn list_resources(
@@ -494,7 +504,7 @@ impl ServerHandler for SkillsServer {
     ) -> Result<ListResourceTemplatesResult, McpError> {
         self.caller(&context)?;
         Ok(ListResourceTemplatesResult::with_all_items(vec![
-            ResourceTemplate::new("skill://{name}/{+path}", "skill-file")
+            ResourceTemplate::new(FILE_TEMPLATE, "skill-file")
                 .with_description("A file of a skill, by the skill's name and the file's path inside its directory"),
         ]))
     }
@@ -528,6 +538,53 @@ impl ServerHandler for SkillsServer {
         Ok(result)
     }
 
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, McpError> {
+        let caller = self.caller(&context)?;
+        let typed = request.argument.value.as_str();
+        let template = |r: &Reference| matches!(r, Reference::Resource(t) if t.uri == FILE_TEMPLATE);
+        let values: Vec<String> = match (&request.r#ref, request.argument.name.as_str()) {
+            (Reference::Prompt(p), "style") if p.name == "skills" => {
+                ["markdown", "xml"].into_iter().map(str::to_owned).collect()
+            }
+            (r, "name") if template(r) => {
+                let catalog = caller.tenant.snapshot().map_err(protocol_error)?;
+                catalog.enabled().map(|s| s.name().to_owned()).collect()
+            }
+            (r, "path") if template(r) => {
+                let name = request
+                    .context
+                    .as_ref()
+                    .and_then(|c| c.arguments.as_ref())
+                    .and_then(|a| a.get("name"));
+                let catalog = caller.tenant.snapshot().map_err(protocol_error)?;
+                match name {
+                    Some(name) if catalog.enabled().any(|s| s.name() == name) => catalog
+                        .skill_files(name, skillstore::FileLimits::default())
+                        .await
+                        .map_err(|e| protocol_error(e.into()))?
+                        .files
+                        .into_iter()
+                        .map(|f| f.relative)
+                        .filter(|f| !is_reserved(f))
+                        .collect(),
+                    _ => Vec::new(),
+                }
+            }
+            _ => Vec::new(),
+        };
+        let mut values: Vec<String> = values.into_iter().filter(|v| v.starts_with(typed)).collect();
+        let total = values.len();
+        values.truncate(CompletionInfo::MAX_VALUES);
+        let more = total > values.len();
+        let completion = CompletionInfo::with_pagination(values, u32::try_from(total).ok(), more)
+            .map_err(|e| McpError::internal_error(e, None))?;
+        Ok(CompleteResult::new(completion))
+    }
+
     async fn list_prompts(
         &self,
         _request: Option<PaginatedRequestParams>,
@@ -559,6 +616,7 @@ impl ServerHandler for SkillsServer {
         }
         let arguments = request.arguments.unwrap_or_default();
         let mut options = caller.tenant.prompt_options().clone();
+        options.read_hint = Some(READ_HINT.to_owned());
         if let Some(style) = arguments.get("style").and_then(|v| v.as_str()) {
             options.style = style
                 .parse::<PromptStyle>()

@@ -389,7 +389,7 @@ impl Namespace {
             template,
             location_root: self.prompt.location_root.clone(),
             always: self.prompt.always.clone(),
-            search_hint: None,
+            ..PromptOptions::default()
         })
     }
 }

@@ -6,8 +6,8 @@
 
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
-    CallToolRequestParams, ErrorCode, GetPromptRequestParams, GetSkillRequestParams, InitializeRequestParams,
-    PaginatedRequestParams, ReadResourceDirectoryRequestParams, ReadResourceRequestParams,
+    CallToolRequestParams, CompleteRequestParams, ErrorCode, GetPromptRequestParams, GetSkillRequestParams,
+    InitializeRequestParams, PaginatedRequestParams, ReadResourceDirectoryRequestParams, ReadResourceRequestParams,
 };
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -24,6 +24,7 @@ pub fn unread_request(method: &str, params: Option<Value>) -> McpError {
         "resources/directory/read" => problem::<ReadResourceDirectoryRequestParams>(params),
         "tools/call" => problem::<CallToolRequestParams>(params),
         "prompts/get" => problem::<GetPromptRequestParams>(params),
+        "completion/complete" => problem::<CompleteRequestParams>(params),
         "skills/list" | "resources/list" | "resources/templates/list" | "tools/list" | "prompts/list" => {
             problem::<Option<PaginatedRequestParams>>(params)
         }

@@ -220,3 +220,286 @@ async fn stdio_answers_unreadable_lines_and_bad_params_as_json_rpc_says() {
     drop(stdin);
     let _ = tokio::time::timeout(std::time::Duration::from_secs(20), child.wait()).await;
 }
+
+/// The input schema of `tool` in `tools`, by name.
+fn input_schema<'a>(tools: &'a [rmcp::model::Tool], tool: &str) -> &'a rmcp::model::JsonObject {
+    &tools
+        .iter()
+        .find(|t| t.name == tool)
+        .unwrap_or_else(|| panic!("no tool {tool}"))
+        .input_schema
+}
+
+/// The required fields of a schema, sorted, and its properties' names, sorted.
+fn fields(schema: &rmcp::model::JsonObject) -> (Vec<String>, Vec<String>) {
+    let mut required: Vec<String> = schema
+        .get("required")
+        .and_then(|r| r.as_array())
+        .map(|r| r.iter().map(|v| v.as_str().unwrap().to_owned()).collect())
+        .unwrap_or_default();
+    required.sort();
+    let mut properties: Vec<String> = schema["properties"].as_object().unwrap().keys().cloned().collect();
+    properties.sort();
+    (required, properties)
+}
+
+/// What `tools/list` offers a reader and a writer: the read tools to both,
+/// the write tools to the writer only, each schema an object with its
+/// required fields, every property described, and the bounds the handlers
+/// enforce (`limit` 1..=50, `count` and `id` at least 1). A value out of
+/// bounds or of the wrong type is a tool error naming `bad_request`, and a
+/// reader's call to a write tool is refused as a call to no tool.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tool_schemas_give_required_fields_and_bounds_by_scope() {
+    let dir = tempfile::tempdir().unwrap();
+    layered_tree(dir.path());
+    let server = Served::start(settings(vec![(
+        "acme",
+        layered_config(dir.path()),
+        vec![("writer", Scope::Write), ("reader", Scope::Read)],
+    )]))
+    .await;
+    let reader = http_client(&server.base, "reader").await;
+    let writer = http_client(&server.base, "writer").await;
+    let read_tools = reader.list_all_tools().await.unwrap();
+    let write_tools = writer.list_all_tools().await.unwrap();
+    let names = |tools: &[rmcp::model::Tool]| -> Vec<String> { tools.iter().map(|t| t.name.to_string()).collect() };
+    assert_eq!(
+        names(&read_tools),
+        ["list_skills", "search_skills", "load_skill", "read_skill_file"]
+    );
+    assert_eq!(names(&write_tools)[..4], names(&read_tools)[..]);
+    let s = |v: &[&str]| -> Vec<String> { v.iter().map(|x| (*x).to_owned()).collect() };
+    let expected: [(&str, Vec<String>, Vec<String>); 10] = [
+        ("list_skills", s(&[]), s(&["query"])),
+        ("search_skills", s(&["query"]), s(&["limit", "query"])),
+        ("load_skill", s(&["name"]), s(&["name"])),
+        ("read_skill_file", s(&["name", "path"]), s(&["name", "path"])),
+        ("create_skill", s(&["content", "name"]), s(&["content", "name"])),
+        (
+            "patch_skill",
+            s(&["find", "name", "replace"]),
+            s(&["count", "file", "find", "name", "replace"]),
+        ),
+        (
+            "write_skill_file",
+            s(&["content", "name", "path"]),
+            s(&["content", "name", "path"]),
+        ),
+        ("delete_skill", s(&["name"]), s(&["name"])),
+        ("skill_history", s(&["name"]), s(&["name"])),
+        ("rollback_skill", s(&["id", "name"]), s(&["id", "name"])),
+    ];
+    assert_eq!(names(&write_tools), expected.iter().map(|e| e.0).collect::<Vec<_>>());
+    for (tool, required, properties) in &expected {
+        let schema = input_schema(&write_tools, tool);
+        assert_eq!(schema["type"], "object", "{tool}");
+        assert_eq!(&fields(schema), &(required.clone(), properties.clone()), "{tool}");
+        for (property, spec) in schema["properties"].as_object().unwrap() {
+            let description = spec["description"].as_str().unwrap_or_default();
+            assert!(!description.is_empty(), "{tool}.{property} has a description");
+        }
+        assert!(
+            !write_tools
+                .iter()
+                .find(|t| t.name == *tool)
+                .unwrap()
+                .description
+                .as_deref()
+                .unwrap_or_default()
+                .is_empty()
+        );
+    }
+    for tool in &read_tools {
+        assert_eq!(
+            tool.input_schema.as_ref(),
+            input_schema(&write_tools, &tool.name),
+            "one schema for both"
+        );
+    }
+    let bound =
+        |tool: &str, property: &str, key: &str| input_schema(&write_tools, tool)["properties"][property][key].clone();
+    assert_eq!(bound("search_skills", "limit", "minimum"), json!(1));
+    assert_eq!(bound("search_skills", "limit", "maximum"), json!(50));
+    assert_eq!(bound("patch_skill", "count", "minimum"), json!(1));
+    assert_eq!(bound("rollback_skill", "id", "minimum"), json!(1));
+
+    for (arguments, kind) in [
+        (json!({"query": "alpha", "limit": 0}), "bad_request"),
+        (json!({"query": "alpha", "limit": 51}), "bad_request"),
+        (json!({"query": "alpha", "limit": "ten"}), "bad_request"),
+        (json!({"limit": 5}), "bad_request"),
+    ] {
+        let result = call(&reader, "search_skills", arguments.clone()).await;
+        assert_eq!(result.is_error, Some(true), "{arguments}");
+        assert!(text_of(&result).starts_with(kind), "{arguments}: {}", text_of(&result));
+    }
+    let zero = call(
+        &writer,
+        "patch_skill",
+        json!({"name": "alpha", "find": "a", "replace": "b", "count": -1}),
+    )
+    .await;
+    assert!(text_of(&zero).starts_with("bad_request"), "{}", text_of(&zero));
+    let no_id = call(&writer, "rollback_skill", json!({"name": "alpha"})).await;
+    assert!(text_of(&no_id).starts_with("bad_request"), "{}", text_of(&no_id));
+    let refused = reader
+        .call_tool(
+            CallToolRequestParams::new("create_skill").with_arguments(args(json!({"name": "x", "content": "y"}))),
+        )
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(refused.contains("no tool named `create_skill`"), "{refused}");
+    let _ = reader.cancel().await;
+    let _ = writer.cancel().await;
+    server.stop().await;
+}
+
+/// A skill's `.skillstore/` (skillstore's own metadata: its signature) is
+/// offered to the agent by no listing: not `load_skill`'s files, not a
+/// directory listing, not a Skills-extension manifest; the skill's other
+/// files still are.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_listing_offers_a_skills_own_metadata() {
+    use rmcp::model::ReadResourceDirectoryRequestParams;
+    let dir = tempfile::tempdir().unwrap();
+    layered_tree(dir.path());
+    write(dir.path(), "team/alpha/.skillstore/signature", "not a real signature\n");
+    let server = Served::start(settings(vec![(
+        "acme",
+        layered_config(dir.path()),
+        vec![("reader", Scope::Read)],
+    )]))
+    .await;
+    let client = http_client(&server.base, "reader").await;
+    let loaded = call(&client, "load_skill", json!({"name": "alpha"})).await;
+    assert_eq!(
+        loaded.structured_content.as_ref().unwrap()["files"],
+        json!(["references/guide.md"])
+    );
+    assert!(!text_of(&loaded).contains(".skillstore"), "{}", text_of(&loaded));
+    let root = client
+        .read_resource_directory(ReadResourceDirectoryRequestParams::new("skill://alpha"))
+        .await
+        .unwrap();
+    let uris: Vec<&str> = root.resources.iter().map(|r| r.uri.as_str()).collect();
+    assert_eq!(uris, ["skill://alpha/SKILL.md", "skill://alpha/references"]);
+    assert!(
+        client
+            .read_resource_directory(ReadResourceDirectoryRequestParams::new("skill://alpha/.skillstore"))
+            .await
+            .is_err()
+    );
+    let skills = client.list_all_skills().await.unwrap();
+    let SkillResources::Files(files) = &skills[0].resources else {
+        panic!("a complete manifest");
+    };
+    let uris: Vec<&str> = files.iter().map(|f| f.uri.as_str()).collect();
+    assert_eq!(uris, ["skill://alpha/SKILL.md", "skill://alpha/references/guide.md"]);
+    let _ = client.cancel().await;
+    server.stop().await;
+}
+
+/// The MCP prompt of `skillstore mcp`, whose skills are at their paths in
+/// the skill store (no location root), names the tools that read those
+/// paths and never the agent's own file-reading tool.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_prompt_names_the_tools_that_read_the_paths_it_lists() {
+    use rmcp::model::GetPromptRequestParams;
+    let dir = tempfile::tempdir().unwrap();
+    layered_tree(dir.path());
+    write(
+        dir.path(),
+        "skillstore.yaml",
+        "sources:\n  - path: /base\n  - path: /team\n",
+    );
+    let mut command = tokio::process::Command::new(skillstore_binary());
+    command.arg("mcp").current_dir(dir.path());
+    let client = ().serve(TokioChildProcess::new(command).unwrap()).await.expect("an MCP session");
+    let text_of_prompt = async |style: &str| -> String {
+        let prompt = client
+            .get_prompt(GetPromptRequestParams::new("skills").with_arguments(args(json!({"style": style}))))
+            .await
+            .unwrap();
+        let rmcp::model::ContentBlock::Text(text) = &prompt.messages[0].content else {
+            panic!("a text message");
+        };
+        text.text.clone()
+    };
+    let reader = " The paths listed here are in the skill store, not on your disk: read them with the `load_skill` tool (by the skill's name) and the `read_skill_file` tool (by the skill's name and the file's path inside the skill's directory).";
+    let markdown = text_of_prompt("markdown").await;
+    let opening = format!(
+        "## Skills\n\nSkills are folders of instructions, scripts and references for particular kinds of work. Only each skill's name and description are listed here. When a task fits a skill, read its SKILL.md in full before you start, and follow it; open the other files it mentions only when you need them.{reader}\n\nSkill sources"
+    );
+    assert!(markdown.starts_with(&opening), "{markdown}");
+    assert!(
+        markdown.contains("  - instructions: `/team/alpha/SKILL.md`"),
+        "{markdown}"
+    );
+    let xml = text_of_prompt("xml").await;
+    let opening = format!(
+        "The skills below extend what you can do. Each has a name, a description of when it helps, and the location of its SKILL.md. When a task fits a skill, read that file in full before you start and follow it; open the files it mentions only when you need them.{reader}\n"
+    );
+    assert!(xml.starts_with(&opening), "{xml}");
+    for text in [&markdown, &xml] {
+        assert!(!text.contains("file-reading tool"), "{text}");
+    }
+    client.cancel().await.unwrap();
+}
+
+/// `completion/complete`: skill names for the file template's `{name}`,
+/// the skill's files (never its `.skillstore/`) for `{+path}` with the name
+/// given, the prompt's `style`; by prefix, at most 100 values with the
+/// total and `hasMore`, nothing for an unknown skill or argument.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn completion_offers_names_paths_and_styles_bounded() {
+    use rmcp::model::{ArgumentInfo, CompleteRequestParams, CompletionContext, Reference};
+    let dir = tempfile::tempdir().unwrap();
+    layered_tree(dir.path());
+    write(dir.path(), "team/alpha/.skillstore/signature", "not a real signature\n");
+    for i in 0..120 {
+        let name = format!("s{i:03}");
+        write(dir.path(), &format!("team/{name}/SKILL.md"), &skill_md(&name, "Many."));
+    }
+    let server = Served::start(settings(vec![(
+        "acme",
+        layered_config(dir.path()),
+        vec![("reader", Scope::Read)],
+    )]))
+    .await;
+    let client = http_client(&server.base, "reader").await;
+    let complete = async |reference: Reference, argument: &str, value: &str, name: Option<&str>| {
+        let mut request = CompleteRequestParams::new(reference, ArgumentInfo::new(argument, value));
+        if let Some(name) = name {
+            request.context = Some(CompletionContext::with_arguments(
+                [("name".to_owned(), name.to_owned())].into_iter().collect(),
+            ));
+        }
+        client.complete(request).await.unwrap().completion
+    };
+    let template = || Reference::for_resource("skill://{name}/{+path}");
+    let alpha = complete(template(), "name", "a", None).await;
+    assert_eq!(alpha.values, ["alpha"]);
+    assert_eq!(alpha.has_more, Some(false));
+    let many = complete(template(), "name", "s", None).await;
+    assert_eq!(many.values.len(), 100);
+    assert_eq!(many.values[0], "s000");
+    assert_eq!((many.total, many.has_more), (Some(120), Some(true)));
+    let paths = complete(template(), "path", "", Some("alpha")).await;
+    assert_eq!(paths.values, ["SKILL.md", "references/guide.md"]);
+    let refs = complete(template(), "path", "ref", Some("alpha")).await;
+    assert_eq!(refs.values, ["references/guide.md"]);
+    assert!(complete(template(), "path", "", Some("nope")).await.values.is_empty());
+    assert!(complete(template(), "path", "", None).await.values.is_empty());
+    let style = complete(Reference::for_prompt("skills"), "style", "x", None).await;
+    assert_eq!(style.values, ["xml"]);
+    assert!(
+        complete(Reference::for_prompt("other"), "style", "", None)
+            .await
+            .values
+            .is_empty()
+    );
+    let _ = client.cancel().await;
+    server.stop().await;
+}
