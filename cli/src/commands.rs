@@ -5,6 +5,7 @@ use std::io::IsTerminal;
 use std::path::Path;
 
 use skillstore::backends::SkillBackendExt as _;
+use skillstore::integrity::lock::lock_path;
 use skillstore::{Catalog, Diagnostic, FileLimits, PromptStyle, render};
 
 use super::namespace::build;
@@ -451,10 +452,13 @@ pub async fn prompt(
 }
 
 /// `lock`: every enabled winner's digest and each Git source's commit,
-/// written to `output`.
-pub async fn lock(global: &Global, output: &Path) -> Result<(), Failure> {
-    // The lock being written is not checked against the one it replaces.
+/// written to `output` (default: [`lock_path`], beside the configuration),
+/// then a line saying what it pinned and one per change since the lock it
+/// replaces. An unchanged lock is not rewritten.
+pub async fn lock(global: &Global, output: Option<&Path>) -> Result<(), Failure> {
     let mut config = crate::namespace::config(global)?;
+    let path = output.map_or_else(|| lock_path(&config), Path::to_path_buf);
+    // The lock being written is not checked against the one it replaces.
     config.clear_lock();
     let namespace = config.open()?;
     let catalog = namespace.load().await;
@@ -462,7 +466,34 @@ pub async fn lock(global: &Global, output: &Path) -> Result<(), Failure> {
         return Err(degraded);
     }
     let lock = skillstore::integrity::Lock::of(&namespace, &catalog).await?;
-    std::fs::write(output, lock.to_json())
-        .map_err(|e| Failure::failed(format!("cannot write {}: {e}", output.display())))?;
-    Ok(())
+    let text = lock.to_json();
+    let before = std::fs::read_to_string(&path).ok();
+    let previous = before
+        .as_deref()
+        .and_then(|t| skillstore::integrity::Lock::parse(t).ok());
+    if before.as_deref() != Some(text.as_str()) {
+        std::fs::write(&path, &text).map_err(|e| Failure::failed(format!("cannot write {}: {e}", path.display())))?;
+    }
+    let changes = lock.changes_since(previous.as_ref());
+    let skills = lock.skills.as_ref().map_or(0, Vec::len);
+    let mut out = format!(
+        "pinned {skills} skill{} and {} Git commit{} in {}",
+        plural(skills),
+        lock.git.len(),
+        plural(lock.git.len()),
+        shown(&path.display().to_string())
+    );
+    match (&previous, changes.is_empty()) {
+        (None, _) if before.is_some() => out.push_str(" (the previous file was not a lock this build reads)\n"),
+        (Some(_), true) => out.push_str("; nothing changed since the last lock\n"),
+        _ => out.push('\n'),
+    }
+    for change in &changes {
+        let _ = writeln!(out, "  {}", shown(&change.to_string()));
+    }
+    emit(out.as_bytes())
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
 }

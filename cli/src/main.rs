@@ -78,11 +78,13 @@ pub struct Global {
     /// Do not read or write the local cache of S3 frontmatters.
     #[arg(long, global = true)]
     pub no_cache: bool,
-    /// Serve only the skills whose digests match this lock file, and refuse
+    /// Serve only the skills whose digests match the lock file, and refuse
     /// to run when a Git source resolved to another commit than it says
-    /// (`--locked=FILE`; default skillstore.lock).
-    #[arg(long, global = true, value_name = "FILE", num_args = 0..=1, require_equals = true, default_missing_value = skillstore::integrity::LOCK_FILE)]
-    pub locked: Option<PathBuf>,
+    /// (bare: the configuration's `lock:`, else skillstore.lock beside the
+    /// configuration file, else in the working directory; `--locked=FILE`:
+    /// FILE).
+    #[arg(long, global = true, value_name = "FILE", num_args = 0..=1, require_equals = true)]
+    pub locked: Option<Option<PathBuf>>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -158,13 +160,16 @@ pub enum Command {
         #[arg(required = true, value_name = "PATH")]
         paths: Vec<PathBuf>,
     },
-    /// Record every enabled skill's digest and each Git source's commit in a lock file, for --locked.
+    /// Record every enabled skill's digest and each Git source's commit in a lock file, for --locked;
+    /// print what it pinned and what changed since the last lock.
     Lock {
-        /// The file to write.
-        #[arg(short, long, value_name = "FILE", default_value = skillstore::integrity::LOCK_FILE)]
-        output: PathBuf,
+        /// The file to write (default: the configuration's `lock:`, else skillstore.lock beside the
+        /// configuration file, else in the working directory).
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
     },
-    /// Report every skill's digest, how it stands against the lock and who signed it; exit 3 when one would not be served.
+    /// Report every skill's digest, how it stands against the lock (--locked's file, else the one
+    /// `lock` writes, when it exists) and who signed it; exit 3 when one would not be served.
     Verify {
         /// Print JSON.
         #[arg(long)]
@@ -530,7 +535,7 @@ async fn run(args: Args) -> Result<(), Failure> {
         Command::TokenHash => serve::token_hash(),
         Command::Verify { json } => integrity::verify(&args.global, json).await,
         Command::Sign { dirs, key } => integrity::sign(&dirs, &key).await,
-        Command::Lock { output } => commands::lock(&args.global, &output).await,
+        Command::Lock { output } => commands::lock(&args.global, output.as_deref()).await,
         Command::Config(ConfigCommand::Check { file }) => {
             config_check::run(file.as_deref(), args.global.config.as_deref())
         }

@@ -15,8 +15,8 @@ fn settings(global: &Global, tenants: Option<&Path>) -> Result<Settings, Failure
         Some(path) => Settings::load(path).map_err(failure),
         None => {
             let mut config = namespace::config(global)?;
-            if let Some(file) = &global.locked {
-                config.set_lock(file);
+            if let Some(file) = namespace::locked_file(global, &config, false)? {
+                config.set_lock(&file);
             }
             Ok(Settings::single(config))
         }
