@@ -1,8 +1,10 @@
 //! A plan compared with the live generation's manifest: whether a sync
 //! would change anything, and what it changed.
 
+use std::collections::HashMap;
+
 use futures::StreamExt;
-use skillstore_backends::ReadOptions;
+use skillstore_backends::{Blob, ReadOptions, VPath};
 
 use super::manifest::{Manifest, digest};
 use super::plan::{Plan, PlannedFile, is_refusal, refusal};
@@ -18,7 +20,10 @@ use crate::error::Result;
 /// recorded refusal (added to `refused`). A file listed at another version
 /// (touched, or written again with the same bytes) is read too: it is
 /// unchanged when its bytes and mode are the recorded ones, and its new
-/// version is added to `reversioned` as `(NAME/RELPATH, VERSION)`.
+/// version is added to `reversioned` as `(NAME/RELPATH, VERSION)`. What
+/// such a read gave is left in `read_ahead` (by path), for the sync that
+/// follows a `false` to use rather than read the file twice.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn unchanged(
     catalog: &Catalog,
     plans: &[Plan],
@@ -26,6 +31,7 @@ pub(crate) async fn unchanged(
     options: &SyncOptions,
     refused: &mut Vec<SyncRefusal>,
     reversioned: &mut Vec<(String, String)>,
+    read_ahead: &mut HashMap<VPath, Blob>,
 ) -> Result<bool> {
     if plans.len() != manifest.skills.len() {
         return Ok(false);
@@ -70,6 +76,9 @@ pub(crate) async fn unchanged(
         let old = &manifest.skills[&plan.name];
         match read {
             Ok(blob) => {
+                if content_only {
+                    read_ahead.insert(file.path.clone(), blob.clone());
+                }
                 let same = old.files.get(&file.relative).is_some_and(|r| {
                     (content_only || r.version == blob.version.as_str())
                         && r.mode == file_mode(options, &blob.data)

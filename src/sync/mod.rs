@@ -254,10 +254,20 @@ pub async fn sync(catalog: &Catalog, dir: &Path, options: &SyncOptions) -> Resul
 
     let kept_before = state.kept()?;
     let mut reversioned = Vec::new();
+    let mut read_ahead = std::collections::HashMap::new();
     if live.single
         && live.keep_modes == Some(options.keep_modes)
         && live.survey.is_whole(&live.manifest)
-        && compare::unchanged(catalog, &plans, &live.manifest, options, &mut refused, &mut reversioned).await?
+        && compare::unchanged(
+            catalog,
+            &plans,
+            &live.manifest,
+            options,
+            &mut refused,
+            &mut reversioned,
+            &mut read_ahead,
+        )
+        .await?
     {
         if (!live.survey.refreshed.is_empty() || !reversioned.is_empty())
             && let Some(mut fresh) = manifests.iter().find(|m| m.id == live.manifest.id).cloned()
@@ -297,6 +307,7 @@ pub async fn sync(catalog: &Catalog, dir: &Path, options: &SyncOptions) -> Resul
         &mut next,
         options,
         &mut refused,
+        read_ahead,
     )
     .await?;
     next.dirs = build.dirs().clone();
@@ -366,6 +377,7 @@ async fn fill(
     next: &mut Manifest,
     options: &SyncOptions,
     refused: &mut Vec<SyncRefusal>,
+    mut read_ahead: std::collections::HashMap<skillstore_backends::VPath, skillstore_backends::Blob>,
 ) -> Result<SyncReport> {
     let root = state.root();
     let reusable = (live.keep_modes == Some(options.keep_modes)).then_some((&root, &live.manifest, &live.survey));
@@ -407,10 +419,20 @@ async fn fill(
     }
 
     let backend = catalog.backend();
+    let reads: Vec<_> = reads
+        .into_iter()
+        .map(|(plan, file, local)| (plan, file, local, read_ahead.remove(&file.path)))
+        .collect();
     let mut results = futures::stream::iter(reads)
-        .map(|(plan, file, local)| {
+        .map(|(plan, file, local, ahead)| {
             let read = ReadOptions::with_limit(options.read_limit).confined(plan.dir.segments().count());
-            async move { (plan, file, local, backend.read(&file.path, read).await) }
+            async move {
+                let blob = match ahead {
+                    Some(blob) => Ok(blob),
+                    None => backend.read(&file.path, read).await,
+                };
+                (plan, file, local, blob)
+            }
         })
         .buffer_unordered(options.concurrency.max(1));
     let mut dropped: BTreeMap<String, SyncRefusal> = BTreeMap::new();
