@@ -51,6 +51,17 @@ pub struct Args {
     pub command: Command,
 }
 
+/// How `list` prints the catalog.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ListFormat {
+    /// One skill name a line.
+    Names,
+    /// Columns, descriptions fitted to the terminal.
+    Table,
+    /// One JSON object with skills and diagnostics.
+    Json,
+}
+
 /// How log lines are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum LogFormat {
@@ -91,8 +102,13 @@ pub struct Global {
 pub enum Command {
     /// List the merged catalog.
     List {
-        /// Print one JSON object with skills and diagnostics.
-        #[arg(long)]
+        /// names: one name a line; table (default): on a terminal, descriptions cut with `...` to its
+        /// width (COLUMNS, when set, is the width even when piped), whole when piped; json: one object
+        /// with skills and diagnostics.
+        #[arg(long, value_enum, value_name = "FORMAT", hide_possible_values = true)]
+        format: Option<ListFormat>,
+        /// The same as --format json.
+        #[arg(long, conflicts_with = "format")]
         json: bool,
         /// Compute every skill's digest (a DIGEST column, the `digest` field
         /// of --json); reads every file whose version was not hashed before.
@@ -506,7 +522,14 @@ async fn run(args: Args) -> Result<(), Failure> {
     match args.command {
         Command::Completions { shell } => manual::completions(shell),
         Command::Man { dir } => manual::man(dir.as_deref()),
-        Command::List { json, digests } => commands::list(&args.global, json, digests).await,
+        Command::List { format, json, digests } => {
+            let format = if json {
+                ListFormat::Json
+            } else {
+                format.unwrap_or(ListFormat::Table)
+            };
+            commands::list(&args.global, format, digests).await
+        }
         Command::Show { name, json } => commands::show(&args.global, &name, json).await,
         Command::Read { name, relpath } => commands::read(&args.global, &name, relpath.as_deref()).await,
         Command::Prompt {
