@@ -45,7 +45,7 @@ pub struct Args {
     pub global: Global,
     /// Log lines on standard error as text or json (logs are on with
     /// RUST_LOG, and at info level for `serve`: one line per request).
-    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text, env = "SKILLSTORE_LOG_FORMAT", hide_possible_values = true)]
+    #[arg(long, global = true, help_heading = "Global options", value_enum, default_value_t = LogFormat::Text, env = "SKILLSTORE_LOG_FORMAT", hide_possible_values = true)]
     pub log_format: LogFormat,
     #[command(subcommand)]
     pub command: Command,
@@ -75,26 +75,43 @@ pub enum LogFormat {
 #[derive(Debug, clap::Args)]
 pub struct Global {
     /// Configuration file (default: ./skillstore.yaml when present and no --source is given).
-    #[arg(long, global = true, value_name = "FILE")]
+    #[arg(long, global = true, help_heading = "Global options", value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Mount a location into the namespace: a directory, s3://bucket[/prefix], memory:FILE.json, git+URL[@REF] or a discovery endpoint https://host[/path].
-    #[arg(long = "mount", global = true, value_name = "VPATH=LOCATION")]
+    #[arg(
+        long = "mount",
+        global = true,
+        help_heading = "Global options",
+        value_name = "VPATH=LOCATION"
+    )]
     pub mounts: Vec<String>,
     /// A source of skills, lowest priority first; replaces the configuration's sources.
-    #[arg(long = "source", global = true, value_name = "[LABEL=]VPATH")]
+    #[arg(
+        long = "source",
+        global = true,
+        help_heading = "Global options",
+        value_name = "[LABEL=]VPATH"
+    )]
     pub sources: Vec<String>,
     /// Let skills be written to the source of this name (repeatable; never the first of several).
-    #[arg(long = "writable", global = true, value_name = "SOURCE")]
+    #[arg(
+        long = "writable",
+        global = true,
+        help_heading = "Global options",
+        value_name = "SOURCE"
+    )]
     pub writable: Vec<String>,
-    /// Do not read or write the local cache of S3 frontmatters.
-    #[arg(long, global = true)]
+    /// Do not read or write the local cache (cache.dir): no SKILL.md frontmatters kept by version (S3,
+    /// Git, any deep listing), no search index kept between runs, discovery downloads held in memory
+    /// only. Git repositories are still fetched into their own cache (SKILLSTORE_GIT_CACHE).
+    #[arg(long, global = true, help_heading = "Global options")]
     pub no_cache: bool,
     /// Serve only the skills whose digests match the lock file, and refuse
     /// to run when a Git source resolved to another commit than it says
     /// (bare: the configuration's `lock:`, else skillstore.lock beside the
     /// configuration file, else in the working directory; `--locked=FILE`:
     /// FILE).
-    #[arg(long, global = true, value_name = "FILE", num_args = 0..=1, require_equals = true)]
+    #[arg(long, global = true, help_heading = "Global options", value_name = "FILE", num_args = 0..=1, require_equals = true)]
     pub locked: Option<Option<PathBuf>>,
 }
 
