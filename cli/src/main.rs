@@ -293,6 +293,10 @@ pub enum Command {
         /// A server file naming tenants, their tokens and configurations.
         #[arg(long, value_name = "FILE")]
         tenants: Option<PathBuf>,
+        /// Serve this command's catalog as one tenant whose read token is the value of the environment
+        /// variable VAR (as in a container; no server file). Requests without it get 401.
+        #[arg(long, value_name = "VAR", conflicts_with = "tenants")]
+        token_env: Option<String>,
     },
     /// Serve the catalog over MCP on standard input and output.
     Mcp,
@@ -611,7 +615,19 @@ async fn run(args: Args) -> Result<(), Failure> {
             };
             sync::mount(&args.global, mount).await
         }
-        Command::Serve { listen, tenants } => serve::serve(&args.global, listen.as_deref(), tenants.as_deref()).await,
+        Command::Serve {
+            listen,
+            tenants,
+            token_env,
+        } => {
+            serve::serve(
+                &args.global,
+                listen.as_deref(),
+                tenants.as_deref(),
+                token_env.as_deref(),
+            )
+            .await
+        }
         Command::Mcp => serve::mcp(&args.global).await,
     }
 }
