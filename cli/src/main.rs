@@ -5,6 +5,7 @@
 
 mod archive;
 mod commands;
+mod completion;
 mod config_check;
 mod integrity;
 mod list_json;
@@ -98,7 +99,8 @@ pub struct Global {
         long = "writable",
         global = true,
         help_heading = "Global options",
-        value_name = "SOURCE"
+        value_name = "SOURCE",
+        add = clap_complete::ArgValueCandidates::new(completion::source_labels)
     )]
     pub writable: Vec<String>,
     /// Do not read or write the local cache (cache.dir): no SKILL.md frontmatters kept by version (S3,
@@ -135,6 +137,7 @@ pub enum Command {
     /// Show one skill, where it came from and what it shadowed.
     Show {
         /// The skill's name.
+        #[arg(add = clap_complete::ArgValueCandidates::new(completion::skill_names))]
         name: String,
         /// Print JSON.
         #[arg(long)]
@@ -143,6 +146,7 @@ pub enum Command {
     /// Print a skill's SKILL.md, or a file inside it, through the winning source.
     Read {
         /// The skill's name.
+        #[arg(add = clap_complete::ArgValueCandidates::new(completion::skill_names))]
         name: String,
         /// A path inside the skill's directory (e.g. references/forms.md); a
         /// directory ending in `/` (references/) lists the files under it.
@@ -468,6 +472,9 @@ pub fn emit(bytes: &[u8]) -> Result<(), Failure> {
 }
 
 fn main() -> ExitCode {
+    // `COMPLETE=SHELL skillstore` prints the shell's registration; the
+    // shell then calls back with `COMPLETE` set to complete one word.
+    clap_complete::CompleteEnv::with_factory(command).complete();
     let args = match <Args as clap::FromArgMatches>::from_arg_matches(&command().get_matches()) {
         Ok(args) => args,
         Err(e) => e.exit(),

@@ -16,7 +16,7 @@ use super::{Failure, Global, emit};
 #[derive(Debug, clap::Args)]
 pub struct EditArgs {
     /// The writable source to change (default: the highest-priority writable source).
-    #[arg(long, value_name = "SOURCE")]
+    #[arg(long, value_name = "SOURCE", add = clap_complete::ArgValueCandidates::new(crate::completion::source_labels))]
     pub to: Option<String>,
     /// Who makes the change, as recorded in the history.
     #[arg(long, env = "SKILLSTORE_AUTHOR", value_name = "NAME")]

@@ -355,3 +355,54 @@ fn every_help_page_describes_its_arguments_and_heads_the_global_options() {
         );
     }
 }
+
+/// Dynamic completion (`COMPLETE=SHELL`, clap_complete's engine): skill
+/// names with their descriptions, and source labels for `--writable` and
+/// `--to`, from the working directory's skillstore.yaml.
+#[test]
+fn completion_offers_skill_names_and_source_labels() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    crate::support::write(
+        root,
+        "skillstore.yaml",
+        "sources:\n  - path: /base\n    label: base\n  - path: /team\n    label: team\n",
+    );
+    crate::support::write(
+        root,
+        "base/pdf/SKILL.md",
+        "---\nname: pdf\ndescription: Read PDFs.\n---\nSteps.\n",
+    );
+    crate::support::write(
+        root,
+        "team/pptx/SKILL.md",
+        "---\nname: pptx\ndescription: Make slides.\n---\nSteps.\n",
+    );
+    crate::support::write(
+        root,
+        "team/csv/SKILL.md",
+        "---\nname: csv\ndescription: Read CSV.\n---\nSteps.\n",
+    );
+    let complete = |words: &[&str]| {
+        let mut cmd = crate::support::skillstore_in(root);
+        cmd.env("COMPLETE", "fish").args(["--", "skillstore"]).args(words);
+        let out = run(&mut cmd);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        out.text()
+    };
+    assert_eq!(complete(&["show", "p"]), "pdf\tRead PDFs.\npptx\tMake slides.\n");
+    // An empty word is completed with the names, then the options.
+    let all = complete(&["read", ""]);
+    assert!(
+        all.starts_with("pdf\tRead PDFs.\ncsv\tRead CSV.\npptx\tMake slides.\n--"),
+        "{all}"
+    );
+    assert_eq!(complete(&["--writable", "t"]), "team\n");
+    assert_eq!(complete(&["skill", "create", "new-one", "--to", ""]), "base\nteam\n");
+    let registration = run(crate::support::skillstore_in(root).env("COMPLETE", "bash"));
+    assert!(
+        registration.text().contains("_clap_complete_skillstore"),
+        "{}",
+        registration.text()
+    );
+}
