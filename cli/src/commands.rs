@@ -5,13 +5,14 @@ use std::io::IsTerminal;
 use std::path::Path;
 
 use skillstore::backends::SkillBackendExt as _;
+use skillstore::integrity::lock::lock_path;
 use skillstore::{Catalog, Diagnostic, FileLimits, PromptStyle, render};
 
 use super::namespace::build;
 use super::terminal::shown;
-use super::{Failure, Global, emit, list_json};
+use super::{Failure, Global, ListFormat, emit, list_json};
 
-pub async fn list(global: &Global, json: bool, digests: bool) -> Result<(), Failure> {
+pub async fn list(global: &Global, format: ListFormat, digests: bool) -> Result<(), Failure> {
     let started = std::time::Instant::now();
     let namespace = build(global)?;
     let mut catalog = namespace.load().await;
@@ -26,7 +27,7 @@ pub async fn list(global: &Global, json: bool, digests: bool) -> Result<(), Fail
         }
     }
     let degraded = degraded(&catalog);
-    if json {
+    if format == ListFormat::Json {
         let written = list_json::write(
             catalog.skills(),
             catalog.diagnostics(),
@@ -45,8 +46,33 @@ pub async fn list(global: &Global, json: bool, digests: bool) -> Result<(), Fail
         return degraded.map_or(Ok(()), Err);
     }
     report_diagnostics(catalog.diagnostics());
-    emit(table(&catalog, digests).as_bytes())?;
+    if format == ListFormat::Names {
+        let mut out = String::new();
+        for skill in catalog.skills() {
+            let _ = writeln!(out, "{}", shown(skill.name()));
+        }
+        emit(out.as_bytes())?;
+    } else {
+        emit(table(&catalog, digests, output_width()).as_bytes())?;
+    }
     degraded.map_or(Ok(()), Err)
+}
+
+/// The width `list` fits its table to: `COLUMNS` when it is set to a
+/// number (as a script or a test asks for a width), else the terminal's
+/// when standard output is one; `None` (descriptions whole) when piped.
+fn output_width() -> Option<usize> {
+    if let Some(columns) = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        && columns > 0
+    {
+        return Some(columns);
+    }
+    std::io::stdout()
+        .is_terminal()
+        .then(|| terminal_size::terminal_size().map(|(w, _)| w.0 as usize))
+        .flatten()
 }
 
 /// Warns of a source that is itself one skill's directory (a SKILL.md at
@@ -168,20 +194,22 @@ fn withheld_named(catalog: &Catalog, name: &str) -> Option<Failure> {
 
 /// The catalog as an aligned table, descriptions cut to the terminal; with
 /// `digests`, a DIGEST column (`-` for a skill that could not be digested).
-fn table(catalog: &Catalog, digests: bool) -> String {
+/// The table `list` prints; with a `width`, each description is cut (with
+/// `...`) so a line fits it, unless that would leave under 10 columns.
+fn table(catalog: &Catalog, digests: bool, width: Option<usize>) -> String {
     let skills = catalog.skills();
     if skills.is_empty() {
         return "no skills found\n".into();
     }
     let name_width = skills
         .iter()
-        .map(|s| shown(s.name()).chars().count())
+        .map(|s| unicode_width::UnicodeWidthStr::width(shown(s.name()).as_ref()))
         .max()
         .unwrap_or(4)
         .max(4);
     let source_width = skills
         .iter()
-        .map(|s| shown(&s.source).chars().count())
+        .map(|s| unicode_width::UnicodeWidthStr::width(shown(&s.source).as_ref()))
         .max()
         .unwrap_or(6)
         .max(6);
@@ -202,11 +230,8 @@ fn table(catalog: &Catalog, digests: bool) -> String {
             String::new()
         }
     };
-    let fixed = name_width + source_width + 8 + 8 + 8 + if digests { digest_width + 2 } else { 0 };
-    let width = std::io::stdout()
-        .is_terminal()
-        .then(|| terminal_size::terminal_size().map(|(w, _)| w.0 as usize))
-        .flatten();
+    // NAME, SOURCE, SHADOWS and ENABLED with the two spaces after each.
+    let fixed = name_width + 2 + source_width + 2 + 9 + 9 + if digests { digest_width + 2 } else { 0 };
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -218,7 +243,7 @@ fn table(catalog: &Catalog, digests: bool) -> String {
     for skill in skills {
         let description = shown(&skill.metadata.description.replace('\n', " ")).into_owned();
         let description = match width {
-            Some(w) if w > fixed + 10 => cut(&description, w - fixed),
+            Some(w) if w >= fixed + 10 => cut(&description, w - fixed),
             _ => description,
         };
         let _ = writeln!(
@@ -235,12 +260,25 @@ fn table(catalog: &Catalog, digests: bool) -> String {
     out
 }
 
+/// `text` in at most `width` terminal columns (a wide character takes
+/// two): whole when it fits, else its first characters and `...`.
 fn cut(text: &str, width: usize) -> String {
-    if text.chars().count() <= width {
+    use unicode_width::{UnicodeWidthChar as _, UnicodeWidthStr as _};
+    if text.width() <= width {
         return text.to_owned();
     }
-    let mut out: String = text.chars().take(width.saturating_sub(1)).collect();
-    out.push('…');
+    let room = width.saturating_sub(3);
+    let mut used = 0;
+    let mut out = String::new();
+    for c in text.chars() {
+        used += c.width().unwrap_or(0);
+        if used > room {
+            break;
+        }
+        out.push(c);
+    }
+    let mut out = out.trim_end().to_owned();
+    out.push_str("...");
     out
 }
 
@@ -451,10 +489,13 @@ pub async fn prompt(
 }
 
 /// `lock`: every enabled winner's digest and each Git source's commit,
-/// written to `output`.
-pub async fn lock(global: &Global, output: &Path) -> Result<(), Failure> {
-    // The lock being written is not checked against the one it replaces.
+/// written to `output` (default: [`lock_path`], beside the configuration),
+/// then a line saying what it pinned and one per change since the lock it
+/// replaces. An unchanged lock is not rewritten.
+pub async fn lock(global: &Global, output: Option<&Path>) -> Result<(), Failure> {
     let mut config = crate::namespace::config(global)?;
+    let path = output.map_or_else(|| lock_path(&config), Path::to_path_buf);
+    // The lock being written is not checked against the one it replaces.
     config.clear_lock();
     let namespace = config.open()?;
     let catalog = namespace.load().await;
@@ -462,7 +503,34 @@ pub async fn lock(global: &Global, output: &Path) -> Result<(), Failure> {
         return Err(degraded);
     }
     let lock = skillstore::integrity::Lock::of(&namespace, &catalog).await?;
-    std::fs::write(output, lock.to_json())
-        .map_err(|e| Failure::failed(format!("cannot write {}: {e}", output.display())))?;
-    Ok(())
+    let text = lock.to_json();
+    let before = std::fs::read_to_string(&path).ok();
+    let previous = before
+        .as_deref()
+        .and_then(|t| skillstore::integrity::Lock::parse(t).ok());
+    if before.as_deref() != Some(text.as_str()) {
+        std::fs::write(&path, &text).map_err(|e| Failure::failed(format!("cannot write {}: {e}", path.display())))?;
+    }
+    let changes = lock.changes_since(previous.as_ref());
+    let skills = lock.skills.as_ref().map_or(0, Vec::len);
+    let mut out = format!(
+        "pinned {skills} skill{} and {} Git commit{} in {}",
+        plural(skills),
+        lock.git.len(),
+        plural(lock.git.len()),
+        shown(&path.display().to_string())
+    );
+    match (&previous, changes.is_empty()) {
+        (None, _) if before.is_some() => out.push_str(" (the previous file was not a lock this build reads)\n"),
+        (Some(_), true) => out.push_str("; nothing changed since the last lock\n"),
+        _ => out.push('\n'),
+    }
+    for change in &changes {
+        let _ = writeln!(out, "  {}", shown(&change.to_string()));
+    }
+    emit(out.as_bytes())
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
 }

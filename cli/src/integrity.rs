@@ -6,22 +6,30 @@ use std::path::{Path, PathBuf};
 use skillstore::integrity::sign::sign_dir;
 use skillstore::integrity::verify::verify as report;
 
-use super::namespace::build;
+use super::namespace::build_checking;
 use super::terminal::shown;
 use super::{Failure, Global, emit};
 
 /// `verify [--json]`: every winner's digest, lock status and signer; exit 3
 /// when one would not be served.
+/// The lock is `--locked`'s, the configuration's `lock:`, or the file `lock`
+/// writes when it exists; `--json` names it in `lock_file` (null: none),
+/// the text on standard error.
 pub async fn verify(global: &Global, json: bool) -> Result<(), Failure> {
-    let namespace = build(global)?;
+    let (namespace, lock_file) = build_checking(global, true)?;
     let reports = report(&namespace).await;
     let failed = reports.iter().filter(|r| !r.passes()).count();
+    let lock_name = lock_file.as_ref().map(|f| f.display().to_string());
     if json {
-        let mut text = serde_json::to_vec_pretty(&serde_json::json!({ "skills": reports }))
+        let mut text = serde_json::to_vec_pretty(&serde_json::json!({ "lock_file": lock_name, "skills": reports }))
             .map_err(|e| Failure::failed(e.to_string()))?;
         text.push(b'\n');
         emit(&text)?;
     } else {
+        match &lock_name {
+            Some(name) => eprintln!("against the lock file {}", shown(name)),
+            None => eprintln!("no lock file: every skill is no_lock"),
+        }
         let mut out = String::new();
         for r in &reports {
             let lock = r.lock.as_str();

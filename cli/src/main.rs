@@ -5,6 +5,7 @@
 
 mod archive;
 mod commands;
+mod completion;
 mod config_check;
 mod integrity;
 mod list_json;
@@ -45,10 +46,21 @@ pub struct Args {
     pub global: Global,
     /// Log lines on standard error as text or json (logs are on with
     /// RUST_LOG, and at info level for `serve`: one line per request).
-    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text, env = "SKILLSTORE_LOG_FORMAT", hide_possible_values = true)]
+    #[arg(long, global = true, help_heading = "Global options", value_enum, default_value_t = LogFormat::Text, env = "SKILLSTORE_LOG_FORMAT", hide_possible_values = true)]
     pub log_format: LogFormat,
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// How `list` prints the catalog.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ListFormat {
+    /// One skill name a line.
+    Names,
+    /// Columns, descriptions fitted to the terminal.
+    Table,
+    /// One JSON object with skills and diagnostics.
+    Json,
 }
 
 /// How log lines are written.
@@ -64,33 +76,58 @@ pub enum LogFormat {
 #[derive(Debug, clap::Args)]
 pub struct Global {
     /// Configuration file (default: ./skillstore.yaml when present and no --source is given).
-    #[arg(long, global = true, value_name = "FILE")]
+    #[arg(long, global = true, help_heading = "Global options", value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Mount a location into the namespace: a directory, s3://bucket[/prefix], memory:FILE.json, git+URL[@REF] or a discovery endpoint https://host[/path].
-    #[arg(long = "mount", global = true, value_name = "VPATH=LOCATION")]
+    #[arg(
+        long = "mount",
+        global = true,
+        help_heading = "Global options",
+        value_name = "VPATH=LOCATION"
+    )]
     pub mounts: Vec<String>,
     /// A source of skills, lowest priority first; replaces the configuration's sources.
-    #[arg(long = "source", global = true, value_name = "[LABEL=]VPATH")]
+    #[arg(
+        long = "source",
+        global = true,
+        help_heading = "Global options",
+        value_name = "[LABEL=]VPATH"
+    )]
     pub sources: Vec<String>,
     /// Let skills be written to the source of this name (repeatable; never the first of several).
-    #[arg(long = "writable", global = true, value_name = "SOURCE")]
+    #[arg(
+        long = "writable",
+        global = true,
+        help_heading = "Global options",
+        value_name = "SOURCE",
+        add = clap_complete::ArgValueCandidates::new(completion::source_labels)
+    )]
     pub writable: Vec<String>,
-    /// Do not read or write the local cache of S3 frontmatters.
-    #[arg(long, global = true)]
+    /// Do not read or write the local cache (cache.dir): no SKILL.md frontmatters kept by version (S3,
+    /// Git, any deep listing), no search index kept between runs, discovery downloads held in memory
+    /// only. Git repositories are still fetched into their own cache (SKILLSTORE_GIT_CACHE).
+    #[arg(long, global = true, help_heading = "Global options")]
     pub no_cache: bool,
-    /// Serve only the skills whose digests match this lock file, and refuse
+    /// Serve only the skills whose digests match the lock file, and refuse
     /// to run when a Git source resolved to another commit than it says
-    /// (`--locked=FILE`; default skillstore.lock).
-    #[arg(long, global = true, value_name = "FILE", num_args = 0..=1, require_equals = true, default_missing_value = skillstore::integrity::LOCK_FILE)]
-    pub locked: Option<PathBuf>,
+    /// (bare: the configuration's `lock:`, else skillstore.lock beside the
+    /// configuration file, else in the working directory; `--locked=FILE`:
+    /// FILE).
+    #[arg(long, global = true, help_heading = "Global options", value_name = "FILE", num_args = 0..=1, require_equals = true)]
+    pub locked: Option<Option<PathBuf>>,
 }
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// List the merged catalog.
     List {
-        /// Print one JSON object with skills and diagnostics.
-        #[arg(long)]
+        /// names: one name a line; table (default): on a terminal, descriptions cut with `...` to its
+        /// width (COLUMNS, when set, is the width even when piped), whole when piped; json: one object
+        /// with skills and diagnostics.
+        #[arg(long, value_enum, value_name = "FORMAT", hide_possible_values = true)]
+        format: Option<ListFormat>,
+        /// The same as --format json.
+        #[arg(long, conflicts_with = "format")]
         json: bool,
         /// Compute every skill's digest (a DIGEST column, the `digest` field
         /// of --json); reads every file whose version was not hashed before.
@@ -100,6 +137,7 @@ pub enum Command {
     /// Show one skill, where it came from and what it shadowed.
     Show {
         /// The skill's name.
+        #[arg(add = clap_complete::ArgValueCandidates::new(completion::skill_names))]
         name: String,
         /// Print JSON.
         #[arg(long)]
@@ -108,6 +146,7 @@ pub enum Command {
     /// Print a skill's SKILL.md, or a file inside it, through the winning source.
     Read {
         /// The skill's name.
+        #[arg(add = clap_complete::ArgValueCandidates::new(completion::skill_names))]
         name: String,
         /// A path inside the skill's directory (e.g. references/forms.md); a
         /// directory ending in `/` (references/) lists the files under it.
@@ -158,13 +197,16 @@ pub enum Command {
         #[arg(required = true, value_name = "PATH")]
         paths: Vec<PathBuf>,
     },
-    /// Record every enabled skill's digest and each Git source's commit in a lock file, for --locked.
+    /// Record every enabled skill's digest and each Git source's commit in a lock file, for --locked;
+    /// print what it pinned and what changed since the last lock.
     Lock {
-        /// The file to write.
-        #[arg(short, long, value_name = "FILE", default_value = skillstore::integrity::LOCK_FILE)]
-        output: PathBuf,
+        /// The file to write (default: the configuration's `lock:`, else skillstore.lock beside the
+        /// configuration file, else in the working directory).
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
     },
-    /// Report every skill's digest, how it stands against the lock and who signed it; exit 3 when one would not be served.
+    /// Report every skill's digest, how it stands against the lock (--locked's file, else the one
+    /// `lock` writes, when it exists) and who signed it; exit 3 when one would not be served.
     Verify {
         /// Print JSON.
         #[arg(long)]
@@ -255,6 +297,10 @@ pub enum Command {
         /// A server file naming tenants, their tokens and configurations.
         #[arg(long, value_name = "FILE")]
         tenants: Option<PathBuf>,
+        /// Serve this command's catalog as one tenant whose read token is the value of the environment
+        /// variable VAR (as in a container; no server file). Requests without it get 401.
+        #[arg(long, value_name = "VAR", conflicts_with = "tenants")]
+        token_env: Option<String>,
     },
     /// Serve the catalog over MCP on standard input and output.
     Mcp,
@@ -426,6 +472,9 @@ pub fn emit(bytes: &[u8]) -> Result<(), Failure> {
 }
 
 fn main() -> ExitCode {
+    // `COMPLETE=SHELL skillstore` prints the shell's registration; the
+    // shell then calls back with `COMPLETE` set to complete one word.
+    clap_complete::CompleteEnv::with_factory(command).complete();
     let args = match <Args as clap::FromArgMatches>::from_arg_matches(&command().get_matches()) {
         Ok(args) => args,
         Err(e) => e.exit(),
@@ -501,7 +550,14 @@ async fn run(args: Args) -> Result<(), Failure> {
     match args.command {
         Command::Completions { shell } => manual::completions(shell),
         Command::Man { dir } => manual::man(dir.as_deref()),
-        Command::List { json, digests } => commands::list(&args.global, json, digests).await,
+        Command::List { format, json, digests } => {
+            let format = if json {
+                ListFormat::Json
+            } else {
+                format.unwrap_or(ListFormat::Table)
+            };
+            commands::list(&args.global, format, digests).await
+        }
         Command::Show { name, json } => commands::show(&args.global, &name, json).await,
         Command::Read { name, relpath } => commands::read(&args.global, &name, relpath.as_deref()).await,
         Command::Prompt {
@@ -530,7 +586,7 @@ async fn run(args: Args) -> Result<(), Failure> {
         Command::TokenHash => serve::token_hash(),
         Command::Verify { json } => integrity::verify(&args.global, json).await,
         Command::Sign { dirs, key } => integrity::sign(&dirs, &key).await,
-        Command::Lock { output } => commands::lock(&args.global, &output).await,
+        Command::Lock { output } => commands::lock(&args.global, output.as_deref()).await,
         Command::Config(ConfigCommand::Check { file }) => {
             config_check::run(file.as_deref(), args.global.config.as_deref())
         }
@@ -566,7 +622,19 @@ async fn run(args: Args) -> Result<(), Failure> {
             };
             sync::mount(&args.global, mount).await
         }
-        Command::Serve { listen, tenants } => serve::serve(&args.global, listen.as_deref(), tenants.as_deref()).await,
+        Command::Serve {
+            listen,
+            tenants,
+            token_env,
+        } => {
+            serve::serve(
+                &args.global,
+                listen.as_deref(),
+                tenants.as_deref(),
+                token_env.as_deref(),
+            )
+            .await
+        }
         Command::Mcp => serve::mcp(&args.global).await,
     }
 }

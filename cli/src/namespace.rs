@@ -1,8 +1,9 @@
 //! Command-line flags as one more way of building a [`Config`]; the
 //! library assembles the namespace from it.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
+use skillstore::integrity::lock::lock_path;
 use skillstore::{Config, Location, Namespace};
 
 use super::{Failure, Global};
@@ -35,8 +36,15 @@ pub fn config(global: &Global) -> Result<Config, Failure> {
 /// command here, so a writable source in one is refused: its changes
 /// would be lost.
 pub fn build(global: &Global) -> Result<Namespace, Failure> {
+    build_checking(global, false).map(|(namespace, _)| namespace)
+}
+
+/// As [`build`], with the lock file it checks against. With `verify`, the
+/// lock file `lock` writes is read when it exists, without `--locked`.
+pub fn build_checking(global: &Global, verify: bool) -> Result<(Namespace, Option<PathBuf>), Failure> {
     let mut config = config(global)?;
-    if let Some(file) = &global.locked {
+    let lock = locked_file(global, &config, verify)?;
+    if let Some(file) = &lock {
         config.set_lock(file);
     }
     let namespace = config.open()?;
@@ -47,5 +55,28 @@ pub fn build(global: &Global) -> Result<Namespace, Failure> {
             )));
         }
     }
-    Ok(namespace)
+    Ok((namespace, lock))
+}
+
+/// The lock file `config` is checked against: `--locked=FILE`; for a bare
+/// `--locked`, [`lock_path`] (refused when it does not exist); without the
+/// flag, the configuration's `lock:`, or with `verify` the file `lock`
+/// writes when it exists.
+pub fn locked_file(global: &Global, config: &Config, verify: bool) -> Result<Option<PathBuf>, Failure> {
+    match &global.locked {
+        Some(Some(file)) => Ok(Some(file.clone())),
+        Some(None) => {
+            let file = lock_path(config);
+            if !file.exists() {
+                return Err(Failure::usage(format!(
+                    "--locked: there is no lock file at {}; `skillstore lock` writes it",
+                    file.display()
+                )));
+            }
+            Ok(Some(file))
+        }
+        None if config.lock.is_some() => Ok(Some(lock_path(config))),
+        None if verify => Ok(Some(lock_path(config)).filter(|file| file.exists())),
+        None => Ok(None),
+    }
 }

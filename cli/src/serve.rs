@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use skillstore_server::{ServerError, Settings};
+use skillstore_server::{Scope, ServerError, Settings};
 
 use super::{Failure, Global, namespace};
 
@@ -15,8 +15,8 @@ fn settings(global: &Global, tenants: Option<&Path>) -> Result<Settings, Failure
         Some(path) => Settings::load(path).map_err(failure),
         None => {
             let mut config = namespace::config(global)?;
-            if let Some(file) = &global.locked {
-                config.set_lock(file);
+            if let Some(file) = namespace::locked_file(global, &config, false)? {
+                config.set_lock(&file);
             }
             Ok(Settings::single(config))
         }
@@ -40,8 +40,24 @@ fn own_namespace_failure(err: ServerError) -> Failure {
     }
 }
 
-pub async fn serve(global: &Global, listen: Option<&str>, tenants: Option<&Path>) -> Result<(), Failure> {
-    let served = skillstore_server::run::serve_http(settings(global, tenants)?, listen).await;
+/// `serve`: a server file's tenants, or the command line's namespace as
+/// one tenant (with `token_env`, its read token is that variable's value).
+pub async fn serve(
+    global: &Global,
+    listen: Option<&str>,
+    tenants: Option<&Path>,
+    token_env: Option<&str>,
+) -> Result<(), Failure> {
+    let mut settings = settings(global, tenants)?;
+    if let Some(var) = token_env {
+        let token = token_from_env(var, std::env::var_os(var))?;
+        for tenant in &mut settings.tenants {
+            tenant
+                .tokens
+                .push((skillstore_server::TokenHash::of(&token), Scope::Read));
+        }
+    }
+    let served = skillstore_server::run::serve_http(settings, listen).await;
     served.map_err(if tenants.is_some() {
         failure
     } else {
@@ -53,6 +69,26 @@ pub async fn mcp(global: &Global) -> Result<(), Failure> {
     skillstore_server::run::serve_stdio(settings(global, None)?)
         .await
         .map_err(own_namespace_failure)
+}
+
+/// The token `--token-env VAR` names: refused, naming the variable (never
+/// its value), when it is unset, empty or not UTF-8.
+fn token_from_env(var: &str, value: Option<std::ffi::OsString>) -> Result<String, Failure> {
+    let Some(value) = value else {
+        return Err(Failure::usage(format!(
+            "--token-env: the environment variable {var} is not set; set it to the token clients send"
+        )));
+    };
+    let Some(token) = value.to_str() else {
+        return Err(Failure::usage(format!("--token-env: {var} is not valid UTF-8")));
+    };
+    let token = token.trim();
+    if token.is_empty() {
+        return Err(Failure::usage(format!(
+            "--token-env: the environment variable {var} is empty; set it to the token clients send"
+        )));
+    }
+    Ok(token.to_owned())
 }
 
 /// `token-hash`: one token read from standard input, printed as the

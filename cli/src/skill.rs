@@ -16,7 +16,7 @@ use super::{Failure, Global, emit};
 #[derive(Debug, clap::Args)]
 pub struct EditArgs {
     /// The writable source to change (default: the highest-priority writable source).
-    #[arg(long, value_name = "SOURCE")]
+    #[arg(long, value_name = "SOURCE", add = clap_complete::ArgValueCandidates::new(crate::completion::source_labels))]
     pub to: Option<String>,
     /// Who makes the change, as recorded in the history.
     #[arg(long, env = "SKILLSTORE_AUTHOR", value_name = "NAME")]
@@ -30,6 +30,7 @@ pub struct EditArgs {
 pub enum SkillCommand {
     /// Create a skill from a SKILL.md (fails if the source has it).
     Create {
+        /// The new skill's name (its SKILL.md's `name`).
         name: String,
         /// The SKILL.md to store (default: standard input).
         #[arg(long, value_name = "FILE")]
@@ -56,6 +57,7 @@ pub enum SkillCommand {
     },
     /// Replace a skill's SKILL.md whole.
     Edit {
+        /// The skill whose SKILL.md is replaced.
         name: String,
         /// The new SKILL.md (default: standard input).
         #[arg(long, value_name = "FILE")]
@@ -68,6 +70,7 @@ pub enum SkillCommand {
     },
     /// Find and replace text in SKILL.md or a supporting file.
     Patch {
+        /// The skill to change.
         name: String,
         /// The exact text to find.
         #[arg(long)]
@@ -92,6 +95,7 @@ pub enum SkillCommand {
     },
     /// Delete a skill from the source (its history stays, for a rollback).
     Delete {
+        /// The skill to delete.
         name: String,
         /// Delete only while SKILL.md is at this version.
         #[arg(long, value_name = "VERSION")]
@@ -101,7 +105,9 @@ pub enum SkillCommand {
     },
     /// Write a supporting file (references/x.md, LICENSE.txt; never a hidden path).
     WriteFile {
+        /// The skill to write into.
         name: String,
+        /// The file's path inside the skill (e.g. references/forms.md).
         relpath: String,
         /// The content (default: standard input).
         #[arg(long, value_name = "FILE")]
@@ -114,7 +120,9 @@ pub enum SkillCommand {
     },
     /// Remove a supporting file.
     RemoveFile {
+        /// The skill to remove a file from.
         name: String,
+        /// The file's path inside the skill (e.g. references/forms.md).
         relpath: String,
         /// Remove only this version of the file.
         #[arg(long, value_name = "VERSION")]
@@ -124,12 +132,14 @@ pub enum SkillCommand {
     },
     /// List a skill's history.
     History {
+        /// The skill whose history is listed.
         name: String,
         #[command(flatten)]
         args: EditArgs,
     },
     /// Restore a skill to how it was right after a history entry.
     Rollback {
+        /// The skill to restore.
         name: String,
         /// The history entry's number.
         id: u64,

@@ -131,16 +131,30 @@ fn print(report: &SyncReport, dir: &Path, json: bool) -> Result<(), Failure> {
         );
     }
     for file in &report.repaired {
+        let copy = report.repaired_copies.as_deref().map_or(String::new(), |tree| {
+            format!(
+                " (the changed copy is {}/{}; the next sync that changes the tree keeps it)",
+                shown(tree),
+                shown(file)
+            )
+        });
         eprintln!(
-            "warning: {} was changed in the tree since sync wrote it; written again from the source",
+            "warning: {} was changed in the tree since sync wrote it; written again from the source{copy}",
             shown(file)
         );
     }
     for tree in &report.kept {
-        eprintln!(
-            "warning: {} holds files sync did not write or that were changed; it is kept: look through it and remove it",
-            shown(tree)
-        );
+        if report.kept_now.contains(tree) {
+            eprintln!(
+                "warning: {} holds files sync did not write or that were changed; it is kept: look through it and remove it",
+                shown(tree)
+            );
+        } else {
+            eprintln!(
+                "note: {}, kept by an earlier sync, is still there: look through it and remove it",
+                shown(tree)
+            );
+        }
     }
     if json {
         let mut line = serde_json::to_vec(report).map_err(|e| Failure::failed(e.to_string()))?;
@@ -149,18 +163,24 @@ fn print(report: &SyncReport, dir: &Path, json: bool) -> Result<(), Failure> {
     }
     let dir = dir.display().to_string();
     let dir = shown(&dir);
+    let count = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
     let line = if report.switched {
+        let kept = match report.kept_now.len() {
+            0 => String::new(),
+            n => format!("; {} kept", count(n, "tree")),
+        };
         format!(
-            "synced {} skills into {dir}: {} added, {} updated, {} removed ({} files copied, {} unchanged)\n",
-            report.skills,
+            "synced {} into {dir}: {} added, {} updated, {} removed, {} repaired ({} copied, {} unchanged){kept}\n",
+            count(report.skills, "skill"),
             report.added.len(),
             report.updated.len(),
             report.removed.len(),
-            report.files_copied,
+            report.repaired.len(),
+            count(report.files_copied, "file"),
             report.files_linked,
         )
     } else {
-        format!("{dir} is up to date ({} skills)\n", report.skills)
+        format!("{dir} is up to date ({})\n", count(report.skills, "skill"))
     };
     emit(line.as_bytes())
 }

@@ -17,10 +17,13 @@
 //! locked) is still read: it pins the Git mounts and no skill.
 
 use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
 use crate::catalog::Catalog;
+use crate::config::Config;
 use crate::error::{Error, Result};
 
 /// The lock file's default name.
@@ -152,6 +155,138 @@ impl Lock {
     }
 }
 
+/// The lock file a configuration goes with, as `cargo` keeps `Cargo.lock`
+/// beside `Cargo.toml`: its `lock:` (relative to the configuration's
+/// directory), else [`LOCK_FILE`] beside the file it was loaded from, else
+/// [`LOCK_FILE`] in the working directory (a configuration made of flags
+/// alone).
+pub fn lock_path(config: &Config) -> PathBuf {
+    if let Some(named) = &config.lock {
+        let named = Path::new(named);
+        return if named.is_relative() {
+            config.base().join(named)
+        } else {
+            named.to_path_buf()
+        };
+    }
+    match config.file() {
+        Some(_) => config.base().join(LOCK_FILE),
+        None => PathBuf::from(LOCK_FILE),
+    }
+}
+
+/// One difference between a lock and the one it replaces.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LockChange {
+    /// A skill the previous lock did not hold.
+    Added(LockedSkill),
+    /// A skill the previous lock held at another digest or in another
+    /// source (or Git commit).
+    Updated {
+        /// The previous lock's entry.
+        from: LockedSkill,
+        /// The new entry.
+        to: LockedSkill,
+    },
+    /// A skill the new lock no longer holds.
+    Removed(LockedSkill),
+    /// A Git mount the previous lock did not hold.
+    GitAdded(LockedGit),
+    /// A Git mount locked at another commit.
+    GitUpdated {
+        /// The previous lock's entry.
+        from: LockedGit,
+        /// The new entry.
+        to: LockedGit,
+    },
+    /// A Git mount the new lock no longer holds.
+    GitRemoved(LockedGit),
+}
+
+impl fmt::Display for LockChange {
+    /// One line: `added NAME (SOURCE) DIGEST`, `updated NAME (SOURCE)
+    /// DIGEST -> DIGEST` (`-> (SOURCE) DIGEST` when the source changed),
+    /// `removed NAME (SOURCE) DIGEST`, and the
+    /// same words with `git LOCATION COMMIT` for a Git mount.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fn skill(s: &LockedSkill) -> String {
+            format!("({}) {}", s.source, s.digest)
+        }
+        match self {
+            LockChange::Added(s) => write!(f, "added {} {}", s.name, skill(s)),
+            LockChange::Updated { from, to } if from.source == to.source => {
+                write!(f, "updated {} {} -> {}", to.name, skill(from), to.digest)
+            }
+            LockChange::Updated { from, to } => {
+                write!(f, "updated {} {} -> {}", to.name, skill(from), skill(to))
+            }
+            LockChange::Removed(s) => write!(f, "removed {} {}", s.name, skill(s)),
+            LockChange::GitAdded(g) => write!(f, "added git {} {}", g.location, g.commit),
+            LockChange::GitUpdated { from, to } => {
+                write!(f, "updated git {} {} -> {}", to.location, from.commit, to.commit)
+            }
+            LockChange::GitRemoved(g) => write!(f, "removed git {} {}", g.location, g.commit),
+        }
+    }
+}
+
+impl Lock {
+    /// What changed since `previous` (none: everything is added): Git
+    /// mounts by location, then skills by name, each in sorted order. An
+    /// unchanged entry yields nothing.
+    pub fn changes_since(&self, previous: Option<&Lock>) -> Vec<LockChange> {
+        let mut changes = Vec::new();
+        let old_git: BTreeMap<&str, &LockedGit> = previous
+            .map(|p| p.git.iter().map(|g| (g.location.as_str(), g)).collect())
+            .unwrap_or_default();
+        let new_git: BTreeMap<&str, &LockedGit> = self.git.iter().map(|g| (g.location.as_str(), g)).collect();
+        diff(&old_git, &new_git, &mut changes, |change| match change {
+            Diff::Added(g) => LockChange::GitAdded(g.clone()),
+            Diff::Updated(from, to) => LockChange::GitUpdated {
+                from: from.clone(),
+                to: to.clone(),
+            },
+            Diff::Removed(g) => LockChange::GitRemoved(g.clone()),
+        });
+        let old_skills = previous.and_then(Lock::skills_by_name).unwrap_or_default();
+        let new_skills = self.skills_by_name().unwrap_or_default();
+        diff(&old_skills, &new_skills, &mut changes, |change| match change {
+            Diff::Added(s) => LockChange::Added(s.clone()),
+            Diff::Updated(from, to) => LockChange::Updated {
+                from: from.clone(),
+                to: to.clone(),
+            },
+            Diff::Removed(s) => LockChange::Removed(s.clone()),
+        });
+        changes
+    }
+}
+
+enum Diff<'a, T> {
+    Added(&'a T),
+    Updated(&'a T, &'a T),
+    Removed(&'a T),
+}
+
+fn diff<'a, T: PartialEq>(
+    old: &BTreeMap<&str, &'a T>,
+    new: &BTreeMap<&str, &'a T>,
+    out: &mut Vec<LockChange>,
+    change: impl Fn(Diff<'a, T>) -> LockChange,
+) {
+    let mut keys: Vec<&str> = old.keys().chain(new.keys()).copied().collect();
+    keys.sort_unstable();
+    keys.dedup();
+    for key in keys {
+        match (old.get(key), new.get(key)) {
+            (None, Some(n)) => out.push(change(Diff::Added(n))),
+            (Some(o), None) => out.push(change(Diff::Removed(o))),
+            (Some(o), Some(n)) if o != n => out.push(change(Diff::Updated(o, n))),
+            _ => {}
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -176,5 +311,41 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(twice.contains("`pdf` more than once"), "{twice}");
+    }
+
+    #[test]
+    fn changes_name_what_was_added_updated_and_removed() {
+        let skill = |name: &str, digest: &str| LockedSkill {
+            name: name.into(),
+            source: "team".into(),
+            digest: digest.into(),
+            commit: None,
+        };
+        let lock = |skills: Vec<LockedSkill>| Lock {
+            version: LOCK_VERSION,
+            git: Vec::new(),
+            skills: Some(skills),
+        };
+        let old = lock(vec![
+            skill("a", "sha256:1"),
+            skill("b", "sha256:2"),
+            skill("c", "sha256:3"),
+        ]);
+        let new = lock(vec![
+            skill("a", "sha256:1"),
+            skill("b", "sha256:9"),
+            skill("d", "sha256:4"),
+        ]);
+        let lines: Vec<String> = new.changes_since(Some(&old)).iter().map(ToString::to_string).collect();
+        assert_eq!(
+            lines,
+            [
+                "updated b (team) sha256:2 -> sha256:9",
+                "removed c (team) sha256:3",
+                "added d (team) sha256:4"
+            ]
+        );
+        assert!(new.changes_since(Some(&new)).is_empty());
+        assert_eq!(new.changes_since(None).len(), 3);
     }
 }

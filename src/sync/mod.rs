@@ -174,7 +174,8 @@ pub struct SyncReport {
     pub removed: Vec<String>,
     /// Files new in this generation, as `NAME/RELPATH`.
     pub files_added: Vec<String>,
-    /// Files whose source version changed, as `NAME/RELPATH`.
+    /// Files whose bytes or mode changed, as `NAME/RELPATH` (a file whose
+    /// version alone changed, as a `touch` makes, is not one).
     pub files_updated: Vec<String>,
     /// Files gone since the last generation, as `NAME/RELPATH`.
     pub files_removed: Vec<String>,
@@ -182,9 +183,16 @@ pub struct SyncReport {
     /// again from the source, as `NAME/RELPATH`; the changed copies are in
     /// a kept tree once the replaced generation is retired.
     pub repaired: Vec<String>,
+    /// The tree in the state directory holding the `repaired` files as
+    /// they were found (`.NAME.skillstore/retired-ID`, then `NAME/RELPATH`
+    /// in it): the next sync that switches keeps it as a `kept-ID` tree
+    /// (reported in `kept_now` then).
+    pub repaired_copies: Option<String>,
     /// Files read from the sources and written.
     pub files_copied: usize,
-    /// Files reused from the live generation by hard link.
+    /// Files reused from the live generation by hard link (a file whose
+    /// version changed but whose bytes did not is read, compared and
+    /// linked, not written again).
     pub files_linked: usize,
     /// Bytes read from the sources and written.
     pub bytes_copied: u64,
@@ -200,6 +208,9 @@ pub struct SyncReport {
     /// because they hold files sync did not write or that were changed:
     /// look through them and remove them.
     pub kept: Vec<String>,
+    /// The trees of `kept` this sync kept (the others were kept by an
+    /// earlier one).
+    pub kept_now: Vec<String>,
 }
 
 /// Something a sync left out of the tree.
@@ -241,17 +252,36 @@ pub async fn sync(catalog: &Catalog, dir: &Path, options: &SyncOptions) -> Resul
     let mut plans = plan::plan(catalog, options, &mut refused).await?;
     leave_out_taken(&state, &live, &mut plans, &mut refused);
 
+    let kept_before = state.kept()?;
+    let mut reversioned = Vec::new();
+    let mut read_ahead = std::collections::HashMap::new();
     if live.single
         && live.keep_modes == Some(options.keep_modes)
         && live.survey.is_whole(&live.manifest)
-        && compare::unchanged(catalog, &plans, &live.manifest, options, &mut refused).await?
+        && compare::unchanged(
+            catalog,
+            &plans,
+            &live.manifest,
+            options,
+            &mut refused,
+            &mut reversioned,
+            &mut read_ahead,
+        )
+        .await?
     {
-        if !live.survey.refreshed.is_empty()
+        if (!live.survey.refreshed.is_empty() || !reversioned.is_empty())
             && let Some(mut fresh) = manifests.iter().find(|m| m.id == live.manifest.id).cloned()
         {
             for (local, ctime) in &live.survey.refreshed {
                 if let Some(record) = fresh.file_mut(local) {
                     record.ctime = *ctime;
+                }
+            }
+            // Same bytes at a new version: the next sync need not read
+            // them again.
+            for (local, version) in reversioned {
+                if let Some(record) = fresh.file_mut(&local) {
+                    record.version = version;
                 }
             }
             state.write_manifest(&fresh)?;
@@ -277,6 +307,7 @@ pub async fn sync(catalog: &Catalog, dir: &Path, options: &SyncOptions) -> Resul
         &mut next,
         options,
         &mut refused,
+        read_ahead,
     )
     .await?;
     next.dirs = build.dirs().clone();
@@ -292,8 +323,17 @@ pub async fn sync(catalog: &Catalog, dir: &Path, options: &SyncOptions) -> Resul
 
     state.write_manifest(&next)?;
     let retired = switch::switch_in(&state, &mut build, &next, &live)?;
+    if !report.repaired.is_empty() && !retired.skills.is_empty() {
+        report.repaired_copies = Some(state.shown(&format!("retired-{}", retired.id)));
+    }
     switch::clean_up(&state, &build, &mut next, retired);
     report.kept = state.kept().unwrap_or_default();
+    report.kept_now = report
+        .kept
+        .iter()
+        .filter(|k| !kept_before.contains(k))
+        .cloned()
+        .collect();
     Ok(report)
 }
 
@@ -337,6 +377,7 @@ async fn fill(
     next: &mut Manifest,
     options: &SyncOptions,
     refused: &mut Vec<SyncRefusal>,
+    mut read_ahead: std::collections::HashMap<skillstore_backends::VPath, skillstore_backends::Blob>,
 ) -> Result<SyncReport> {
     let root = state.root();
     let reusable = (live.keep_modes == Some(options.keep_modes)).then_some((&root, &live.manifest, &live.survey));
@@ -378,10 +419,20 @@ async fn fill(
     }
 
     let backend = catalog.backend();
+    let reads: Vec<_> = reads
+        .into_iter()
+        .map(|(plan, file, local)| (plan, file, local, read_ahead.remove(&file.path)))
+        .collect();
     let mut results = futures::stream::iter(reads)
-        .map(|(plan, file, local)| {
+        .map(|(plan, file, local, ahead)| {
             let read = ReadOptions::with_limit(options.read_limit).confined(plan.dir.segments().count());
-            async move { (plan, file, local, backend.read(&file.path, read).await) }
+            async move {
+                let blob = match ahead {
+                    Some(blob) => Ok(blob),
+                    None => backend.read(&file.path, read).await,
+                };
+                (plan, file, local, blob)
+            }
         })
         .buffer_unordered(options.concurrency.max(1));
     let mut dropped: BTreeMap<String, SyncRefusal> = BTreeMap::new();
@@ -400,14 +451,31 @@ async fn fill(
                     continue;
                 }
                 let mode = file_mode(options, &blob.data);
-                let written = build.write(&local, &blob.data, mode)?;
+                let sha256 = digest(&blob.data);
+                // At a new version with the same bytes (touched): the live
+                // copy, when still as written, is linked, not written again.
+                let same = reusable.and_then(|(root, manifest, survey)| {
+                    let record = manifest.file(&local)?;
+                    let fits = !file.symlink
+                        && survey.intact.contains(&local)
+                        && record.sha256 == sha256
+                        && record.mode == mode;
+                    fits.then(|| build.link_from(*root, &local, record)).flatten()
+                });
+                let written = match same {
+                    Some(written) => {
+                        linked.insert(local.clone());
+                        written
+                    }
+                    None => build.write(&local, &blob.data, mode)?,
+                };
                 let record = FileRecord {
                     version: blob.version.to_string(),
                     size: blob.data.len() as u64,
                     mode,
                     ino: written.ino,
                     ctime: written.ctime,
-                    sha256: digest(&blob.data),
+                    sha256,
                 };
                 insert(next, &plan.name, &file.relative, record);
             }

@@ -225,7 +225,7 @@ fn help_options(args: &[&str]) -> (BTreeSet<String>, Vec<String>) {
                 commands.push(name);
             }
         }
-        if section == "Options:" {
+        if section == "Options:" || section == "Global options:" {
             let trimmed = line.trim_start();
             let indent = line.len() - trimmed.len();
             if (indent == 2 || indent == 6) && trimmed.starts_with('-') {

@@ -284,3 +284,63 @@ fn unreachable_source_exits_3() {
     let all = run(&mut cmd);
     assert_eq!(all.code, 3, "{}", all.stderr);
 }
+
+/// `list` fits a terminal: descriptions cut with `...` to its width (a
+/// real terminal through script(1), and `COLUMNS`), whole when piped;
+/// `--format names|table|json`, with `--json` the same as `--format json`.
+#[test]
+fn cli_list_fits_the_terminal_and_takes_a_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let long = "Fill, read and merge PDF forms, keeping every field and signature as it was";
+    crate::support::write(
+        root,
+        "skills/csv/SKILL.md",
+        "---\nname: csv\ndescription: Read CSV.\n---\nSteps.\n",
+    );
+    crate::support::write(
+        root,
+        "skills/pdf/SKILL.md",
+        &format!("---\nname: pdf\ndescription: {long}\n---\nSteps.\n"),
+    );
+    let list = |args: &[&str], columns: Option<&str>| {
+        let mut cmd = crate::support::skillstore_in(root);
+        cmd.env_remove("COLUMNS")
+            .args(["--source", "/skills/", "list"])
+            .args(args);
+        if let Some(columns) = columns {
+            cmd.env("COLUMNS", columns);
+        }
+        run(&mut cmd)
+    };
+    let header = "NAME  SOURCE  SHADOWS  ENABLED  DESCRIPTION\n";
+    let whole = format!("{header}csv   skills        0  yes      Read CSV.\npdf   skills        0  yes      {long}\n");
+    assert_eq!(list(&[], None).text(), whole);
+    assert_eq!(list(&["--format", "table"], None).text(), whole);
+    let cut = format!(
+        "{header}csv   skills        0  yes      Read CSV.\npdf   skills        0  yes      Fill, read and merge PDF...\n"
+    );
+    assert_eq!(list(&[], Some("60")).text(), cut);
+    for line in cut.lines() {
+        assert!(line.chars().count() <= 60, "{line}");
+    }
+    assert_eq!(list(&["--format", "names"], None).text(), "csv\npdf\n");
+    let json = list(&["--format", "json"], None);
+    assert_eq!(json.json()["skills"][1]["description"], long);
+    assert_eq!(json.stdout, list(&["--json"], None).stdout);
+    let both = list(&["--json", "--format", "names"], None);
+    assert_eq!(both.code, 2, "{}", both.stderr);
+
+    // A real terminal 60 columns wide, no COLUMNS.
+    let binary = assert_cmd::cargo::cargo_bin("skillstore");
+    let line = format!("stty cols 60 rows 20; '{}' --source /skills/ list", binary.display());
+    let out = std::process::Command::new("script")
+        .args(["-qefc", &line, "/dev/null"])
+        .current_dir(root)
+        .env("XDG_CACHE_HOME", root.join(".test-cache"))
+        .env_remove("COLUMNS")
+        .env("TERM", "xterm")
+        .output()
+        .expect("script(1) (util-linux) runs the command on a terminal");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).replace("\r\n", "\n"), cut);
+}

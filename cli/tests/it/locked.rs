@@ -446,3 +446,90 @@ fn an_unpinned_signature_is_not_served_under_locked() {
         .assert()
         .success();
 }
+
+/// The lock as `cargo` keeps `Cargo.lock`: `lock` writes beside the
+/// configuration whatever the working directory, says what it pinned and
+/// what changed since the last lock; a bare `--locked` and `verify` read
+/// that file; a bare `--locked` without one is refused, naming it.
+#[test]
+fn the_lock_lives_beside_the_configuration_and_says_what_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let project = root.join("project");
+    for name in ["pdf", "csv"] {
+        write(
+            &project,
+            &format!("skills/{name}/SKILL.md"),
+            &format!("---\nname: {name}\ndescription: The {name} skill.\n---\nSteps.\n"),
+        );
+    }
+    write(
+        &project,
+        "skillstore.yaml",
+        "sources:\n  - path: /skills\n    label: team\n",
+    );
+    std::fs::create_dir_all(root.join("elsewhere")).unwrap();
+    let config = project.join("skillstore.yaml");
+    let in_elsewhere = |args: &[&str]| {
+        let mut cmd = Command::cargo_bin("skillstore").unwrap();
+        cmd.current_dir(root.join("elsewhere"))
+            .env("XDG_CACHE_HOME", root.join("cache"))
+            .arg("--config")
+            .arg(&config)
+            .args(args);
+        crate::support::run(&mut cmd)
+    };
+    let lock_file = project.join("skillstore.lock");
+    let shown = lock_file.display().to_string();
+    let digest = |lock: &Value, at: usize| lock["skills"][at]["digest"].as_str().unwrap().to_owned();
+
+    let bare = in_elsewhere(&["--locked", "list"]);
+    assert_eq!(bare.code, 2);
+    assert_eq!(
+        bare.stderr,
+        format!("error: --locked: there is no lock file at {shown}; `skillstore lock` writes it\n")
+    );
+
+    let first = in_elsewhere(&["lock"]);
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    assert!(!root.join("elsewhere/skillstore.lock").exists());
+    let lock: Value = serde_json::from_slice(&std::fs::read(&lock_file).unwrap()).unwrap();
+    let (csv, pdf) = (digest(&lock, 0), digest(&lock, 1));
+    assert_eq!(
+        first.text(),
+        format!("pinned 2 skills and 0 Git commits in {shown}\n  added csv (team) {csv}\n  added pdf (team) {pdf}\n")
+    );
+    let again = in_elsewhere(&["lock"]);
+    assert_eq!(
+        again.text(),
+        format!("pinned 2 skills and 0 Git commits in {shown}; nothing changed since the last lock\n")
+    );
+
+    write(
+        &project,
+        "skills/pdf/SKILL.md",
+        "---\nname: pdf\ndescription: The pdf skill.\n---\nNew steps.\n",
+    );
+    let listed = in_elsewhere(&["--locked", "list"]);
+    assert_eq!(listed.code, 3, "{}", listed.stderr);
+    assert!(listed.stderr.contains("[lock_mismatch]"), "{}", listed.stderr);
+    let verify = in_elsewhere(&["verify", "--json"]);
+    assert_eq!(verify.code, 3, "{}", verify.stderr);
+    let report = verify.json();
+    assert_eq!(report["lock_file"], shown.as_str());
+    assert_eq!(report["skills"][0]["lock"], "matches");
+    assert_eq!(report["skills"][1]["lock"], "mismatch");
+    assert_eq!(report["skills"][1]["locked_digest"], pdf.as_str());
+
+    std::fs::remove_dir_all(project.join("skills/csv")).unwrap();
+    let relocked = in_elsewhere(&["lock"]);
+    let lock: Value = serde_json::from_slice(&std::fs::read(&lock_file).unwrap()).unwrap();
+    let new_pdf = digest(&lock, 0);
+    assert_eq!(
+        relocked.text(),
+        format!(
+            "pinned 1 skill and 0 Git commits in {shown}\n  removed csv (team) {csv}\n  updated pdf (team) {pdf} -> {new_pdf}\n"
+        )
+    );
+    assert_eq!(in_elsewhere(&["--locked", "list"]).code, 0);
+}

@@ -179,3 +179,108 @@ fn sync_watch_follows_changes_and_exits_0_on_sigterm() {
     let (code, stderr) = watching.stop();
     assert_eq!(code, Some(0), "{stderr}");
 }
+
+/// Sync reports what it did, by content: a file touched without a change
+/// is neither an update nor copied again (its live copy stays, same inode);
+/// a file changed in the tree is counted as repaired, and the tree keeping
+/// the changed copy is reported when it is kept, then as kept before.
+#[test]
+fn sync_reports_by_content_and_counts_repairs_and_kept_trees() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    crate::support::write(
+        root,
+        "skills/pdf/SKILL.md",
+        "---\nname: pdf\ndescription: Read PDFs.\n---\nSteps.\n",
+    );
+    crate::support::write(root, "skills/pdf/run.sh", "echo run\n");
+    let sync = |extra: &[&str]| {
+        let mut cmd = crate::support::skillstore_in(root);
+        cmd.args(["--source", "/skills/", "sync", "out"]).args(extra);
+        run(&mut cmd)
+    };
+    let touch = |relative: &str| {
+        let file = std::fs::File::options().write(true).open(root.join(relative)).unwrap();
+        let later = file.metadata().unwrap().modified().unwrap() + std::time::Duration::from_secs(10);
+        file.set_modified(later).unwrap();
+    };
+    let inode = |relative: &str| std::fs::metadata(root.join(relative)).unwrap().ino();
+
+    let first = sync(&[]);
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    assert_eq!(
+        first.text(),
+        "synced 1 skill into out: 1 added, 0 updated, 0 removed, 0 repaired (2 files copied, 0 unchanged)\n"
+    );
+    let before = inode("out/pdf/SKILL.md");
+
+    touch("skills/pdf/SKILL.md");
+    let touched = sync(&[]);
+    assert_eq!(touched.text(), "out is up to date (1 skill)\n", "{}", touched.stderr);
+    assert_eq!(inode("out/pdf/SKILL.md"), before, "a touched file is not copied again");
+    assert_eq!(sync(&[]).text(), "out is up to date (1 skill)\n");
+
+    touch("skills/pdf/SKILL.md");
+    crate::support::write(root, "skills/pdf/run.sh", "echo ran\n");
+    let changed = sync(&["--json"]).json();
+    assert_eq!(changed["switched"], true);
+    assert_eq!(changed["updated"], serde_json::json!(["pdf"]));
+    assert_eq!(changed["files_updated"], serde_json::json!(["pdf/run.sh"]));
+    assert_eq!(changed["files_copied"], 1);
+    assert_eq!(changed["files_linked"], 1);
+    assert_eq!(inode("out/pdf/SKILL.md"), before);
+    assert_eq!(
+        std::fs::read_to_string(root.join("out/pdf/run.sh")).unwrap(),
+        "echo ran\n"
+    );
+
+    std::fs::write(root.join("out/pdf/run.sh"), "echo mine\n").unwrap();
+    let repaired = sync(&["--json"]);
+    let report = repaired.json();
+    assert_eq!(report["repaired"], serde_json::json!(["pdf/run.sh"]));
+    assert_eq!(report["updated"], serde_json::json!([]));
+    assert_eq!(report["kept_now"], serde_json::json!([]));
+    let copies = report["repaired_copies"].as_str().unwrap().to_owned();
+    assert!(copies.starts_with(".out.skillstore/retired-"), "{copies}");
+    assert_eq!(
+        repaired.stderr,
+        format!(
+            "warning: pdf/run.sh was changed in the tree since sync wrote it; written again from the source \
+             (the changed copy is {copies}/pdf/run.sh; the next sync that changes the tree keeps it)\n"
+        )
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("out/pdf/run.sh")).unwrap(),
+        "echo ran\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("out").join(format!("../{copies}/pdf/run.sh"))).unwrap(),
+        "echo mine\n"
+    );
+
+    std::fs::write(root.join("out/pdf/run.sh"), "echo mine again\n").unwrap();
+    let text = sync(&[]);
+    assert_eq!(
+        text.text(),
+        "synced 1 skill into out: 0 added, 0 updated, 0 removed, 1 repaired (1 file copied, 1 unchanged); 1 tree kept\n"
+    );
+    let kept = sync(&["--json"]).json()["kept"][0].as_str().unwrap().to_owned();
+    assert!(
+        text.stderr.contains(&format!(
+            "warning: {kept} holds files sync did not write or that were changed; it is kept: look through it and remove it\n"
+        )),
+        "{}",
+        text.stderr
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join(format!("{kept}/pdf/run.sh"))).unwrap(),
+        "echo mine\n"
+    );
+    let after = sync(&[]);
+    assert_eq!(after.text(), "out is up to date (1 skill)\n");
+    assert_eq!(
+        after.stderr,
+        format!("note: {kept}, kept by an earlier sync, is still there: look through it and remove it\n")
+    );
+}

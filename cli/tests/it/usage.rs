@@ -259,3 +259,150 @@ fn cli_commands_without_a_catalog_neither_list_nor_take_global_options() {
     let out = run(skillstore().args(["pack", "examples/skills/base/csv-report", "--source", "/base"]));
     assert_eq!(out.code, 2, "{}", out.stderr);
 }
+
+/// The sections of one `--help` page: heading (`Arguments:`, `Options:`,
+/// `Global options:`, `Commands:`) to its lines.
+fn help_sections(args: &[&str]) -> std::collections::BTreeMap<String, Vec<String>> {
+    let mut cmd = crate::support::skillstore();
+    cmd.args(args).arg("--help");
+    let help = crate::support::run(&mut cmd);
+    assert_eq!(help.code, 0, "{args:?}: {}", help.stderr);
+    let mut sections = std::collections::BTreeMap::new();
+    let mut current = String::new();
+    for line in help.text().lines() {
+        if !line.starts_with(' ') && line.ends_with(':') {
+            current = line.trim_end_matches(':').to_owned();
+            continue;
+        }
+        sections
+            .entry(current.clone())
+            .or_insert_with(Vec::new)
+            .push(line.to_owned());
+    }
+    sections
+}
+
+/// Every subcommand's `--help`, walked from the top: each positional
+/// argument has a description, the global options sit under their own
+/// heading on every page that takes them, and `--no-cache` says what it
+/// turns off.
+#[test]
+fn every_help_page_describes_its_arguments_and_heads_the_global_options() {
+    let mut pending: Vec<Vec<String>> = vec![Vec::new()];
+    let mut pages = 0;
+    let mut undescribed = Vec::new();
+    while let Some(path) = pending.pop() {
+        let args: Vec<&str> = path.iter().map(String::as_str).collect();
+        let sections = help_sections(&args);
+        pages += 1;
+        for line in sections.get("Commands").into_iter().flatten() {
+            let name = line.split_whitespace().next().unwrap_or("");
+            if !name.is_empty() && name != "help" && line.starts_with("  ") && !line.starts_with("   ") {
+                let mut next = path.clone();
+                next.push(name.to_owned());
+                pending.push(next);
+            }
+        }
+        let arguments = sections.get("Arguments").cloned().unwrap_or_default();
+        for (at, line) in arguments.iter().enumerate() {
+            let trimmed = line.trim_start();
+            let is_argument = line.starts_with("  ") && !line.starts_with("   ") && trimmed.starts_with(['<', '[']);
+            if !is_argument {
+                continue;
+            }
+            // Short help puts the description on the argument's line, long
+            // help on the next one.
+            let same_line = trimmed
+                .split_once(char::is_whitespace)
+                .is_some_and(|(_, rest)| !rest.trim().is_empty());
+            let described = same_line
+                || arguments
+                    .get(at + 1)
+                    .is_some_and(|next| next.starts_with("          ") && !next.trim().is_empty());
+            if !described {
+                undescribed.push(format!("skillstore {} {trimmed}", path.join(" ")));
+            }
+        }
+        let options = sections.get("Options").cloned().unwrap_or_default().join("\n");
+        for global in ["--config", "--mount", "--no-cache", "--locked", "--log-format"] {
+            assert!(
+                !options.contains(&format!("      {global}")),
+                "skillstore {}: {global} is under Options, not Global options",
+                path.join(" ")
+            );
+        }
+    }
+    assert!(pages > 30, "only {pages} help pages walked");
+    assert!(
+        undescribed.is_empty(),
+        "positionals without a description: {undescribed:#?}"
+    );
+    let list = help_sections(&["list"]);
+    let global = list["Global options"].join("\n");
+    for flag in ["--config", "--source", "--no-cache", "--locked", "--log-format"] {
+        assert!(global.contains(flag), "{flag} not under Global options:\n{global}");
+    }
+    let no_cache = global.split("--no-cache").nth(1).unwrap();
+    for turned_off in [
+        "frontmatters",
+        "search index",
+        "discovery downloads",
+        "Git repositories",
+    ] {
+        assert!(
+            no_cache.contains(turned_off),
+            "--no-cache does not mention {turned_off}: {no_cache}"
+        );
+    }
+}
+
+/// Dynamic completion (`COMPLETE=SHELL`, clap_complete's engine): skill
+/// names with their descriptions, and source labels for `--writable` and
+/// `--to`, from the working directory's skillstore.yaml.
+#[test]
+fn completion_offers_skill_names_and_source_labels() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    crate::support::write(
+        root,
+        "skillstore.yaml",
+        "sources:\n  - path: /base\n    label: base\n  - path: /team\n    label: team\n",
+    );
+    crate::support::write(
+        root,
+        "base/pdf/SKILL.md",
+        "---\nname: pdf\ndescription: Read PDFs.\n---\nSteps.\n",
+    );
+    crate::support::write(
+        root,
+        "team/pptx/SKILL.md",
+        "---\nname: pptx\ndescription: Make slides.\n---\nSteps.\n",
+    );
+    crate::support::write(
+        root,
+        "team/csv/SKILL.md",
+        "---\nname: csv\ndescription: Read CSV.\n---\nSteps.\n",
+    );
+    let complete = |words: &[&str]| {
+        let mut cmd = crate::support::skillstore_in(root);
+        cmd.env("COMPLETE", "fish").args(["--", "skillstore"]).args(words);
+        let out = run(&mut cmd);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        out.text()
+    };
+    assert_eq!(complete(&["show", "p"]), "pdf\tRead PDFs.\npptx\tMake slides.\n");
+    // An empty word is completed with the names, then the options.
+    let all = complete(&["read", ""]);
+    assert!(
+        all.starts_with("pdf\tRead PDFs.\ncsv\tRead CSV.\npptx\tMake slides.\n--"),
+        "{all}"
+    );
+    assert_eq!(complete(&["--writable", "t"]), "team\n");
+    assert_eq!(complete(&["skill", "create", "new-one", "--to", ""]), "base\nteam\n");
+    let registration = run(crate::support::skillstore_in(root).env("COMPLETE", "bash"));
+    assert!(
+        registration.text().contains("_clap_complete_skillstore"),
+        "{}",
+        registration.text()
+    );
+}
