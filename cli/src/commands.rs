@@ -444,6 +444,10 @@ pub async fn prompt(
     let namespace = build(global)?;
     let mut options = namespace.prompt_options()?;
     options.search_hint = Some("`skillstore search WORDS`".to_owned());
+    options.read_hint = Some(
+        "`skillstore read NAME [PATH]` (by the skill's name and the file's path inside the skill's directory)"
+            .to_owned(),
+    );
     if location_root.is_some() {
         options.location_root = location_root;
     }

@@ -78,8 +78,9 @@ impl RenderBudget {
     }
 }
 
-/// A prompt's style and character budget.
-type PromptKey = (String, Option<usize>);
+/// A prompt's style, character budget and reader (each front end names
+/// its own).
+type PromptKey = (String, Option<usize>, Option<String>);
 
 /// Bytes of a [`RenderBudget`] held by something kept.
 #[derive(Debug)]
@@ -236,7 +237,11 @@ impl View {
     /// text is a bad request that says how long that text is, never an
     /// empty or over-long answer.
     pub fn prompt(&self, options: &PromptOptions) -> Result<Rendered, ApiError> {
-        let key = (format!("{:?}", options.style), options.max_chars);
+        let key = (
+            format!("{:?}", options.style),
+            options.max_chars,
+            options.read_hint.clone(),
+        );
         if let Some((hit, _)) = lock(&self.prompts).get(&key) {
             return Ok(hit.clone());
         }

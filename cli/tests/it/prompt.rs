@@ -49,3 +49,21 @@ fn prompt_is_empty_without_skills_and_follows_a_location_root() {
         rooted.text()
     );
 }
+
+/// Without `--location-root` the paths listed are in the skill store, not
+/// on the agent's disk: both styles say so and name the command that reads
+/// them; with a location root they send the agent to its own tools.
+#[test]
+fn a_prompt_names_what_reads_the_paths_it_lists() {
+    let reader = "The paths listed here are in the skill store, not on your disk: read them with \
+                  `skillstore read NAME [PATH]` (by the skill's name and the file's path inside the skill's directory).";
+    for style in ["markdown", "xml"] {
+        let out = run(skillstore().args(["prompt", "--style", style]));
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        assert!(out.text().contains(reader), "{style}: {}", out.text());
+        assert!(!out.text().contains("file-reading tool"), "{style}: {}", out.text());
+        let rooted = run(skillstore().args(["prompt", "--style", style, "--location-root", "/mnt/skills"]));
+        assert_eq!(rooted.code, 0, "{}", rooted.stderr);
+        assert!(!rooted.text().contains("skillstore read"), "{style}: {}", rooted.text());
+    }
+}

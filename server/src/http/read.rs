@@ -51,6 +51,10 @@ pub struct PromptQuery {
     max_chars: Option<usize>,
 }
 
+/// What the HTTP prompt says reads the skills it lists at their paths in
+/// the skill store.
+pub const READ_HINT: &str = "the `GET /v1/skills/NAME/files/PATH` route of this server (by the skill's name and the file's path inside the skill's directory)";
+
 /// `GET /v1/prompt?style=&max_chars=`: the rendered system-prompt section.
 pub async fn prompt(
     Extension(caller): Extension<Caller>,
@@ -59,6 +63,7 @@ pub async fn prompt(
 ) -> Result<Response, ApiError> {
     let Query(query) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
     let mut options = caller.tenant.prompt_options().clone();
+    options.read_hint = Some(READ_HINT.to_owned());
     if let Some(style) = &query.style {
         options.style = style.parse::<PromptStyle>()?;
     }

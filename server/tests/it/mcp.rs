@@ -503,3 +503,41 @@ async fn completion_offers_names_paths_and_styles_bounded() {
     let _ = client.cancel().await;
     server.stop().await;
 }
+
+/// One server, one tenant: the MCP prompt names the MCP tools and the HTTP
+/// prompt the HTTP route, whichever was asked first (each front end's
+/// prompt is kept apart).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_and_http_prompts_each_name_their_own_reader() {
+    use rmcp::model::GetPromptRequestParams;
+    let dir = tempfile::tempdir().unwrap();
+    layered_tree(dir.path());
+    let server = Served::start(settings(vec![(
+        "acme",
+        layered_config(dir.path()),
+        vec![("reader", Scope::Read)],
+    )]))
+    .await;
+    let client = http_client(&server.base, "reader").await;
+    let prompt = client
+        .get_prompt(GetPromptRequestParams::new("skills").with_arguments(args(json!({"style": "xml"}))))
+        .await
+        .unwrap();
+    let rmcp::model::ContentBlock::Text(mcp) = &prompt.messages[0].content else {
+        panic!("a text message");
+    };
+    assert!(mcp.text.contains("the `load_skill` tool"), "{}", mcp.text);
+    let http = reqwest::Client::new();
+    let text = get(&http, server.url("/v1/prompt?style=xml"), "reader")
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        text.contains("read them with the `GET /v1/skills/NAME/files/PATH` route of this server"),
+        "{text}"
+    );
+    assert!(!text.contains("load_skill"), "{text}");
+    let _ = client.cancel().await;
+    server.stop().await;
+}
