@@ -13,7 +13,9 @@ and measures:
 - first_ms: the median and 95th percentile time of each tenant's first
   `GET /v1/skills/{name}`;
 - idle_cpu: CPU seconds the server used per minute while idle for
-  IDLE seconds, with the given refresh interval.
+  IDLE seconds, with the given refresh interval;
+- load_average_1m: the host's one-minute load average at the end (the
+  figures above depend on what else runs).
 
 Prints one JSON object. Example:
 
@@ -154,6 +156,7 @@ def main():
             "first_show_ms_p95": round(firsts[int(len(firsts) * 0.95) - 1], 2),
             "idle_cpu_s_per_min": None if idle is None else round(idle, 2),
             "refresh": args.refresh,
+            "load_average_1m": round(os.getloadavg()[0], 2),
         }))
     finally:
         if not args.keep:

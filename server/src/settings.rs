@@ -17,7 +17,7 @@
 //!   mcp_session_idle: 5m        # an MCP session unused this long is closed
 //!   max_loaded_tenants: 1000    # tenants kept loaded; the least recently used is unloaded past it (default: all)
 //!   tenant_idle_unload: 10m     # a tenant without requests this long is unloaded (default: never)
-//!   max_rendered_bytes: 268435456  # rendered lists, shows and prompts kept, all tenants
+//!   max_rendered_bytes: 67108864   # rendered lists, shows and prompts kept, all tenants
 //! allowed_origins: []           # browser origins besides loopback ones allowed to call
 //! metrics_tokens:               # who may read /metrics (any token shape below)
 //!   - env: METRICS_TOKEN
@@ -323,7 +323,7 @@ pub struct Limits {
     /// A tenant without requests this long is unloaded (default: never).
     pub tenant_idle_unload: Option<Duration>,
     /// Bytes of rendered answers (lists, shows, prompts) kept across all
-    /// tenants (default 256 MiB); past it, answers are rendered at each
+    /// tenants (default 64 MiB); past it, answers are rendered at each
     /// request.
     pub max_rendered_bytes: usize,
 }
@@ -342,7 +342,7 @@ impl Default for Limits {
             mcp_session_idle: Duration::from_secs(300),
             max_loaded_tenants: None,
             tenant_idle_unload: None,
-            max_rendered_bytes: 256 * 1024 * 1024,
+            max_rendered_bytes: 64 * 1024 * 1024,
         }
     }
 }

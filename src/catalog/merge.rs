@@ -1,12 +1,13 @@
 //! Merging the sources' candidates into winners: a later source wins,
 //! with what it shadowed and the diagnostics of the rest.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
 
 use skillstore_backends::VPath;
 
 use super::state::{Listing, Outcome, SourceState};
-use super::types::{NameIndex, Shadowed, Skill, SkillFilter};
+use super::types::{NameIndex, NameTable, Shadowed, Skill, SkillFilter};
 use crate::diagnostic::{Diagnostic, DiagnosticKind};
 use crate::integrity::pin::Pins;
 use crate::skill::Severity;
@@ -45,9 +46,22 @@ pub(super) fn merge(
 ) -> (Vec<Skill>, NameIndex, Vec<Diagnostic>) {
     let capacity = states.iter().map(|s| s.candidates.len()).sum();
     let mut winners: Vec<Skill> = Vec::with_capacity(capacity);
-    let mut index = NameIndex::with_capacity(capacity);
+    let mut index = match states.first() {
+        Some(first) => {
+            let rest = states[1..].iter().map(|s| s.candidates.len()).sum();
+            NameIndex::over(first_source_names(first), rest)
+        }
+        None => NameIndex::default(),
+    };
     let mut diagnostics = Vec::new();
-    for (source, state) in sources.iter().zip(states) {
+    for (position, (source, state)) in sources.iter().zip(states).enumerate() {
+        if position == 1 {
+            debug_assert_eq!(
+                index.base.as_ref().map_or(0, |b| b.len()),
+                winners.len(),
+                "the first source's shared names give its winners' positions"
+            );
+        }
         match &state.listing {
             Listing::Failed(diagnostic) => diagnostics.push(diagnostic.clone()),
             Listing::Loaded(notes) => diagnostics.extend(notes.iter().cloned()),
@@ -105,10 +119,45 @@ pub(super) fn merge(
                 }
                 None => {
                     winners.push(skill);
-                    index.insert(&winners, winners.len() - 1);
+                    if position > 0 {
+                        index.insert(&winners, winners.len() - 1);
+                    }
                 }
             }
         }
     }
+    winners.shrink_to_fit();
     (winners, index, diagnostics)
+}
+
+/// The names of the skills `state` holds, by the position a merge gives
+/// them as the first source: built once per state and shared by every
+/// catalog that merges it while one of them holds it (a shared source's
+/// state is merged by every tenant over it).
+fn first_source_names(state: &Arc<SourceState>) -> Arc<NameTable> {
+    type Tables = Option<(HashMap<usize, (Weak<SourceState>, Weak<NameTable>)>, usize)>;
+    static TABLES: Mutex<Tables> = Mutex::new(None);
+    let mut guard = TABLES.lock().unwrap_or_else(|e| e.into_inner());
+    let (tables, prune_at) = guard.get_or_insert_with(|| (HashMap::new(), 64));
+    // A weak reference keeps its allocation, so no other state takes this
+    // address while the entry is there: a match is this state.
+    let key = Arc::as_ptr(state) as usize;
+    if let Some(table) = tables
+        .get(&key)
+        .filter(|(s, _)| s.strong_count() > 0)
+        .and_then(|(_, t)| t.upgrade())
+    {
+        return table;
+    }
+    if tables.len() >= *prune_at {
+        tables.retain(|_, (s, t)| s.strong_count() > 0 && t.strong_count() > 0);
+        *prune_at = (tables.len() * 2).max(64);
+    }
+    let names = state.candidates.iter().filter_map(|c| match &c.outcome {
+        Outcome::Loaded { metadata, .. } => Some(metadata.name.as_str()),
+        _ => None,
+    });
+    let table = Arc::new(NameTable::first_source(names));
+    tables.insert(key, (Arc::downgrade(state), Arc::downgrade(&table)));
+    table
 }

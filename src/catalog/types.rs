@@ -354,34 +354,104 @@ impl Catalog {
 
 /// The position of each skill by name, kept beside the skills themselves
 /// (the names are not copied into the index).
+///
+/// A catalog's first source fills the first positions of its winners the
+/// same way in every catalog that merges the same state of that source (a
+/// later source's winner of a name takes that name's position), so the
+/// positions of those names are one table shared by all such catalogs
+/// ([`NameTable::first_source`]); each catalog keeps only the names its
+/// other sources add.
 #[derive(Default, Clone)]
 pub(super) struct NameIndex {
-    pub(super) table: hashbrown::HashTable<usize>,
-    pub(super) hasher: std::hash::RandomState,
+    /// The names of the first source's winners, shared.
+    pub(super) base: Option<Arc<NameTable>>,
+    /// Every other name.
+    pub(super) own: NameTable,
 }
 
-impl NameIndex {
-    pub(super) fn with_capacity(capacity: usize) -> Self {
-        NameIndex {
+/// Positions by name, each a `u32` (a catalog holds fewer than 2^32 skills).
+#[derive(Default, Clone)]
+pub(super) struct NameTable {
+    table: hashbrown::HashTable<u32>,
+    hasher: std::hash::RandomState,
+}
+
+impl NameTable {
+    fn with_capacity(capacity: usize) -> Self {
+        NameTable {
             table: hashbrown::HashTable::with_capacity(capacity),
             hasher: std::hash::RandomState::new(),
         }
     }
 
-    fn hash(&self, name: &str) -> u64 {
-        self.hasher.hash_one(name)
+    /// The position of `name`, where `name_at` gives the name at a
+    /// position (`None` past the end: a shared table may hold positions
+    /// a merge has not reached yet).
+    fn get<'a>(&self, name: &str, name_at: impl Fn(usize) -> Option<&'a str>) -> Option<usize> {
+        self.table
+            .find(self.hasher.hash_one(name), |&i| name_at(i as usize) == Some(name))
+            .map(|&i| i as usize)
+    }
+
+    fn insert_new<'a>(&mut self, name: &str, at: usize, name_at: impl Fn(usize) -> &'a str) {
+        let at = u32::try_from(at).expect("fewer than 2^32 skills");
+        let hasher = &self.hasher;
+        self.table
+            .insert_unique(hasher.hash_one(name), at, |&i| hasher.hash_one(name_at(i as usize)));
+    }
+
+    /// The positions a merge gives the winners of `names`, a source's
+    /// skill names in its candidates' order: each new name takes the next
+    /// position, a repeated one keeps its first.
+    pub(super) fn first_source<'a>(names: impl Iterator<Item = &'a str>) -> NameTable {
+        let names: Vec<&str> = names.collect();
+        let mut table = NameTable::with_capacity(names.len());
+        let mut order: Vec<&str> = Vec::with_capacity(names.len());
+        for name in names {
+            if table.get(name, |i| order.get(i).copied()).is_none() {
+                order.push(name);
+                table.insert_new(name, order.len() - 1, |i| order[i]);
+            }
+        }
+        table.table.shrink_to_fit(|&i| table.hasher.hash_one(order[i as usize]));
+        table
+    }
+
+    /// How many names it holds.
+    pub(super) fn len(&self) -> usize {
+        self.table.len()
+    }
+}
+
+impl NameIndex {
+    pub(super) fn with_capacity(capacity: usize) -> Self {
+        NameIndex {
+            base: None,
+            own: NameTable::with_capacity(capacity),
+        }
+    }
+
+    /// An index whose first `base.len()` positions are `base`'s, with room
+    /// for `capacity` more names.
+    pub(super) fn over(base: Arc<NameTable>, capacity: usize) -> Self {
+        NameIndex {
+            base: Some(base),
+            own: NameTable::with_capacity(capacity),
+        }
     }
 
     /// The position in `skills` of the skill named `name`.
     pub(super) fn get(&self, skills: &[Skill], name: &str) -> Option<usize> {
-        self.table.find(self.hash(name), |&i| skills[i].name() == name).copied()
+        let name_at = |i: usize| skills.get(i).map(|s| s.name());
+        self.base
+            .as_ref()
+            .and_then(|base| base.get(name, name_at))
+            .or_else(|| self.own.get(name, name_at))
     }
 
     /// Indexes `skills[at]`, whose name is not indexed yet.
     pub(super) fn insert(&mut self, skills: &[Skill], at: usize) {
-        let hash = self.hash(skills[at].name());
-        self.table
-            .insert_unique(hash, at, |&i| self.hasher.hash_one(skills[i].name()));
+        self.own.insert_new(skills[at].name(), at, |i| skills[i].name());
     }
 }
 
@@ -457,5 +527,53 @@ impl SharedSources {
     /// `index`, when it is shared.
     pub(super) fn key(&self, index: usize) -> Option<(&dyn SharedStates, &Arc<str>)> {
         self.keys.get(index)?.as_ref().map(|k| (&*self.states, k))
+    }
+}
+
+#[cfg(test)]
+mod name_index_tests {
+    use super::*;
+
+    fn skill(name: &str) -> Skill {
+        Skill::from(SkillRecord {
+            metadata: Arc::new(SkillMetadata {
+                name: name.to_owned(),
+                description: String::new(),
+                license: None,
+                compatibility: None,
+                metadata: Default::default(),
+                allowed_tools: Vec::new(),
+            }),
+            path: VPath::new(&format!("/s/{name}/SKILL.md")).unwrap(),
+            source: "s".to_owned(),
+            enabled: true,
+            shadowed: Vec::new(),
+            version: Version::new(""),
+            commit: None,
+            digest: None,
+            signer: None,
+        })
+    }
+
+    #[test]
+    fn a_shared_first_source_table_finds_only_the_positions_a_merge_reached() {
+        // The first source lists `a`, `b`, `a` again and `c`: three winners.
+        let base = Arc::new(NameTable::first_source(["a", "b", "a", "c"].into_iter()));
+        assert_eq!(base.len(), 3);
+        let mut skills = vec![skill("a")];
+        let mut index = NameIndex::over(Arc::clone(&base), 1);
+        // Mid-merge, `b` and `c` are not winners yet.
+        assert_eq!(index.get(&skills, "a"), Some(0));
+        assert_eq!(index.get(&skills, "b"), None);
+        skills.push(skill("b"));
+        skills.push(skill("c"));
+        // A later source's own name, then a shadowing winner in place.
+        skills.push(skill("d"));
+        index.insert(&skills, 3);
+        skills[1] = skill("b");
+        for (at, name) in ["a", "b", "c", "d"].iter().enumerate() {
+            assert_eq!(index.get(&skills, name), Some(at), "{name}");
+        }
+        assert_eq!(index.get(&skills, "e"), None);
     }
 }
