@@ -544,7 +544,7 @@ mod name_index_tests {
                 metadata: Default::default(),
                 allowed_tools: Vec::new(),
             }),
-            path: VPath::new(&format!("/s/{name}/SKILL.md")).unwrap(),
+            path: VPath::new(format!("/s/{name}/SKILL.md")).unwrap(),
             source: "s".to_owned(),
             enabled: true,
             shadowed: Vec::new(),

@@ -747,11 +747,13 @@ async fn finding_10_concurrent_refreshes_of_a_tenant_share_one() {
     // Forty calls started together: the first runs, every later one waits
     // for it and then shares one more that began after they arrived. A
     // refresh that ends before the next caller arrives lets that caller run
-    // its own, so the count depends on timing; forty in a row would not.
+    // its own, so the count depends on timing (1 to 5 on a quiet host, 10
+    // seen on a host at load 10); forty in a row, or half of them, would
+    // not share.
     let tenant = &server.service.tenants()[0];
     let outcomes = futures::future::join_all((0..40).map(|_| tenant.refresh_shared())).await;
     let ran = outcomes.iter().filter(|(_, ran)| *ran).count();
-    assert!((1..=5).contains(&ran), "{outcomes:?}");
+    assert!((1..20).contains(&ran), "{outcomes:?}");
     assert!(
         outcomes.iter().all(|(o, _)| *o == RefreshOutcome::Fresh),
         "{outcomes:?}"
