@@ -406,3 +406,45 @@ fn completion_offers_skill_names_and_source_labels() {
         registration.text()
     );
 }
+
+/// Completion reads local files only: a `skillstore.yaml` that mounts a
+/// Git remote, a discovery endpoint or an S3 bucket (one that came with a
+/// cloned repository, say) completes no skill name, and the key press
+/// reaches none of them.
+#[test]
+fn completion_never_reaches_a_remote_location() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    listener.set_nonblocking(true).unwrap();
+    for location in [
+        format!("git+http://127.0.0.1:{port}/r.git"),
+        format!("http://127.0.0.1:{port}/disc"),
+        "s3://completion-bucket/x".to_owned(),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        crate::support::write(
+            root,
+            "skillstore.yaml",
+            &format!(
+                "mounts:\n  - at: /remote\n    location: \"{location}\"\n  - at: /local\n    location: local\nsources:\n  - path: /remote\n  - path: /local\n"
+            ),
+        );
+        crate::support::write(
+            root,
+            "local/pdf/SKILL.md",
+            "---\nname: pdf\ndescription: Read PDFs.\n---\nSteps.\n",
+        );
+        let mut cmd = crate::support::skillstore_in(root);
+        cmd.env("COMPLETE", "fish")
+            .env("AWS_ENDPOINT_URL", format!("http://127.0.0.1:{port}"))
+            .args(["--", "skillstore", "show", "p"]);
+        let out = run(&mut cmd);
+        assert_eq!(out.code, 0, "{location}: {}", out.stderr);
+        assert_eq!(out.text(), "", "{location}: completed from a remote mount");
+        assert!(
+            matches!(listener.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+            "{location}: a key press connected to the remote"
+        );
+    }
+}
