@@ -507,14 +507,8 @@ pub async fn lock(global: &Global, output: Option<&Path>) -> Result<(), Failure>
         return Err(degraded);
     }
     let lock = skillstore::integrity::Lock::of(&namespace, &catalog).await?;
-    let text = lock.to_json();
-    let before = std::fs::read_to_string(&path).ok();
-    let previous = before
-        .as_deref()
-        .and_then(|t| skillstore::integrity::Lock::parse(t).ok());
-    if before.as_deref() != Some(text.as_str()) {
-        std::fs::write(&path, &text).map_err(|e| Failure::failed(format!("cannot write {}: {e}", path.display())))?;
-    }
+    let written = skillstore::integrity::lock::write_lock(&path, &lock)?;
+    let previous = written.previous;
     let changes = lock.changes_since(previous.as_ref());
     let skills = lock.skills.as_ref().map_or(0, Vec::len);
     let mut out = format!(
@@ -525,7 +519,7 @@ pub async fn lock(global: &Global, output: Option<&Path>) -> Result<(), Failure>
         shown(&path.display().to_string())
     );
     match (&previous, changes.is_empty()) {
-        (None, _) if before.is_some() => out.push_str(" (the previous file was not a lock this build reads)\n"),
+        (None, _) if written.replaced => out.push_str(" (the previous file was not a lock this build reads)\n"),
         (Some(_), true) => out.push_str("; nothing changed since the last lock\n"),
         _ => out.push('\n'),
     }

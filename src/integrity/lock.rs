@@ -14,7 +14,8 @@
 //! ```
 //!
 //! A version 1 file (Git commits only, as written before skills were
-//! locked) is still read: it pins the Git mounts and no skill.
+//! locked) is still read, to be replaced: a namespace refuses to be held
+//! to it, as it would pin no skill.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -153,6 +154,95 @@ impl Lock {
             .as_ref()
             .map(|skills| skills.iter().map(|s| (s.name.as_str(), s)).collect())
     }
+}
+
+/// What [`write_lock`] found and did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Written {
+    /// The lock the file held before, when it held one this build reads.
+    pub previous: Option<Lock>,
+    /// True when a file was there before (a lock this build reads or not).
+    pub replaced: bool,
+    /// True when the file was written (false: it already held this lock).
+    pub changed: bool,
+}
+
+/// Writes `lock` to `path` as a new regular file put in place by a rename,
+/// so a reader sees the old lock or the new one, never part of one. Not
+/// written when `path` already holds exactly this lock. Refused, before
+/// anything is written: a `path` that is a symbolic link (dangling or not),
+/// not a regular file, over the lock size bound, or a file that is not a
+/// skillstore lock of any version (another file is never overwritten).
+pub fn write_lock(path: &Path, lock: &Lock) -> Result<Written> {
+    let shown = path.display();
+    let before = match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_symlink() => {
+            return Err(Error::Usage(format!(
+                "{shown} is a symbolic link; a lock is written as a regular file: remove the link or name the file itself"
+            )));
+        }
+        Ok(_) => Some(crate::location::read_local_text(path, MAX_LOCK_BYTES, "lock file")?),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(Error::Usage(format!("cannot look at {shown}: {e}"))),
+    };
+    if let Some(text) = &before
+        && !is_any_lock(text)
+    {
+        return Err(Error::Usage(format!(
+            "{shown} exists and is not a skillstore lock; remove it or write the lock elsewhere"
+        )));
+    }
+    let text = lock.to_json();
+    let previous = before.as_deref().and_then(|t| Lock::parse(t).ok());
+    let changed = before.as_deref() != Some(text.as_str());
+    if changed {
+        replace_file(path, text.as_bytes()).map_err(|e| Error::Usage(format!("cannot write {shown}: {e}")))?;
+    }
+    Ok(Written {
+        previous,
+        replaced: before.is_some(),
+        changed,
+    })
+}
+
+/// The largest lock file read.
+pub(crate) const MAX_LOCK_BYTES: u64 = 16 * 1024 * 1024;
+
+/// True for the text of a skillstore lock of any version: a JSON object
+/// with a numeric `version` and a `git` list (what every version has).
+fn is_any_lock(text: &str) -> bool {
+    serde_json::from_str::<serde_json::Value>(text).is_ok_and(|v| v["version"].is_u64() && v["git"].is_array())
+}
+
+/// `bytes` in a new file beside `path` (created exclusively, never through
+/// a link), synced, then renamed over `path`.
+fn replace_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    for attempt in 0u32..16 {
+        let temp = dir.join(format!(".{name}.{}-{attempt}.tmp", std::process::id()));
+        let mut file = match std::fs::OpenOptions::new().write(true).create_new(true).open(&temp) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        };
+        let written = file
+            .write_all(bytes)
+            .and_then(|()| file.sync_all())
+            .and_then(|()| std::fs::rename(&temp, path));
+        if written.is_err() {
+            let _ = std::fs::remove_file(&temp);
+        }
+        return written;
+    }
+    Err(std::io::Error::new(
+        std::io::ErrorKind::AlreadyExists,
+        "no free temporary name beside it",
+    ))
 }
 
 /// The lock file a configuration goes with, as `cargo` keeps `Cargo.lock`

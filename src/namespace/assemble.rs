@@ -264,7 +264,17 @@ pub(crate) fn assemble(config: &Config, writable_names: &[String]) -> Result<Nam
                 file.to_path_buf()
             };
             let text = read_local_text(&file, MAX_LOCK_BYTES, "lock file")?;
-            Some(Arc::new(Lock::parse(&text)?))
+            let lock = Lock::parse(&text)?;
+            if lock.skills.is_none() {
+                // Served under it, every skill would go unchecked.
+                return Err(Error::Usage(format!(
+                    "the lock file {} is version 1: it pins Git commits and no skill, so no skill could be held \
+                     to it; `skillstore lock` writes version {}",
+                    file.display(),
+                    crate::integrity::lock::LOCK_VERSION
+                )));
+            }
+            Some(Arc::new(lock))
         }
         None => None,
     };
@@ -322,8 +332,7 @@ pub(crate) fn assemble(config: &Config, writable_names: &[String]) -> Result<Nam
     Ok(namespace)
 }
 
-/// The largest lock file read.
-const MAX_LOCK_BYTES: u64 = 16 * 1024 * 1024;
+use crate::integrity::lock::MAX_LOCK_BYTES;
 
 fn sync_options(config: &Config, read_limit: u64) -> SyncOptions {
     let defaults = SyncOptions::default();

@@ -533,3 +533,107 @@ fn the_lock_lives_beside_the_configuration_and_says_what_changed() {
     );
     assert_eq!(in_elsewhere(&["--locked", "list"]).code, 0);
 }
+
+/// `lock` writes a regular file put in place by a rename, and overwrites
+/// nothing but a lock: a path that is a link (dangling or not), a FIFO, a
+/// file over the size bound or a file that is not a lock is refused with
+/// exit 2, and what was there is untouched. A version 1 lock is replaced.
+#[test]
+fn lock_overwrites_only_a_lock_and_never_through_a_link() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(
+        root,
+        "skills/pdf/SKILL.md",
+        "---\nname: pdf\ndescription: The pdf skill.\n---\nSteps.\n",
+    );
+    let lock_to = |path: &str| skillstore(root).args(["lock", "--output", path]).output().unwrap();
+    let refused = |path: &str, why: &str| {
+        let out = lock_to(path);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{path}: {stderr}");
+        assert!(stderr.contains(why), "{path}: {stderr}");
+    };
+
+    write(root, "victim.txt", "important user data\n");
+    refused("victim.txt", "exists and is not a skillstore lock");
+    assert_eq!(
+        std::fs::read_to_string(root.join("victim.txt")).unwrap(),
+        "important user data\n"
+    );
+
+    std::os::unix::fs::symlink("victim.txt", root.join("link.lock")).unwrap();
+    refused("link.lock", "is a symbolic link");
+    assert_eq!(
+        std::fs::read_to_string(root.join("victim.txt")).unwrap(),
+        "important user data\n"
+    );
+    std::os::unix::fs::symlink("made-by-link.lock", root.join("dangling.lock")).unwrap();
+    refused("dangling.lock", "is a symbolic link");
+    assert!(!root.join("made-by-link.lock").exists());
+
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        root.join("fifo.lock"),
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap();
+    refused("fifo.lock", "not a regular file");
+    std::fs::File::create(root.join("huge.lock"))
+        .unwrap()
+        .set_len(17 * 1024 * 1024)
+        .unwrap();
+    refused("huge.lock", "larger than");
+
+    // A version 1 lock is replaced by a new file (another inode): a
+    // reader sees the old lock or the new one whole.
+    write(root, "old.lock", "{\"version\": 1, \"git\": []}\n");
+    let before = std::fs::metadata(root.join("old.lock")).unwrap().ino();
+    let out = lock_to("old.lock");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let after = std::fs::metadata(root.join("old.lock")).unwrap();
+    assert_ne!(after.ino(), before);
+    let lock: Value = serde_json::from_slice(&std::fs::read(root.join("old.lock")).unwrap()).unwrap();
+    assert_eq!(lock["version"], 2);
+    let leftovers: Vec<_> = std::fs::read_dir(root)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+/// A version 1 lock pins no skill: held to it, every skill would be served
+/// unchecked, so `--locked` and a configuration's `lock:` refuse it.
+#[test]
+fn a_version_1_lock_is_refused_not_served_unchecked() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(
+        root,
+        "skills/pdf/SKILL.md",
+        "---\nname: pdf\ndescription: The pdf skill.\n---\nSteps.\n",
+    );
+    write(root, "skillstore.lock", "{\"version\": 1, \"git\": []}\n");
+    for args in [
+        &["--locked", "list"][..],
+        &["--locked", "sync", "out"],
+        &["--locked", "verify"],
+    ] {
+        let out = skillstore(root).args(args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("is version 1: it pins Git commits and no skill"),
+            "{args:?}: {stderr}"
+        );
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+    assert!(!root.join("out").exists());
+    // `lock` writes version 2 over it, and then the skills are held to it.
+    skillstore(root).arg("lock").assert().success();
+    skillstore(root).args(["--locked", "list"]).assert().success();
+}
