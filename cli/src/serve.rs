@@ -72,7 +72,8 @@ pub async fn mcp(global: &Global) -> Result<(), Failure> {
 }
 
 /// The token `--token-env VAR` names: refused, naming the variable (never
-/// its value), when it is unset, empty or not UTF-8.
+/// its value), when it is unset, empty, not UTF-8, or holds what no
+/// header can carry.
 fn token_from_env(var: &str, value: Option<std::ffi::OsString>) -> Result<String, Failure> {
     let Some(value) = value else {
         return Err(Failure::usage(format!(
@@ -86,6 +87,14 @@ fn token_from_env(var: &str, value: Option<std::ffi::OsString>) -> Result<String
     if token.is_empty() {
         return Err(Failure::usage(format!(
             "--token-env: the environment variable {var} is empty; set it to the token clients send"
+        )));
+    }
+    // A bearer token travels in a header: anything but visible ASCII could
+    // never be sent, and every client would be refused.
+    if !token.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(Failure::usage(format!(
+            "--token-env: {var} holds a space, a control character or a non-ASCII character, which no \
+             Authorization header can carry; set it to the token clients send"
         )));
     }
     Ok(token.to_owned())

@@ -92,6 +92,17 @@ fn cli_serve_takes_its_token_from_the_environment() {
         empty.stderr,
         "error: --token-env: the environment variable SKILLSTORE_TEST_TOKEN is empty; set it to the token clients send\n"
     );
+    // A token no header can carry would lock every client out.
+    for unsendable in ["  first\nsecond  ", "two words", "caf\u{e9}"] {
+        let refused = serve(Some(unsendable));
+        assert_eq!(refused.code, 2, "{unsendable:?}");
+        assert!(
+            refused.stderr.contains("which no Authorization header can carry"),
+            "{unsendable:?}: {}",
+            refused.stderr
+        );
+        assert!(!refused.stderr.contains("first"), "the token is never printed");
+    }
 
     let token = "s3cret-token-for-the-test";
     let port = std::net::TcpListener::bind("127.0.0.1:0")
