@@ -617,6 +617,7 @@ impl ServerHandler for SkillsServer {
         let arguments = request.arguments.unwrap_or_default();
         let mut options = caller.tenant.prompt_options().clone();
         options.read_hint = Some(READ_HINT.to_owned());
+        options.search_hint = Some(crate::tenant::MCP_SEARCH_HINT.to_owned());
         if let Some(style) = arguments.get("style").and_then(|v| v.as_str()) {
             options.style = style
                 .parse::<PromptStyle>()

@@ -78,9 +78,9 @@ impl RenderBudget {
     }
 }
 
-/// A prompt's style, character budget and reader (each front end names
-/// its own).
-type PromptKey = (String, Option<usize>, Option<String>);
+/// A prompt's style, character budget, reader and search (each front end
+/// names its own).
+type PromptKey = (String, Option<usize>, Option<String>, Option<String>);
 
 /// Bytes of a [`RenderBudget`] held by something kept.
 #[derive(Debug)]
@@ -241,6 +241,7 @@ impl View {
             format!("{:?}", options.style),
             options.max_chars,
             options.read_hint.clone(),
+            options.search_hint.clone(),
         );
         if let Some((hit, _)) = lock(&self.prompts).get(&key) {
             return Ok(hit.clone());
@@ -328,8 +329,11 @@ pub enum RefreshOutcome {
     Stale,
 }
 
-/// What a prompt served by the server says of the skills a budget left out.
-pub const SEARCH_HINT: &str = "the `search_skills` tool (over HTTP: `GET /v1/search?q=WORDS`)";
+/// What the HTTP prompt names to find a skill left out of it.
+pub const HTTP_SEARCH_HINT: &str = "the `GET /v1/search?q=WORDS` route of this server";
+
+/// What the MCP prompt names to find a skill left out of it.
+pub const MCP_SEARCH_HINT: &str = "the `search_skills` tool";
 
 /// One tenant's catalog and namespace.
 pub struct Tenant {
@@ -396,8 +400,8 @@ impl Tenant {
             .map_err(wrap)?
             .with_backend_layer(move |backend| Counting::wrap(backend, Arc::clone(&calls)))
             .with_source_pool(Arc::clone(pool));
-        let mut prompt = namespace.prompt_options().map_err(wrap)?;
-        prompt.search_hint = Some(SEARCH_HINT.to_owned());
+        // Each front end names its own reader and search (HTTP, MCP).
+        let prompt = namespace.prompt_options().map_err(wrap)?;
         let digests = DigestCache::new(Arc::clone(&namespace.load_options().digests));
         Ok(Tenant {
             name: settings.name.clone(),

@@ -64,6 +64,7 @@ pub async fn prompt(
     let Query(query) = query.map_err(|e| ApiError::bad_request(e.body_text()))?;
     let mut options = caller.tenant.prompt_options().clone();
     options.read_hint = Some(READ_HINT.to_owned());
+    options.search_hint = Some(crate::tenant::HTTP_SEARCH_HINT.to_owned());
     if let Some(style) = &query.style {
         options.style = style.parse::<PromptStyle>()?;
     }

@@ -818,7 +818,7 @@ async fn a_prompt_past_its_budget_names_the_search() {
         .unwrap();
     assert!(text.chars().count() <= 2000);
     assert!(
-        text.contains("more skills left out to keep this list short; find the one a task needs with the `search_skills` tool (over HTTP: `GET /v1/search?q=WORDS`)"),
+        text.contains("more skills left out to keep this list short; find the one a task needs with the `GET /v1/search?q=WORDS` route of this server"),
         "{text}"
     );
     server.stop().await;

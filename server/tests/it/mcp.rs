@@ -541,3 +541,54 @@ async fn mcp_and_http_prompts_each_name_their_own_reader() {
     let _ = client.cancel().await;
     server.stop().await;
 }
+
+/// Past its budget, each front end's prompt names its own search: MCP the
+/// `search_skills` tool (a stdio session has no HTTP), HTTP its route.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prompt_past_its_budget_names_its_own_front_ends_search() {
+    use rmcp::model::GetPromptRequestParams;
+    let dir = tempfile::tempdir().unwrap();
+    layered_tree(dir.path());
+    for i in 0..40 {
+        let name = format!("skill-{i:02}");
+        write(
+            dir.path(),
+            &format!("team/{name}/SKILL.md"),
+            &skill_md(&name, "Does one task of many, described at some length here."),
+        );
+    }
+    let server = Served::start(settings(vec![(
+        "acme",
+        layered_config(dir.path()),
+        vec![("reader", Scope::Read)],
+    )]))
+    .await;
+    let client = http_client(&server.base, "reader").await;
+    let prompt = client
+        .get_prompt(GetPromptRequestParams::new("skills").with_arguments(args(json!({"max_chars": 2000}))))
+        .await
+        .unwrap();
+    let rmcp::model::ContentBlock::Text(mcp) = &prompt.messages[0].content else {
+        panic!("a text message");
+    };
+    assert!(
+        mcp.text
+            .contains("find the one a task needs with the `search_skills` tool"),
+        "{}",
+        mcp.text
+    );
+    assert!(!mcp.text.contains("GET /v1/search"), "{}", mcp.text);
+    let http = reqwest::Client::new();
+    let text = get(&http, server.url("/v1/prompt?max_chars=2000"), "reader")
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        text.contains("find the one a task needs with the `GET /v1/search?q=WORDS` route of this server"),
+        "{text}"
+    );
+    assert!(!text.contains("search_skills"), "{text}");
+    let _ = client.cancel().await;
+    server.stop().await;
+}
