@@ -70,7 +70,10 @@ pub async fn call(
     let name = request.name.clone();
     let hidden = WRITE_TOOLS.contains(&name.as_ref()) && !may_write(&caller);
     if hidden || ROUTER.get(&name).is_none() {
-        return Err(McpError::invalid_params(format!("no tool named `{name}`"), None));
+        return Err(McpError::invalid_params(
+            format!("no tool named `{}`", shown_name(&name)),
+            None,
+        ));
     }
     let tools = Tools(caller);
     let mut response = ROUTER.call(ToolCallContext::new(&tools, request, context)).await?;
@@ -83,6 +86,18 @@ pub async fn call(
         text.text = format!("{}: {}", err.kind, err.message);
     }
     Ok(response)
+}
+
+/// A tool name a client sent, as an answer or a log line shows it: escaped,
+/// and cut at 64 characters (a name is the client's own text, of any
+/// length).
+fn shown_name(name: &str) -> String {
+    const MAX: usize = 64;
+    let mut shown: String = name.chars().take(MAX).collect::<String>().escape_debug().collect();
+    if name.chars().nth(MAX).is_some() {
+        shown.push_str("...");
+    }
+    shown
 }
 
 /// A tool's failure: answered as a tool error whose text starts with the

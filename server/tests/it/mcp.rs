@@ -351,6 +351,20 @@ async fn tool_schemas_give_required_fields_and_bounds_by_scope() {
         .unwrap_err()
         .to_string();
     assert!(refused.contains("no tool named `create_skill`"), "{refused}");
+    // A client's tool name is its own text, of any length: the answer shows
+    // 64 characters of it, escaped.
+    let long = format!("{}\u{202e}", "x".repeat(10_000));
+    let refused = reader
+        .call_tool(CallToolRequestParams::new(long).with_arguments(args(json!({}))))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        refused.contains(&format!("no tool named `{}...`", "x".repeat(64))),
+        "{}",
+        &refused[..refused.len().min(300)]
+    );
+    assert!(refused.len() < 1_000, "{} bytes", refused.len());
     let _ = reader.cancel().await;
     let _ = writer.cancel().await;
     server.stop().await;
