@@ -286,9 +286,10 @@ fn report_diagnostics(diagnostics: &[Diagnostic]) {
     for d in diagnostics {
         let path = d.path.as_ref().map(|p| p.as_str()).unwrap_or("-");
         eprintln!(
-            "{}: [{}] {path}: {}",
+            "{}: [{}] {}: {}",
             d.severity.as_str(),
             shown(d.kind.as_str()),
+            shown(path),
             shown(&d.message)
         );
     }

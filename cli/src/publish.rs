@@ -93,13 +93,18 @@ pub async fn run(
         let paths: Vec<VPath> = files.iter().map(|f| f.path.clone()).collect();
         let report = check_tree(&local, &paths, &DefaultContentCheck).await;
         for w in &report.warnings {
-            eprintln!("warning: {}: [{}] {}", w.path, w.kind, shown(&w.message));
+            eprintln!(
+                "warning: {}: [{}] {}",
+                shown(w.path.as_ref()),
+                w.kind,
+                shown(&w.message)
+            );
         }
         if !report.errors.is_empty() {
             let list: Vec<String> = report
                 .errors
                 .iter()
-                .map(|e| format!("  {}: [{}] {}", e.path, e.kind, shown(&e.message)))
+                .map(|e| format!("  {}: [{}] {}", shown(e.path.as_ref()), e.kind, shown(&e.message)))
                 .collect();
             return Err(Failure::failed(format!(
                 "nothing published: {} problem(s) (pass --no-check to publish anyway)\n{}",
@@ -303,7 +308,8 @@ async fn check_signatures(local: &FsBackend, files: &[LocalFile], file: &Path) -
         let found = check_dir_files(local, &dir, &policy).await;
         if let SignatureStatus::Refused(why) = found.status {
             refused.push(format!(
-                "  {dir}: [{}] {}",
+                "  {}: [{}] {}",
+                shown(dir.as_ref()),
                 why.as_str(),
                 signature_message(why).replace("it is not served", "it is not published")
             ));

@@ -344,3 +344,20 @@ fn cli_list_fits_the_terminal_and_takes_a_format() {
         .expect("script(1) (util-linux) runs the command on a terminal");
     assert_eq!(String::from_utf8_lossy(&out.stdout).replace("\r\n", "\n"), cut);
 }
+
+/// A diagnostic's path is the storage's own text: a bidi override in a
+/// directory name reaches the terminal escaped, as the message around it
+/// does.
+#[test]
+fn a_diagnostics_path_reaches_the_terminal_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    crate::support::write(
+        dir.path(),
+        "base/ab\u{202e}cd/SKILL.md",
+        "---\nname: odd\n---\nNo description.\n",
+    );
+    std::fs::create_dir_all(dir.path().join("team")).unwrap();
+    let out = run(&mut crate::support::in_tree(dir.path(), &["list"]));
+    assert!(out.stderr.contains("/base/ab\\u{202e}cd/SKILL.md: "), "{}", out.stderr);
+    assert!(!out.stderr.contains('\u{202e}'), "{}", out.stderr);
+}
