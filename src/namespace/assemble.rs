@@ -9,6 +9,7 @@ use skillstore_backends::{MountTable, SkillBackend, SymlinkPolicy, VPath};
 use crate::catalog::{LoadOptions, SkillFilter};
 use crate::config::{Config, MountConfig};
 use crate::error::{Error, Result};
+use crate::integrity::lock::MAX_LOCK_BYTES;
 use crate::integrity::signature::AllowedSigners;
 use crate::integrity::{Integrity, Lock, SignaturePolicy};
 use crate::location::{Location, read_local_text};
@@ -331,8 +332,6 @@ pub(crate) fn assemble(config: &Config, writable_names: &[String]) -> Result<Nam
     }
     Ok(namespace)
 }
-
-use crate::integrity::lock::MAX_LOCK_BYTES;
 
 fn sync_options(config: &Config, read_limit: u64) -> SyncOptions {
     let defaults = SyncOptions::default();

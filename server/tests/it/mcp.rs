@@ -523,7 +523,6 @@ async fn completion_offers_names_paths_and_styles_bounded() {
 /// prompt is kept apart).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mcp_and_http_prompts_each_name_their_own_reader() {
-    use rmcp::model::GetPromptRequestParams;
     let dir = tempfile::tempdir().unwrap();
     layered_tree(dir.path());
     let server = Served::start(settings(vec![(
@@ -533,14 +532,8 @@ async fn mcp_and_http_prompts_each_name_their_own_reader() {
     )]))
     .await;
     let client = http_client(&server.base, "reader").await;
-    let prompt = client
-        .get_prompt(GetPromptRequestParams::new("skills").with_arguments(args(json!({"style": "xml"}))))
-        .await
-        .unwrap();
-    let rmcp::model::ContentBlock::Text(mcp) = &prompt.messages[0].content else {
-        panic!("a text message");
-    };
-    assert!(mcp.text.contains("the `load_skill` tool"), "{}", mcp.text);
+    let mcp = prompt_text(&client, json!({"style": "xml"})).await;
+    assert!(mcp.contains("the `load_skill` tool"), "{mcp}");
     let http = reqwest::Client::new();
     let text = get(&http, server.url("/v1/prompt?style=xml"), "reader")
         .await
@@ -560,7 +553,6 @@ async fn mcp_and_http_prompts_each_name_their_own_reader() {
 /// `search_skills` tool (a stdio session has no HTTP), HTTP its route.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_prompt_past_its_budget_names_its_own_front_ends_search() {
-    use rmcp::model::GetPromptRequestParams;
     let dir = tempfile::tempdir().unwrap();
     layered_tree(dir.path());
     for i in 0..40 {
@@ -578,20 +570,12 @@ async fn a_prompt_past_its_budget_names_its_own_front_ends_search() {
     )]))
     .await;
     let client = http_client(&server.base, "reader").await;
-    let prompt = client
-        .get_prompt(GetPromptRequestParams::new("skills").with_arguments(args(json!({"max_chars": 2000}))))
-        .await
-        .unwrap();
-    let rmcp::model::ContentBlock::Text(mcp) = &prompt.messages[0].content else {
-        panic!("a text message");
-    };
+    let mcp = prompt_text(&client, json!({"max_chars": 2000})).await;
     assert!(
-        mcp.text
-            .contains("find the one a task needs with the `search_skills` tool"),
-        "{}",
-        mcp.text
+        mcp.contains("find the one a task needs with the `search_skills` tool"),
+        "{mcp}"
     );
-    assert!(!mcp.text.contains("GET /v1/search"), "{}", mcp.text);
+    assert!(!mcp.contains("GET /v1/search"), "{mcp}");
     let http = reqwest::Client::new();
     let text = get(&http, server.url("/v1/prompt?max_chars=2000"), "reader")
         .await
@@ -605,4 +589,19 @@ async fn a_prompt_past_its_budget_names_its_own_front_ends_search() {
     assert!(!text.contains("search_skills"), "{text}");
     let _ = client.cancel().await;
     server.stop().await;
+}
+
+/// The text of the `skills` prompt `client` gets with `arguments`.
+async fn prompt_text(
+    client: &rmcp::service::RunningService<rmcp::RoleClient, ()>,
+    arguments: serde_json::Value,
+) -> String {
+    let prompt = client
+        .get_prompt(rmcp::model::GetPromptRequestParams::new("skills").with_arguments(args(arguments)))
+        .await
+        .unwrap();
+    let rmcp::model::ContentBlock::Text(text) = &prompt.messages[0].content else {
+        panic!("a text message");
+    };
+    text.text.clone()
 }
