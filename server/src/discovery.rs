@@ -17,6 +17,15 @@
 //! versions and sizes make its fingerprint, and an artifact is rebuilt
 //! only when that changes. Packing is deterministic, so a rebuilt
 //! artifact of unchanged files has the same digest.
+//!
+//! A skill served from a source several tenants share
+//! ([`skillstore::source_pool`]) is built once for all of them: its
+//! artifact is found by the shared source's key, its name and its
+//! fingerprint in one process-wide table, which holds artifacts weakly (an
+//! artifact goes when no tenant's index holds it). A fingerprint is only
+//! ever compared within one storage (one tenant's, or one shared source's),
+//! where a path's version names its bytes, so a table entry is never
+//! another storage's skill.
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
@@ -106,9 +115,22 @@ impl Published {
     }
 }
 
+/// Artifacts of shared sources' skills: (shared source's key, skill name,
+/// fingerprint) -> the artifact, while some tenant holds it.
+type SharedTable = HashMap<(Arc<str>, String, u64), std::sync::Weak<Artifact>>;
+
+static SHARED: std::sync::LazyLock<Mutex<SharedTable>> = std::sync::LazyLock::new(Mutex::default);
+
+/// The process-wide table of shared sources' artifacts.
+fn shared_table() -> std::sync::MutexGuard<'static, SharedTable> {
+    SHARED.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Artifacts by skill name, with the fingerprint they were built from.
 #[derive(Debug, Default)]
 pub struct ArtifactCache {
+    /// The key of each shared source, by source name.
+    shared: HashMap<String, Arc<str>>,
     by_name: Mutex<HashMap<String, (u64, Arc<Artifact>)>>,
     /// Skills left out, by the fingerprint they were left out at: not
     /// read and packed again until they change.
@@ -116,14 +138,51 @@ pub struct ArtifactCache {
 }
 
 impl ArtifactCache {
-    fn get(&self, name: &str, fingerprint: u64) -> Option<Arc<Artifact>> {
-        let map = self.by_name.lock().unwrap_or_else(|e| e.into_inner());
-        map.get(name)
-            .filter(|(f, _)| *f == fingerprint)
-            .map(|(_, a)| Arc::clone(a))
+    /// A cache for one load of a tenant whose sources named in `shared`
+    /// (source name -> shared source's key) are shared with other tenants.
+    pub fn new(shared: HashMap<String, Arc<str>>) -> Self {
+        ArtifactCache {
+            shared,
+            ..ArtifactCache::default()
+        }
     }
 
-    fn keep(&self, name: &str, fingerprint: u64, artifact: &Arc<Artifact>) {
+    fn get(&self, skill: &Skill, fingerprint: u64) -> Option<Arc<Artifact>> {
+        let name = skill.name();
+        let map = self.by_name.lock().unwrap_or_else(|e| e.into_inner());
+        let own = map
+            .get(name)
+            .filter(|(f, _)| *f == fingerprint)
+            .map(|(_, a)| Arc::clone(a));
+        drop(map);
+        if own.is_some() {
+            return own;
+        }
+        let key = self.shared.get(&skill.source)?;
+        let hit = shared_table()
+            .get(&(Arc::clone(key), name.to_owned(), fingerprint))?
+            .upgrade()?;
+        self.keep_own(name, fingerprint, &hit);
+        Some(hit)
+    }
+
+    fn keep(&self, skill: &Skill, fingerprint: u64, artifact: &Arc<Artifact>) {
+        self.keep_own(skill.name(), fingerprint, artifact);
+        if let Some(key) = self.shared.get(&skill.source) {
+            let mut table = shared_table();
+            // Dead entries are dropped as the table doubles, so it stays
+            // within twice what tenants hold.
+            if table.len() >= 1024 && table.len().is_power_of_two() {
+                table.retain(|_, artifact| artifact.strong_count() > 0);
+            }
+            table.insert(
+                (Arc::clone(key), skill.name().to_owned(), fingerprint),
+                Arc::downgrade(artifact),
+            );
+        }
+    }
+
+    fn keep_own(&self, name: &str, fingerprint: u64, artifact: &Arc<Artifact>) {
         let mut map = self.by_name.lock().unwrap_or_else(|e| e.into_inner());
         map.insert(name.to_owned(), (fingerprint, Arc::clone(artifact)));
     }
@@ -254,7 +313,7 @@ async fn artifact(catalog: &Catalog, cache: &ArtifactCache, skill: &Skill) -> Op
         }
     }
     let fingerprint = hasher.finish();
-    if versioned && let Some(hit) = cache.get(name, fingerprint) {
+    if versioned && let Some(hit) = cache.get(skill, fingerprint) {
         return Some(hit);
     }
     if versioned && cache.is_refused(name, fingerprint) {
@@ -276,12 +335,18 @@ async fn artifact(catalog: &Catalog, cache: &ArtifactCache, skill: &Skill) -> Op
     let read = listed.read_options();
     let backend = catalog.backend();
     let mut files = Vec::with_capacity(listed.files.len());
+    let mut as_listed = versioned;
     for file in &listed.files {
         match backend.read(&file.path, read).await {
-            Ok(blob) => files.push(ArchiveFile {
-                path: file.relative.clone(),
-                data: blob.data,
-            }),
+            Ok(blob) => {
+                // A file changed since it was listed: this artifact is
+                // served, but not kept under the listed versions.
+                as_listed &= file.version.as_ref() == Some(&blob.version);
+                files.push(ArchiveFile {
+                    path: file.relative.clone(),
+                    data: blob.data,
+                })
+            }
             Err(e) => {
                 tracing::warn!(skill = %name, file = %file.relative, error = ?e, "left out of the discovery index: a file cannot be read");
                 return None;
@@ -310,8 +375,8 @@ async fn artifact(catalog: &Catalog, cache: &ArtifactCache, skill: &Skill) -> Op
         }
     };
     let artifact = Arc::new(artifact);
-    if versioned {
-        cache.keep(name, fingerprint, &artifact);
+    if as_listed {
+        cache.keep(skill, fingerprint, &artifact);
     }
     Some(artifact)
 }

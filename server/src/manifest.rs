@@ -12,7 +12,7 @@ use std::sync::Arc;
 use skillstore::backends::ErrorKind;
 use skillstore::{Catalog, FileLimits, LeftOut, LeftOutKind, SKILL_FILE, Skill};
 
-use crate::tenant::Tenant;
+use crate::digest::DigestCache;
 
 /// How far a manifest lists a skill's files.
 const LIMITS: FileLimits = FileLimits {
@@ -53,7 +53,11 @@ pub struct Manifest {
 }
 
 /// Builds the manifest of `skill` from `catalog`'s namespace.
-pub async fn build(tenant: &Tenant, catalog: &Catalog, skill: &Skill) -> Result<Arc<Manifest>, skillstore::Error> {
+pub async fn build(
+    digests: &DigestCache,
+    catalog: &Catalog,
+    skill: &Skill,
+) -> Result<Arc<Manifest>, skillstore::Error> {
     let listed = catalog.skill_files(skill.name(), LIMITS).await?;
     let backend = catalog.backend();
     let read = listed.read_options();
@@ -64,9 +68,9 @@ pub async fn build(tenant: &Tenant, catalog: &Catalog, skill: &Skill) -> Result<
         let path = file.path.as_str();
         let is_skill_md = file.relative == SKILL_FILE;
         let cached = file.version.as_ref().and_then(|v| {
-            let digest = tenant.digests.get(path, v)?;
+            let digest = digests.get(path, v)?;
             if is_skill_md {
-                frontmatter = Some(tenant.digests.frontmatter(path, v)?);
+                frontmatter = Some(digests.frontmatter(path, v)?);
             }
             Some(digest)
         });
@@ -76,10 +80,10 @@ pub async fn build(tenant: &Tenant, catalog: &Catalog, skill: &Skill) -> Result<
                 Ok(blob) => {
                     if is_skill_md {
                         let fm = Arc::new(frontmatter_of(&blob.data));
-                        tenant.digests.keep_frontmatter(path, &blob.version, Arc::clone(&fm));
+                        digests.keep_frontmatter(path, &blob.version, Arc::clone(&fm));
                         frontmatter = Some(fm);
                     }
-                    tenant.digests.compute(path, &blob.version, &blob.data)
+                    digests.compute(path, &blob.version, &blob.data)
                 }
                 Err(e) => {
                     if left_out.len() < LIMITS.max_reported {

@@ -259,7 +259,7 @@ impl SkillsServer {
     /// [`crate::tenant::View::manifest`]).
     async fn skill_entry(&self, tenant: &Tenant, name: &str, confirm: bool) -> Result<McpSkill, ApiError> {
         let view = tenant.view()?;
-        let manifest = view.manifest(tenant, name, confirm).await?;
+        let manifest = view.manifest(name, confirm).await?;
         let mut frontmatter = SkillFrontmatter::new(name, "");
         for (key, value) in &manifest.frontmatter {
             match (key.as_str(), value) {

@@ -77,7 +77,9 @@ impl Registry {
         let mut tokens = HashMap::new();
         let mut unopened = Vec::new();
         for spec in &settings.tenants {
-            let from = format!("{:?}|{:?}", spec.config, spec.discovery);
+            // A digest of the configuration, not its text: one is kept per
+            // tenant, and a platform lists thousands.
+            let from = crate::digest::sha256_hex(format!("{:?}|{:?}", spec.config, spec.discovery).as_bytes());
             let kept = before.and_then(|b| {
                 let (was, at) = b.opened_from.get(&spec.name)?;
                 (*was == from).then(|| Arc::clone(&b.tenants[*at]))
@@ -113,9 +115,9 @@ impl Registry {
         }
         let open = tenants.len() == 1 && settings.tenants[0].tokens.is_empty() && settings.jwt.is_none();
         // A source only one tenant mounts is that tenant's to load.
-        let keys: Vec<Vec<Arc<str>>> = tenants.iter().map(|t| t.shared_keys()).collect();
+        let keys: Vec<&[Arc<str>]> = tenants.iter().map(|t| t.shared_keys()).collect();
         let mut mounted: HashMap<&Arc<str>, usize> = HashMap::new();
-        for key in keys.iter().flatten() {
+        for key in keys.iter().copied().flatten() {
             *mounted.entry(key).or_default() += 1;
         }
         let mut covered: std::collections::HashSet<&Arc<str>> = std::collections::HashSet::new();
@@ -170,6 +172,9 @@ pub struct Service {
     pub browser: BrowserPolicy,
     /// Request limits.
     pub limits: Limits,
+    /// Turns of anonymous requests at loading a tenant
+    /// ([`Limits::anonymous_loads`]).
+    pub anonymous_loads: tokio::sync::Semaphore,
     /// The counters `/metrics` shows.
     pub metrics: Metrics,
     /// Cancelled when the server begins to shut down.
@@ -199,6 +204,7 @@ impl Service {
             tenancy: Tenancy::default(),
             reloading: tokio::sync::Mutex::new(()),
             limits: settings.limits,
+            anonymous_loads: tokio::sync::Semaphore::new(settings.limits.anonymous_loads),
             metrics,
             shutdown: CancellationToken::new(),
         }))
@@ -719,7 +725,7 @@ impl Service {
         let registry = self.registry();
         let loaded: Vec<Arc<skillstore::Catalog>> = registry.tenants.iter().filter_map(|t| t.snapshot().ok()).collect();
         let skills = loaded.iter().map(|c| c.skills().len()).sum();
-        let digests = registry.tenants.iter().map(|t| t.digests.computed()).sum();
+        let digests = registry.tenants.iter().map(|t| t.digests_computed()).sum();
         let mut text = self.metrics.render(registry.tenants.len(), skills, digests);
         let load = |n: &AtomicU64| n.load(Ordering::Relaxed);
         for (name, kind, help, value) in [

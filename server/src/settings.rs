@@ -18,6 +18,7 @@
 //!   max_loaded_tenants: 1000    # tenants kept loaded; the least recently used is unloaded past it (default: all)
 //!   tenant_idle_unload: 10m     # a tenant without requests this long is unloaded (default: never)
 //!   max_rendered_bytes: 67108864   # rendered lists, shows and prompts kept, all tenants
+//!   anonymous_loads: 2          # public tenants anonymous discovery requests may be loading at once (0: none)
 //! allowed_origins: []           # browser origins besides loopback ones allowed to call
 //! metrics_tokens:               # who may read /metrics (any token shape below)
 //!   - env: METRICS_TOKEN
@@ -247,6 +248,10 @@ pub struct LimitsSpec {
     /// tenants; past it answers are rendered at each request.
     #[serde(default)]
     pub max_rendered_bytes: Option<usize>,
+    /// Tenants that anonymous discovery requests may be loading at once;
+    /// past it such a request is answered 503 with `Retry-After`.
+    #[serde(default)]
+    pub anonymous_loads: Option<usize>,
 }
 
 /// The server file as written.
@@ -326,6 +331,12 @@ pub struct Limits {
     /// tenants (default 64 MiB); past it, answers are rendered at each
     /// request.
     pub max_rendered_bytes: usize,
+    /// Public tenants that anonymous discovery requests may be loading at
+    /// once (default 2); past it, such a request for a tenant not loaded
+    /// is answered 503 with `Retry-After` at once. 0: anonymous requests
+    /// never load a tenant, and are served only while another request
+    /// keeps it loaded.
+    pub anonymous_loads: usize,
 }
 
 impl Default for Limits {
@@ -343,6 +354,7 @@ impl Default for Limits {
             max_loaded_tenants: None,
             tenant_idle_unload: None,
             max_rendered_bytes: 64 * 1024 * 1024,
+            anonymous_loads: 2,
         }
     }
 }
@@ -678,6 +690,7 @@ fn limits(spec: &LimitsSpec) -> Result<Limits, ServerError> {
             .map(|t| parse_duration(t, "limits.tenant_idle_unload"))
             .transpose()?,
         max_rendered_bytes: spec.max_rendered_bytes.unwrap_or(defaults.max_rendered_bytes),
+        anonymous_loads: spec.anonymous_loads.unwrap_or(defaults.anonymous_loads),
     })
 }
 

@@ -119,12 +119,23 @@ pub struct View {
     prompts: Mutex<HashMap<PromptKey, (Rendered, Held)>>,
     manifests: Mutex<HashMap<String, Arc<Manifest>>>,
     discovery: tokio::sync::OnceCell<Arc<Published>>,
+    /// The digests and discovery artifacts of the load this view is of.
+    digests: Arc<DigestCache>,
+    artifacts: Arc<ArtifactCache>,
 }
 
 impl View {
-    fn new(catalog: Arc<Catalog>, refreshes: u64, budget: Arc<RenderBudget>) -> Self {
+    fn new(
+        catalog: Arc<Catalog>,
+        refreshes: u64,
+        budget: Arc<RenderBudget>,
+        digests: Arc<DigestCache>,
+        artifacts: Arc<ArtifactCache>,
+    ) -> Self {
         let withdrawn = catalog.withdrawn_count();
         View {
+            digests,
+            artifacts,
             catalog,
             withdrawn,
             refreshes,
@@ -140,10 +151,10 @@ impl View {
     /// The discovery index of this snapshot and its artifacts (see
     /// [`crate::discovery`]), built once per snapshot from the tenant's
     /// artifact cache.
-    pub async fn discovery(&self, tenant: &Tenant) -> Arc<Published> {
+    pub async fn discovery(&self) -> Arc<Published> {
         let published = self
             .discovery
-            .get_or_init(|| async { Arc::new(crate::discovery::publish(&self.catalog, &tenant.artifacts).await) })
+            .get_or_init(|| async { Arc::new(crate::discovery::publish(&self.catalog, &self.artifacts).await) })
             .await;
         Arc::clone(published)
     }
@@ -208,12 +219,7 @@ impl View {
     /// listed again first (no file read), so one that lost or changed a
     /// checked file since its manifest was built is refused too
     /// ([`Catalog::confirm_whole`]).
-    pub async fn manifest(
-        &self,
-        tenant: &Tenant,
-        name: &str,
-        confirm: bool,
-    ) -> Result<Arc<Manifest>, skillstore::Error> {
+    pub async fn manifest(&self, name: &str, confirm: bool) -> Result<Arc<Manifest>, skillstore::Error> {
         let hit = lock(&self.manifests).get(name).cloned();
         if let Some(hit) = hit {
             if confirm {
@@ -227,7 +233,7 @@ impl View {
             .catalog
             .get(name)
             .ok_or_else(|| skillstore::Error::SkillNotFound(name.to_owned()))?;
-        let manifest = crate::manifest::build(tenant, &self.catalog, skill).await?;
+        let manifest = crate::manifest::build(&self.digests, &self.catalog, skill).await?;
         lock(&self.manifests).insert(name.to_owned(), Arc::clone(&manifest));
         Ok(manifest)
     }
@@ -335,13 +341,31 @@ pub const HTTP_SEARCH_HINT: &str = "the `GET /v1/search?q=WORDS` route of this s
 /// What the MCP prompt names to find a skill left out of it.
 pub const MCP_SEARCH_HINT: &str = "the `search_skills` tool";
 
-/// One tenant's catalog and namespace.
+/// What a tenant holds while it is loaded, dropped whole when it is
+/// unloaded: its namespace, catalog, file digests and discovery artifacts.
+/// What a tenant keeps unloaded is its name, configuration and counters.
+struct Loaded {
+    namespace: Namespace,
+    catalog: SharedCatalog,
+    digests: Arc<DigestCache>,
+    artifacts: Arc<ArtifactCache>,
+}
+
+/// One tenant: its configuration always, its namespace and catalog while
+/// loaded.
 pub struct Tenant {
     name: String,
-    namespace: Namespace,
+    /// What the namespace is opened from at each load.
+    config: skillstore::Config,
+    calls: Arc<BackendCalls>,
+    pool: Arc<skillstore::source_pool::SourcePool>,
     prompt: PromptOptions,
-    /// The catalog while the tenant is loaded.
-    catalog: Mutex<Option<SharedCatalog>>,
+    shared_keys: Vec<Arc<str>>,
+    writable: bool,
+    /// The namespace and catalog while the tenant is loaded.
+    loaded: Mutex<Option<Loaded>>,
+    /// Files hashed by loads since unloaded.
+    hashed_before: AtomicU64,
     /// What the server's views may keep.
     budget: Arc<RenderBudget>,
     /// When a request last used the tenant (see [`Tenant::touch`]).
@@ -362,10 +386,7 @@ pub struct Tenant {
     /// Refreshes finished: a view rendered before the last is rendered again.
     refreshes_done: AtomicU64,
     last_refresh: Mutex<(u64, RefreshOutcome)>,
-    /// Digests of the tenant's files, by path and version.
-    pub digests: DigestCache,
     discovery: Discovery,
-    artifacts: ArtifactCache,
     /// The search index, built at the first search, and the snapshot it
     /// was last brought level with.
     search: tokio::sync::Mutex<Option<(Arc<Catalog>, Arc<SearchIndex>)>>,
@@ -380,10 +401,13 @@ impl std::fmt::Debug for Tenant {
 }
 
 impl Tenant {
-    /// Opens the tenant's namespace, its storage calls counted into
-    /// `calls`; the catalog is loaded by [`Tenant::refresh`].
-    /// Its read-only sources are shared through `pool` with every other
-    /// tenant that mounts them alike ([`skillstore::source_pool`]).
+    /// Checks that the tenant's namespace opens, its storage calls counted
+    /// into `calls`, and keeps what requests need before a load (the
+    /// prompt options, the shared sources' keys, whether a source is
+    /// writable). The namespace itself is opened again at each load and
+    /// dropped at each unload, so a tenant not loaded holds no storage
+    /// handle. Its read-only sources are shared through `pool` with every
+    /// other tenant that mounts them alike ([`skillstore::source_pool`]).
     pub fn open(
         settings: &TenantSettings,
         calls: Arc<BackendCalls>,
@@ -394,20 +418,26 @@ impl Tenant {
             tenant: settings.name.clone(),
             source,
         };
-        let namespace = settings
-            .config
-            .open()
-            .map_err(wrap)?
-            .with_backend_layer(move |backend| Counting::wrap(backend, Arc::clone(&calls)))
-            .with_source_pool(Arc::clone(pool));
+        let namespace = open_namespace(&settings.config, &calls, pool).map_err(wrap)?;
         // Each front end names its own reader and search (HTTP, MCP).
         let prompt = namespace.prompt_options().map_err(wrap)?;
-        let digests = DigestCache::new(Arc::clone(&namespace.load_options().digests));
+        let shared_keys = namespace
+            .load_options()
+            .shared
+            .as_ref()
+            .map(|s| s.keys().iter().flatten().cloned().collect())
+            .unwrap_or_default();
+        let writable = namespace.sources().iter().any(|s| s.is_writable());
         Ok(Tenant {
             name: settings.name.clone(),
-            namespace,
+            config: settings.config.clone(),
+            calls,
+            pool: Arc::clone(pool),
             prompt,
-            catalog: Mutex::new(None),
+            shared_keys,
+            writable,
+            loaded: Mutex::new(None),
+            hashed_before: AtomicU64::new(0),
             budget: Arc::clone(budget),
             last_used: Mutex::new(std::time::Instant::now()),
             unloaded: Mutex::new(None),
@@ -420,9 +450,7 @@ impl Tenant {
             refreshes_started: AtomicU64::new(0),
             refreshes_done: AtomicU64::new(0),
             last_refresh: Mutex::new((0, RefreshOutcome::Fresh)),
-            digests,
             discovery: settings.discovery,
-            artifacts: ArtifactCache::default(),
             search: tokio::sync::Mutex::new(None),
         })
     }
@@ -437,9 +465,23 @@ impl Tenant {
         &self.name
     }
 
-    /// The namespace.
-    pub fn namespace(&self) -> &Namespace {
-        &self.namespace
+    /// The namespace, while loaded. A retired tenant answers as an
+    /// unknown token does.
+    pub fn namespace(&self) -> Result<Namespace, ApiError> {
+        self.with_loaded(|loaded| loaded.namespace.clone())
+    }
+
+    /// Files hashed for digests by this tenant since the start.
+    pub fn digests_computed(&self) -> u64 {
+        let now = lock(&self.loaded).as_ref().map_or(0, |l| l.digests.computed());
+        self.hashed_before.load(Ordering::Relaxed) + now
+    }
+
+    fn with_loaded<T>(&self, f: impl FnOnce(&Loaded) -> T) -> Result<T, ApiError> {
+        if self.retired.load(Ordering::SeqCst) {
+            return Err(ApiError::unauthorized());
+        }
+        lock(&self.loaded).as_ref().map(f).ok_or_else(ApiError::loading)
     }
 
     /// The prompt options of the tenant's configuration.
@@ -449,19 +491,14 @@ impl Tenant {
 
     /// The keys of the sources this tenant shares with others
     /// ([`skillstore::source_pool`]).
-    pub fn shared_keys(&self) -> Vec<Arc<str>> {
-        self.namespace
-            .load_options()
-            .shared
-            .as_ref()
-            .map(|s| s.keys().iter().flatten().cloned().collect())
-            .unwrap_or_default()
+    pub fn shared_keys(&self) -> &[Arc<str>] {
+        &self.shared_keys
     }
 
     /// True while the tenant is loaded: from the end of its first load
     /// until [`Tenant::unload`].
     pub fn is_ready(&self) -> bool {
-        lock(&self.catalog).is_some()
+        lock(&self.loaded).is_some()
     }
 
     /// Marks the tenant used now.
@@ -496,7 +533,11 @@ impl Tenant {
         if let Some(stop) = lock(&self.unloaded).take() {
             stop.cancel();
         }
-        let was = lock(&self.catalog).take().is_some();
+        let was = lock(&self.loaded).take().inspect(|loaded| {
+            self.hashed_before
+                .fetch_add(loaded.digests.computed(), Ordering::Relaxed);
+        });
+        let was = was.is_some();
         *lock(&self.view) = None;
         *self.search.lock().await = None;
         was
@@ -540,8 +581,8 @@ impl Tenant {
     /// serves from an earlier load); false before the first load and when
     /// every source is unreachable or refused.
     pub fn reads_a_source(&self) -> bool {
-        lock(&self.catalog).as_ref().is_some_and(|shared| {
-            let catalog = shared.snapshot();
+        lock(&self.loaded).as_ref().is_some_and(|loaded| {
+            let catalog = loaded.catalog.snapshot();
             let sources = catalog.sources().iter().count();
             sources == 0 || catalog.unlisted_sources().len() < sources
         })
@@ -556,10 +597,7 @@ impl Tenant {
     /// The shared catalog, while loaded. A retired tenant answers as an
     /// unknown token does.
     pub fn shared(&self) -> Result<SharedCatalog, ApiError> {
-        if self.retired.load(Ordering::SeqCst) {
-            return Err(ApiError::unauthorized());
-        }
-        lock(&self.catalog).clone().ok_or_else(ApiError::loading)
+        self.with_loaded(|loaded| loaded.catalog.clone())
     }
 
     /// The catalog as of now.
@@ -569,7 +607,8 @@ impl Tenant {
 
     /// What is rendered from the current snapshot.
     pub fn view(&self) -> Result<Arc<View>, ApiError> {
-        let catalog = self.snapshot()?;
+        let (catalog, digests, artifacts) =
+            self.with_loaded(|l| (l.catalog.snapshot(), Arc::clone(&l.digests), Arc::clone(&l.artifacts)))?;
         let mut slot = lock(&self.view);
         // A skill withdrawn since the view was rendered is left out of a
         // view rendered again.
@@ -579,7 +618,13 @@ impl Tenant {
         }) {
             return Ok(Arc::clone(view));
         }
-        let view = Arc::new(View::new(catalog, refreshes, Arc::clone(&self.budget)));
+        let view = Arc::new(View::new(
+            catalog,
+            refreshes,
+            Arc::clone(&self.budget),
+            digests,
+            artifacts,
+        ));
         *slot = Some(Arc::clone(&view));
         Ok(view)
     }
@@ -645,7 +690,7 @@ impl Tenant {
     }
 
     async fn refresh_now(&self) -> RefreshOutcome {
-        let current = lock(&self.catalog).clone();
+        let current = lock(&self.loaded).as_ref().map(|l| l.catalog.clone());
         let (catalog, same) = match current {
             Some(shared) => {
                 let before = shared.snapshot();
@@ -655,10 +700,29 @@ impl Tenant {
                 (after, same)
             }
             None => {
-                let loaded = self.namespace.load().await;
-                let shared = SharedCatalog::new(loaded).following(self.namespace.clone());
-                *lock(&self.catalog) = Some(shared);
-                (self.snapshot().expect("just loaded"), false)
+                let namespace = match open_namespace(&self.config, &self.calls, &self.pool) {
+                    Ok(namespace) => namespace,
+                    // Storage that opened when the server file was read and
+                    // no longer does (a directory removed): the tenant stays
+                    // unloaded, its requests answered `loading`, and the
+                    // next request tries again.
+                    Err(error) => {
+                        tracing::error!(tenant = %self.name, %error, "the tenant's storage does not open");
+                        return RefreshOutcome::Stale;
+                    }
+                };
+                let loaded = namespace.load().await;
+                let catalog = SharedCatalog::new(loaded).following(namespace.clone());
+                let snapshot = catalog.snapshot();
+                let digests = Arc::new(DigestCache::new(Arc::clone(&namespace.load_options().digests)));
+                let artifacts = Arc::new(ArtifactCache::new(shared_by_source(&namespace)));
+                *lock(&self.loaded) = Some(Loaded {
+                    namespace,
+                    catalog,
+                    digests,
+                    artifacts,
+                });
+                (snapshot, false)
             }
         };
         // The same snapshot: nothing to log again or compare.
@@ -699,7 +763,7 @@ impl Tenant {
     pub fn editor(&self) -> Result<SkillEditor, ApiError> {
         let shared = self.shared()?;
         self.check_writable()?;
-        let editor = self.namespace.editor(None)?;
+        let editor = self.namespace()?.editor(None)?;
         Ok(editor.with_catalog(shared).with_author(format!("server:{}", self.name)))
     }
 
@@ -736,7 +800,7 @@ impl Tenant {
 
     /// Fails with 403 `read_only` when no source of the tenant is writable.
     pub fn check_writable(&self) -> Result<(), ApiError> {
-        if self.namespace.sources().iter().any(|s| s.is_writable()) {
+        if self.writable {
             Ok(())
         } else {
             Err(ApiError::new(
@@ -767,6 +831,33 @@ impl Tenant {
         }
         dir.join(relative).map_err(refuse)
     }
+}
+
+/// The namespace `config` assembles, its storage calls counted into
+/// `calls`, its read-only sources shared through `pool`.
+fn open_namespace(
+    config: &skillstore::Config,
+    calls: &Arc<BackendCalls>,
+    pool: &Arc<skillstore::source_pool::SourcePool>,
+) -> Result<Namespace, skillstore::Error> {
+    let calls = Arc::clone(calls);
+    Ok(config
+        .open()?
+        .with_backend_layer(move |backend| Counting::wrap(backend, Arc::clone(&calls)))
+        .with_source_pool(Arc::clone(pool)))
+}
+
+/// The key of each of `namespace`'s shared sources, by source name.
+fn shared_by_source(namespace: &Namespace) -> HashMap<String, Arc<str>> {
+    let Some(shared) = namespace.load_options().shared.as_ref() else {
+        return HashMap::new();
+    };
+    namespace
+        .sources()
+        .iter()
+        .zip(shared.keys())
+        .filter_map(|(source, key)| Some((source.name().to_owned(), Arc::clone(key.as_ref()?))))
+        .collect()
 }
 
 /// What identifies a catalog's content: each skill's name, source, path,

@@ -7,7 +7,7 @@
 
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, get};
 
 use super::AppState;
@@ -102,6 +102,21 @@ fn archive_of(artifact: &str) -> Result<Wanted<'_>, ApiError> {
         .ok_or_else(no_route)
 }
 
+/// 503 with `Retry-After: 1`: too many public tenants are being loaded.
+fn busy() -> Response {
+    let mut response = ApiError::new(
+        axum::http::StatusCode::SERVICE_UNAVAILABLE,
+        "unavailable",
+        "busy loading other tenants; try again shortly",
+    )
+    .into_response();
+    response.headers_mut().insert(
+        axum::http::header::RETRY_AFTER,
+        axum::http::HeaderValue::from_static("1"),
+    );
+    response
+}
+
 /// The answer every unknown route gets.
 fn no_route() -> ApiError {
     super::no_route()
@@ -114,9 +129,20 @@ async fn serve(
     headers: &HeaderMap,
 ) -> Result<Response, ApiError> {
     let tenant = state.service.discovery_tenant(tenant).ok_or_else(no_route)?;
+    // The load and the first index of a tenant not loaded take one of
+    // `limits.anonymous_loads` turns, held until the index is built, so
+    // anonymous callers cannot make the server load every public tenant.
+    let _turn = if tenant.is_ready() {
+        None
+    } else {
+        match state.service.anonymous_loads.try_acquire() {
+            Ok(permit) => Some(permit),
+            Err(_) => return Ok(busy()),
+        }
+    };
     state.service.loaded(&tenant).await;
     let view = tenant.view()?;
-    let published = view.discovery(&tenant).await;
+    let published = view.discovery().await;
     let (name, kind) = match wanted {
         Wanted::Index => {
             let index = &published.index;

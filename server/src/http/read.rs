@@ -114,7 +114,8 @@ pub async fn refresh(
     State(state): State<AppState>,
     Extension(caller): Extension<Caller>,
 ) -> Result<Response, ApiError> {
-    if let Some((pool, shared)) = caller.tenant.namespace().shared_sources()
+    let namespace = caller.tenant.namespace()?;
+    if let Some((pool, shared)) = namespace.shared_sources()
         && caller.tenant.may_list_shared()
     {
         pool.refresh_sources(shared).await;

@@ -42,14 +42,9 @@ async fn current(
     relative: &str,
 ) -> Result<Option<(Bytes, Version)>, ApiError> {
     let path = Tenant::file_in_source(editor, name, relative)?;
-    let limit = caller.tenant.namespace().load_options().read_limit;
-    match caller
-        .tenant
-        .namespace()
-        .backend()
-        .read(&path, ReadOptions::with_limit(limit))
-        .await
-    {
+    let namespace = caller.tenant.namespace()?;
+    let limit = namespace.load_options().read_limit;
+    match namespace.backend().read(&path, ReadOptions::with_limit(limit)).await {
         Ok(blob) => Ok(Some((blob.data, blob.version))),
         Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
         Err(e) => Err(skillstore::Error::Backend(e).into()),
@@ -253,7 +248,7 @@ pub async fn install(
     let data = body(data)?;
     let (caller, editor) = writer(caller)?;
     let mut limits = skillstore::ArchiveLimits::default();
-    limits.max_file_bytes = caller.tenant.namespace().load_options().read_limit;
+    limits.max_file_bytes = caller.tenant.namespace()?.load_options().read_limit;
     let archive = skillstore::SkillArchive::read(&data, &limits).map_err(|e| match e {
         skillstore::ArchiveError::Skill(e) => ApiError::from(e),
         refused => ApiError::new(StatusCode::BAD_REQUEST, refused.kind(), refused.to_string()),

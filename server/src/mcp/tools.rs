@@ -52,7 +52,7 @@ pub fn available(caller: &Caller) -> Vec<Tool> {
 }
 
 fn may_write(caller: &Caller) -> bool {
-    caller.scope == Scope::Write && caller.tenant.namespace().sources().iter().any(|s| s.is_writable())
+    caller.scope == Scope::Write && caller.tenant.check_writable().is_ok()
 }
 
 /// The start rmcp gives the text of a tool error for arguments that do not

@@ -126,7 +126,7 @@ async fn digests_are_computed_once_per_file_version() {
             .sum()
     };
     let first = client.list_all_skills().await.unwrap();
-    let hashed = tenant.digests.computed();
+    let hashed = tenant.digests_computed();
     assert_eq!(hashed, files(&first) as u64);
     // Again, and after a refresh that rebuilds every manifest: no file is hashed again.
     let second = client.list_all_skills().await.unwrap();
@@ -136,7 +136,7 @@ async fn digests_are_computed_once_per_file_version() {
     assert_eq!(refresh().await.unwrap().status(), 200);
     let third = client.list_all_skills().await.unwrap();
     assert_eq!(first, third);
-    assert_eq!(tenant.digests.computed(), hashed);
+    assert_eq!(tenant.digests_computed(), hashed);
     // A new version of one file is hashed once, and its digest is the new bytes'.
     write(
         dir.path(),
@@ -145,7 +145,7 @@ async fn digests_are_computed_once_per_file_version() {
     );
     assert_eq!(refresh().await.unwrap().status(), 200);
     let fourth = client.list_all_skills().await.unwrap();
-    assert_eq!(tenant.digests.computed(), hashed + 1);
+    assert_eq!(tenant.digests_computed(), hashed + 1);
     let SkillResources::Files(alpha) = &fourth[0].resources else {
         panic!("a complete manifest");
     };

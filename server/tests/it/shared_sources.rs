@@ -157,3 +157,117 @@ async fn a_write_to_a_tenants_own_layer_stays_its_own() {
     );
     server.stop().await;
 }
+
+/// The discovery index of public tenant `tenant`, asked anonymously:
+/// entry name -> digest.
+async fn published(client: &reqwest::Client, server: &Served, tenant: &str) -> Vec<(String, String)> {
+    let url = server.url(&format!("/t/{tenant}/.well-known/agent-skills/index.json"));
+    let r = client.get(url).send().await.unwrap();
+    assert_eq!(r.status(), 200);
+    let body: Value = r.json().await.unwrap();
+    body["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["name"].as_str().unwrap().to_owned(),
+                s["digest"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn digest_of(list: &[(String, String)], name: &str) -> String {
+    list.iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, d)| d.clone())
+        .unwrap_or_else(|| panic!("no {name} in {list:?}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn public_tenants_share_each_base_artifact_and_keep_their_own_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut settings = platform(dir.path());
+    // Each tenant's own skill of one name, size and modification time,
+    // with different bytes.
+    let twins = [
+        ("acme", skill_md("twin", "Twin of acme.")),
+        ("globex", skill_md("twin", "Twin of glbx.")),
+    ];
+    let moment = std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+    for (team, text) in &twins {
+        let path = format!("teams/{team}/twin/SKILL.md");
+        write(dir.path(), &path, text);
+        let file = std::fs::File::options()
+            .write(true)
+            .open(dir.path().join(&path))
+            .unwrap();
+        file.set_modified(moment).unwrap();
+    }
+    for tenant in &mut settings.tenants {
+        tenant.discovery = skillstore_server::Discovery::Public;
+    }
+    let server = Served::start(settings).await;
+    let client = reqwest::Client::new();
+    let acme = published(&client, &server, "acme").await;
+    let globex = published(&client, &server, "globex").await;
+    for name in ["beta", "gamma"] {
+        assert_eq!(digest_of(&acme, name), digest_of(&globex, name), "{name}");
+    }
+    assert_ne!(
+        digest_of(&acme, "alpha"),
+        digest_of(&globex, "alpha"),
+        "acme shadows alpha"
+    );
+    for ((team, text), list) in twins.iter().zip([&acme, &globex]) {
+        let own = format!("sha256:{}", skillstore::integrity::sha256_hex(text.as_bytes()));
+        assert_eq!(digest_of(list, "twin"), own, "{team} is served its own twin");
+    }
+    // One artifact of a base skill for both tenants; each its own twin.
+    let acme = server
+        .service
+        .tenant_named("acme")
+        .unwrap()
+        .view()
+        .unwrap()
+        .discovery()
+        .await;
+    let globex = server
+        .service
+        .tenant_named("globex")
+        .unwrap()
+        .view()
+        .unwrap()
+        .discovery()
+        .await;
+    let same = |name| std::sync::Arc::ptr_eq(acme.artifact(name).unwrap(), globex.artifact(name).unwrap());
+    assert!(same("beta") && same("gamma"));
+    assert!(!same("twin") && !same("alpha"));
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn anonymous_requests_load_public_tenants_only_within_their_turns() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut settings = platform(dir.path());
+    for tenant in &mut settings.tenants {
+        tenant.discovery = skillstore_server::Discovery::Public;
+    }
+    settings.limits.anonymous_loads = 0;
+    let server = Served::start(settings).await;
+    let client = reqwest::Client::new();
+    let globex = server.service.tenant_named("globex").unwrap();
+    assert!(!globex.is_ready());
+    let url = server.url("/t/globex/.well-known/agent-skills/index.json");
+    let r = client.get(url.clone()).send().await.unwrap();
+    assert_eq!(r.status(), 503);
+    assert_eq!(r.headers()["retry-after"], "1");
+    assert!(!globex.is_ready(), "an anonymous request past its turns loads nothing");
+    // Loaded by its own token, it is served to anyone.
+    assert_eq!(get(&client, server.url("/v1/skills"), GLOBEX).await.status(), 200);
+    assert_eq!(client.get(url).send().await.unwrap().status(), 200);
+    // acme, loaded at start, is served whatever the turns.
+    assert_eq!(published(&client, &server, "acme").await.len(), 4);
+    server.stop().await;
+}

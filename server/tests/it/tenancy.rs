@@ -419,6 +419,45 @@ async fn a_tenant_whose_directory_is_missing_is_left_out_and_the_rest_served() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenant_holds_its_namespace_only_while_loaded_and_opens_it_again_at_each_load() {
+    let dir = tempfile::tempdir().unwrap();
+    tree(dir.path(), &["acme", "globex"]);
+    let text = server_file(dir.path(), &[("acme", "token-acme"), ("globex", "token-globex")], "");
+    let server = Served::start(settings_of(dir.path(), &text)).await;
+    let client = reqwest::Client::new();
+    let globex = server.service.tenant_named("globex").unwrap();
+    assert!(
+        globex.namespace().is_err(),
+        "a tenant never asked for holds no namespace"
+    );
+    // Its storage goes after the file was read: the first request is
+    // answered 503 and says nothing of the storage; the tenant stays
+    // unloaded.
+    let own = dir.path().join("teams/globex");
+    std::fs::rename(&own, dir.path().join("moved")).unwrap();
+    let r = get(&client, server.url("/v1/skills"), "token-globex").await;
+    assert_eq!(r.status(), 503);
+    let body = r.text().await.unwrap();
+    assert!(!body.contains("teams") && !body.contains("moved"), "{body}");
+    assert!(!globex.is_ready());
+    // Back: the next request opens and loads it.
+    std::fs::rename(dir.path().join("moved"), &own).unwrap();
+    assert_eq!(
+        names(&client, &server, "token-globex").await.unwrap(),
+        expected("globex")
+    );
+    assert!(globex.namespace().is_ok());
+    assert!(globex.unload().await);
+    assert!(globex.namespace().is_err(), "an unloaded tenant holds no namespace");
+    assert_eq!(
+        names(&client, &server, "token-globex").await.unwrap(),
+        expected("globex")
+    );
+    assert_eq!(names(&client, &server, "token-acme").await.unwrap(), expected("acme"));
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_tenants_refreshes_list_the_shared_base_at_most_once_a_second() {
     let dir = tempfile::tempdir().unwrap();
     tree(dir.path(), &["acme", "globex"]);
