@@ -8,7 +8,7 @@ use skillstore::location::read_local_file;
 use skillstore::{ArchiveError, ArchiveLimits, InstallOptions, SkillArchive, pack_dir};
 
 use super::namespace::build;
-use super::skill::{EditArgs, author, report};
+use super::skill::{EditArgs, author, report_skill};
 use super::terminal::shown;
 use super::{Failure, Global, emit};
 
@@ -39,11 +39,118 @@ pub async fn pack(dir: &Path, output: Option<&Path>) -> Result<(), Failure> {
     )
 }
 
-/// Installs an archive into a writable source through the editor.
-pub async fn install(global: &Global, file: &Path, replace: bool, args: &EditArgs) -> Result<(), Failure> {
-    let limits = ArchiveLimits::default();
-    let bytes = read_local_file(file, limits.max_archive_bytes, "archive")?;
-    let archive = SkillArchive::read(&bytes, &limits)?;
+/// Installs into a writable source through the editor: the archive `from`
+/// names when it is a local file; else the skills of the location `from`
+/// names (a directory of skills or one skill's directory, `git+URL`, a
+/// discovery endpoint, `s3://...`), every one or those `only` names.
+pub async fn install(
+    global: &Global,
+    from: &str,
+    only: &[String],
+    replace: bool,
+    args: &EditArgs,
+) -> Result<(), Failure> {
+    let path = Path::new(from);
+    if path.is_file() {
+        if !only.is_empty() {
+            return Err(Failure::usage(
+                "--skill chooses among the skills of a location; an archive holds one skill",
+            ));
+        }
+        let limits = ArchiveLimits::default();
+        let bytes = read_local_file(path, limits.max_archive_bytes, "archive")?;
+        let archive = SkillArchive::read(&bytes, &limits)?;
+        return install_archive(global, archive, replace, false, args).await;
+    }
+    // One skill's directory stands for that skill of its parent.
+    let (location, only) = match path.join(skillstore::SKILL_FILE).is_file() {
+        true if only.is_empty() => {
+            let parent = path
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            let name = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            (parent.to_string_lossy().into_owned(), vec![name])
+        }
+        _ => (from.to_owned(), only.to_vec()),
+    };
+    let catalog = location_catalog(global, &location).await?;
+    let names: Vec<String> = if only.is_empty() {
+        catalog.skills().iter().map(|s| s.name().to_owned()).collect()
+    } else {
+        for name in &only {
+            if catalog.get(name).is_none() {
+                let hint = skillstore::suggest::did_you_mean(name, catalog.skills().iter().map(|s| s.name()));
+                return Err(Failure::failed(format!(
+                    "`{}` has no skill named `{}`{hint}",
+                    shown(from),
+                    shown(name)
+                )));
+            }
+        }
+        only
+    };
+    if names.is_empty() {
+        return Err(Failure::failed(format!("no skills found at `{}`", shown(from))));
+    }
+    for name in &names {
+        let archive = whole_winner(&catalog, name).await?;
+        install_archive(global, archive, replace, true, args).await?;
+    }
+    Ok(())
+}
+
+/// The skills of `location`, read as one read-only layer; a location that
+/// cannot be read fails with what its diagnostic says.
+async fn location_catalog(global: &Global, location: &str) -> Result<skillstore::Catalog, Failure> {
+    let mut config = skillstore::Config::default();
+    config.set_mount("/", location, Path::new("."))?;
+    config.set_sources(["/"])?;
+    if global.no_cache {
+        config.disable_cache();
+    }
+    let catalog = config.open()?.load().await;
+    if !catalog.unlisted_sources().is_empty() {
+        let why = catalog
+            .diagnostics()
+            .iter()
+            .map(|d| shown(&d.message).into_owned())
+            .collect::<Vec<_>>()
+            .join("; ");
+        return Err(Failure::failed(format!("cannot read `{}`: {why}", shown(location))));
+    }
+    Ok(catalog)
+}
+
+/// The winner `name` of `catalog` as an archive of every file a read of it
+/// serves; refused, with what a read leaves out, when that is not all of it.
+pub async fn whole_winner(catalog: &skillstore::Catalog, name: &str) -> Result<SkillArchive, Failure> {
+    match skillstore::archive::winner_archive(catalog, name).await? {
+        skillstore::archive::WinnerArchive::Whole(archive) => Ok(archive),
+        skillstore::archive::WinnerArchive::Incomplete(diagnostics) => Err(Failure::failed(format!(
+            "`{}` holds files a read does not serve ({}); nothing was copied",
+            shown(name),
+            diagnostics
+                .iter()
+                .map(|d| shown(&d.message).into_owned())
+                .collect::<Vec<_>>()
+                .join("; ")
+        ))),
+    }
+}
+
+/// Installs one archive into a writable source through the editor.
+/// With `named`, the report names the skill (one of several installed).
+async fn install_archive(
+    global: &Global,
+    archive: SkillArchive,
+    replace: bool,
+    named: bool,
+    args: &EditArgs,
+) -> Result<(), Failure> {
     let namespace = build(global)?;
     // The target source's signature policy, checked before anything is
     // written: what it would withhold once installed is not installed.
@@ -65,5 +172,5 @@ pub async fn install(global: &Global, file: &Path, replace: bool, args: &EditArg
         InstallOptions::default()
     };
     let change = editor.install(&archive, options).await?;
-    report(args, change)
+    report_skill(args, named.then(|| archive.name()), change)
 }

@@ -250,10 +250,13 @@ pub enum Command {
         #[arg(short = 'o', long, value_name = "FILE")]
         output: Option<PathBuf>,
     },
-    /// Install a .skill or .zip archive into a writable source, through every write check.
+    /// Install skills into a writable source, through every write check: a .skill or .zip archive, or the skills of any location skillstore reads.
     Install {
-        /// The archive.
-        file: PathBuf,
+        /// A .skill or .zip archive; or a directory of skills, one skill's directory, git+URL[@REF], a discovery endpoint (https://HOST), or s3://BUCKET/PREFIX.
+        from: String,
+        /// Install only this skill of the location (repeatable; default: every skill it holds).
+        #[arg(long = "skill", value_name = "NAME")]
+        skills: Vec<String>,
         /// Replace a skill of the same name (its files become exactly the archive's).
         #[arg(long)]
         replace: bool,
@@ -601,10 +604,11 @@ async fn run(args: Args) -> Result<(), Failure> {
         Command::Skill(command) => skill::run(&args.global, command).await,
         Command::Pack { skill_dir, output } => archive::pack(&skill_dir, output.as_deref()).await,
         Command::Install {
-            file,
+            from,
+            skills,
             replace,
             args: edit,
-        } => archive::install(&args.global, &file, replace, &edit).await,
+        } => archive::install(&args.global, &from, &skills, replace, &edit).await,
         Command::Sync { flags } => sync::run(&args.global, flags).await,
         Command::Mount {
             dir,

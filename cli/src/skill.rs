@@ -332,31 +332,7 @@ async fn override_skill(global: &Global, name: &str, args: &EditArgs) -> Result<
             shown(name)
         )));
     }
-    let listed = catalog.skill_files(name, skillstore::FileLimits::default()).await?;
-    if listed.left_out_count > 0 || listed.truncated {
-        return Err(Failure::failed(format!(
-            "`{}` holds files a read does not serve ({}); nothing was copied",
-            shown(name),
-            listed
-                .diagnostics(&winner.source)
-                .iter()
-                .map(|d| shown(&d.message).into_owned())
-                .collect::<Vec<_>>()
-                .join("; ")
-        )));
-    }
-    let mut files = Vec::new();
-    for relative in listed.relatives() {
-        // The signature was over the winner where it is; it says nothing of a copy.
-        if relative.starts_with('.') || relative.contains("/.") {
-            continue;
-        }
-        let data = catalog.read_file(name, &relative).await?;
-        files.push(skillstore::archive::ArchiveFile { path: relative, data });
-    }
-    let limits = skillstore::archive::ArchiveLimits::default();
-    let bytes = skillstore::archive::pack_rooted(name, &files, &limits)?;
-    let archive = skillstore::archive::SkillArchive::read_rooted(&bytes, name, &limits)?;
+    let archive = crate::archive::whole_winner(&catalog, name).await?;
     let editor = namespace.editor(Some(&source))?.with_author(author(args));
     let change = editor.override_with(&archive).await?;
     report(args, change)
@@ -414,6 +390,8 @@ fn input(from: Option<&Path>) -> Result<Vec<u8>, Failure> {
 
 #[derive(Serialize)]
 struct ChangeOutput<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    skill: Option<&'a str>,
     id: u64,
     action: &'a str,
     files: Vec<FileOutput<'a>>,
@@ -428,9 +406,16 @@ struct FileOutput<'a> {
 }
 
 pub fn report(args: &EditArgs, change: Change) -> Result<(), Failure> {
+    report_skill(args, None, change)
+}
+
+/// As [`report`], naming the skill changed (`skill` in JSON, after the
+/// action in text) when one command changes several.
+pub fn report_skill(args: &EditArgs, skill: Option<&str>, change: Change) -> Result<(), Failure> {
     let record = &change.record;
     if args.json {
         let output = ChangeOutput {
+            skill,
             id: record.id,
             action: record.action.as_str(),
             files: record
@@ -451,7 +436,8 @@ pub fn report(args: &EditArgs, change: Change) -> Result<(), Failure> {
     for warning in &change.warnings {
         eprintln!("warning: {}", shown(warning));
     }
-    let mut out = format!("{} (history entry {})\n", record.action.as_str(), record.id);
+    let named = skill.map(|s| format!(" {}", shown(s))).unwrap_or_default();
+    let mut out = format!("{}{named} (history entry {})\n", record.action.as_str(), record.id);
     for f in &record.files {
         let version = f
             .new_version

@@ -51,6 +51,7 @@
 mod pack;
 mod read;
 mod save;
+mod winner;
 
 use std::fmt;
 
@@ -60,6 +61,7 @@ pub use pack::{pack, pack_dir, pack_rooted};
 #[cfg(feature = "discovery")]
 pub(crate) use read::RootedUnpack;
 pub use save::save;
+pub use winner::{WinnerArchive, winner_archive};
 
 /// Why an archive (or a skill directory being packed) was refused. Each
 /// kind has a stable snake_case name ([`Refusal::as_str`]).

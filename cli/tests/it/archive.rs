@@ -95,3 +95,133 @@ fn pack_o_follows_a_planted_link() {
         [".csv-report.partial", ".csv-report.skill.partial", "csv-report.skill"]
     );
 }
+
+/// `install` takes the skills of any location: a directory of skills (all
+/// of them, or those `--skill` names), one skill's directory, a Git
+/// repository read by the real `git`, an S3 prefix; every name is checked
+/// before anything is written, and each installed skill is named.
+#[test]
+fn install_takes_skills_from_any_location() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("base")).unwrap();
+    std::fs::create_dir_all(dir.path().join("team")).unwrap();
+    let base = repo().join("examples/skills/base");
+    let base = base.to_str().unwrap();
+    let installed = |name: &str| dir.path().join("team").join(name).join("SKILL.md").is_file();
+
+    // A misspelled name: refused with a suggestion, nothing written.
+    let out = run(&mut in_tree(
+        dir.path(),
+        &[
+            "install",
+            base,
+            "--skill",
+            "changelog",
+            "--skill",
+            "csv-reprot",
+            "--to",
+            "team",
+        ],
+    ));
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stderr
+            .contains("has no skill named `csv-reprot` (did you mean `csv-report`?)"),
+        "{}",
+        out.stderr
+    );
+    assert!(!installed("changelog"), "nothing is installed when a name is wrong");
+
+    // A selection, each named in the report.
+    let out = run(&mut in_tree(
+        dir.path(),
+        &[
+            "install",
+            base,
+            "--skill",
+            "changelog",
+            "--skill",
+            "csv-report",
+            "--to",
+            "team",
+        ],
+    ));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let text = out.text();
+    assert!(text.contains("install changelog (history entry 1)"), "{text}");
+    assert!(text.contains("install csv-report (history entry 1)"), "{text}");
+    assert!(installed("changelog") && installed("csv-report") && !installed("code-review"));
+    assert_eq!(
+        std::fs::read(dir.path().join("team/csv-report/scripts/summarize.py")).unwrap(),
+        std::fs::read(repo().join("examples/skills/base/csv-report/scripts/summarize.py")).unwrap()
+    );
+
+    // One skill's directory stands for that skill; JSON names it.
+    let one = repo().join("examples/skills/base/code-review");
+    let out = run(&mut in_tree(
+        dir.path(),
+        &["install", one.to_str().unwrap(), "--to", "team", "--json"],
+    ));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let change = out.json();
+    assert_eq!(change["skill"], "code-review");
+    assert_eq!(change["action"], "install");
+
+    // A Git repository, committed by the real git.
+    let work = tempfile::tempdir().unwrap();
+    let skill = work.path().join("notes");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(skill.join("SKILL.md"), crate::support::NOTES).unwrap();
+    skillstore::backends::testkit::git_repo::git(work.path(), &["init", "-q"]);
+    skillstore::backends::testkit::git_repo::git(work.path(), &["add", "-A"]);
+    skillstore::backends::testkit::git_repo::git(work.path(), &["commit", "-q", "-m", "notes"]);
+    let url = format!("git+file://{}", work.path().display());
+    let out = run(&mut in_tree(dir.path(), &["install", &url, "--to", "team"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("team/notes/SKILL.md")).unwrap(),
+        crate::support::NOTES
+    );
+
+    // An S3 prefix.
+    let server = skillstore::backends::testkit::s3_server::S3TestServer::shared();
+    let (_, catalog, _) = crate::support::publish_examples(server);
+    let mut cmd = in_tree(
+        dir.path(),
+        &[
+            "install",
+            &format!("{catalog}/base"),
+            "--skill",
+            "commit-messages",
+            "--to",
+            "team",
+        ],
+    );
+    crate::support::s3_env(&mut cmd, server);
+    let out = run(&mut cmd);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(installed("commit-messages"));
+
+    // A location that cannot be read says so, and an archive takes no --skill.
+    let missing = format!("git+file://{}", dir.path().join("no-such-repo").display());
+    let out = run(&mut in_tree(dir.path(), &["install", &missing, "--to", "team"]));
+    assert_eq!(out.code, 1);
+    assert!(out.stderr.contains("cannot read `git+file://"), "{}", out.stderr);
+    let archive = dir.path().join("one.skill");
+    assert_eq!(
+        run(skillstore().args(["pack", one.to_str().unwrap(), "-o", archive.to_str().unwrap()])).code,
+        0
+    );
+    let out = run(&mut in_tree(
+        dir.path(),
+        &[
+            "install",
+            archive.to_str().unwrap(),
+            "--skill",
+            "code-review",
+            "--to",
+            "team",
+        ],
+    ));
+    assert_eq!(out.code, 2, "{}", out.stderr);
+}
