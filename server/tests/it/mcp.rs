@@ -518,6 +518,84 @@ async fn completion_offers_names_paths_and_styles_bounded() {
     server.stop().await;
 }
 
+/// Two tenants of one server: each caller's completions offer its own
+/// tenant's skill names and files only, never the other's, through the
+/// official client of each.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn completion_offers_each_tenant_only_its_own_names_and_files() {
+    use rmcp::model::{ArgumentInfo, CompleteRequestParams, CompletionContext, Reference};
+    let acme_dir = tempfile::tempdir().unwrap();
+    let globex_dir = tempfile::tempdir().unwrap();
+    layered_tree(acme_dir.path());
+    layered_tree(globex_dir.path());
+    write(
+        acme_dir.path(),
+        "team/acme-secret/SKILL.md",
+        &skill_md("acme-secret", "Acme's."),
+    );
+    write(acme_dir.path(), "team/alpha/references/acme-plan.md", "acme only\n");
+    write(
+        globex_dir.path(),
+        "team/globex-secret/SKILL.md",
+        &skill_md("globex-secret", "Globex's."),
+    );
+    let server = Served::start(settings(vec![
+        (
+            "acme",
+            layered_config(acme_dir.path()),
+            vec![("acme-reader", Scope::Read)],
+        ),
+        (
+            "globex",
+            layered_config(globex_dir.path()),
+            vec![("globex-reader", Scope::Read)],
+        ),
+    ]))
+    .await;
+    let template = || Reference::for_resource("skill://{name}/{+path}");
+    for (token, own, other, own_file) in [
+        (
+            "acme-reader",
+            "acme-secret",
+            "globex-secret",
+            Some("references/acme-plan.md"),
+        ),
+        ("globex-reader", "globex-secret", "acme-secret", None),
+    ] {
+        let client = http_client(&server.base, token).await;
+        let names = client
+            .complete(CompleteRequestParams::new(template(), ArgumentInfo::new("name", "")))
+            .await
+            .unwrap()
+            .completion;
+        assert!(names.values.iter().any(|n| n == own), "{token}: {:?}", names.values);
+        assert!(!names.values.iter().any(|n| n == other), "{token}: {:?}", names.values);
+        let other_prefix = &other[..3];
+        let guessed = client
+            .complete(CompleteRequestParams::new(
+                template(),
+                ArgumentInfo::new("name", other_prefix),
+            ))
+            .await
+            .unwrap()
+            .completion;
+        assert!(guessed.values.is_empty(), "{token}: {:?}", guessed.values);
+        let mut request = CompleteRequestParams::new(template(), ArgumentInfo::new("path", ""));
+        request.context = Some(CompletionContext::with_arguments(
+            [("name".to_owned(), "alpha".to_owned())].into_iter().collect(),
+        ));
+        let paths = client.complete(request).await.unwrap().completion;
+        assert_eq!(
+            paths.values.iter().any(|p| p == "references/acme-plan.md"),
+            own_file.is_some(),
+            "{token}: {:?}",
+            paths.values
+        );
+        let _ = client.cancel().await;
+    }
+    server.stop().await;
+}
+
 /// One server, one tenant: the MCP prompt names the MCP tools and the HTTP
 /// prompt the HTTP route, whichever was asked first (each front end's
 /// prompt is kept apart).
