@@ -43,6 +43,7 @@ pub mod config;
 pub mod content;
 pub mod diagnostic;
 pub mod dir_name;
+pub mod display;
 pub mod edit;
 pub mod error;
 mod frontmatter;

@@ -438,7 +438,7 @@ pub fn one_line(text: &str) -> Cow<'_, str> {
 }
 
 fn dropped(c: char) -> bool {
-    c.is_control() || matches!(c, '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+    crate::display::acts_on_display(c)
 }
 
 /// Text for a Markdown list item: on one line (so nothing can start an

@@ -424,18 +424,20 @@ fn is_typed_scalar(value: &Value) -> bool {
     }
 }
 
-/// True for a control character other than tab and newline: the rest of
-/// C0, DEL and C1.
+/// True for a character that may act on a terminal or a prompt
+/// ([`crate::display::acts_on_display`]) other than tab and newline, which
+/// YAML text carries.
 fn is_control(c: char) -> bool {
-    c.is_control() && c != '\t' && c != '\n'
+    crate::display::acts_on_display(c) && c != '\t' && c != '\n'
 }
 
-/// The first control character of `text`. Text without a byte that can
-/// start one is passed at once.
+/// The first such character of `text`. Text without a byte that can start
+/// one (C0, DEL, C1's lead byte, the lead byte of U+2000 to U+2FFF) is
+/// passed at once.
 fn first_control(text: &str) -> Option<char> {
     if !text
         .bytes()
-        .any(|b| (b < 0x20 && b != b'\t' && b != b'\n') || b == 0x7f || b == 0xc2)
+        .any(|b| (b < 0x20 && b != b'\t' && b != b'\n') || b == 0x7f || b == 0xc2 || b == 0xe2)
     {
         return None;
     }
@@ -612,7 +614,7 @@ impl Rules {
                 self.advise(
                     ProblemKind::ControlCharacter,
                     format!(
-                        "`{}` holds the control character U+{:04X}; it may act on a terminal or a prompt",
+                        "`{}` holds U+{:04X}, a control or reordering character; it may act on a terminal or a prompt",
                         shown_key(key),
                         c as u32
                     ),
@@ -1132,6 +1134,9 @@ mod tests {
         }
         let c1 = lenient("---\nname: a\ndescription: \"\\u009b31m\"\n---\n", "a");
         assert_eq!(kinds(&c1), [ProblemKind::ControlCharacter]);
+        let bidi = lenient("---\nname: a\ndescription: \"safe \u{202e}txt.exe\"\n---\n", "a");
+        assert_eq!(kinds(&bidi), [ProblemKind::ControlCharacter]);
+        assert!(bidi.problems[0].message.contains("U+202E"), "{:?}", bidi.problems);
     }
 
     /// Numbers and booleans in text fields are read as the text written,

@@ -5,13 +5,7 @@
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
-/// True for a character a terminal could act on rather than print: C0 and
-/// C1 controls, DEL, line and paragraph separators, and the bidirectional
-/// overrides and isolates that reorder what is shown.
-fn acts_on_terminal(c: char) -> bool {
-    c.is_control()
-        || matches!(c, '\u{2028}' | '\u{2029}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
-}
+use skillstore::display::acts_on_display as acts_on_terminal;
 
 /// `text` with every such character written as `\u{XX}`; unchanged (and
 /// not copied) when it has none.
