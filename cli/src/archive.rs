@@ -60,11 +60,11 @@ pub async fn install(
         let limits = ArchiveLimits::default();
         let bytes = read_local_file(path, limits.max_archive_bytes, "archive")?;
         let archive = SkillArchive::read(&bytes, &limits)?;
-        return install_archive(global, archive, replace, false, args).await;
+        return install_archive(global, archive, replace, args).await;
     }
     // One skill's directory stands for that skill of its parent.
     let (location, only) = match path.join(skillstore::SKILL_FILE).is_file() {
-        true if only.is_empty() => {
+        true => {
             let parent = path
                 .parent()
                 .filter(|p| !p.as_os_str().is_empty())
@@ -73,9 +73,16 @@ pub async fn install(
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
+            if only.iter().any(|n| *n != name) {
+                return Err(Failure::usage(format!(
+                    "`{}` is the directory of one skill, `{}`; --skill chooses among the skills of a directory of skills",
+                    shown(from),
+                    shown(&name)
+                )));
+            }
             (parent.to_string_lossy().into_owned(), vec![name])
         }
-        _ => (from.to_owned(), only.to_vec()),
+        false => (from.to_owned(), only.to_vec()),
     };
     let catalog = location_catalog(global, &location).await?;
     let names: Vec<String> = if only.is_empty() {
@@ -94,11 +101,44 @@ pub async fn install(
         only
     };
     if names.is_empty() {
-        return Err(Failure::failed(format!("no skills found at `{}`", shown(from))));
+        return Err(Failure::failed(format!(
+            "no skills found at `{}`: a skill there is a directory NAME/ holding SKILL.md at the top of the location",
+            shown(from)
+        )));
+    }
+    if !replace {
+        refuse_installed(global, &names, args).await?;
     }
     for name in &names {
         let archive = whole_winner(&catalog, name).await?;
-        install_archive(global, archive, replace, true, args).await?;
+        install_archive(global, archive, replace, args).await?;
+    }
+    Ok(())
+}
+
+/// Fails, before anything is written, when the target source already has
+/// one of `names` (without `--replace`, installing it would fail half-way).
+async fn refuse_installed(global: &Global, names: &[String], args: &EditArgs) -> Result<(), Failure> {
+    let namespace = build(global)?;
+    let target = namespace.write_target(args.to.as_deref())?;
+    let backend = namespace.backend();
+    for name in names {
+        let skill_md = target
+            .path()
+            .join(name)
+            .and_then(|dir| dir.join(skillstore::SKILL_FILE))
+            .map_err(|e| Failure::failed(e.to_string()))?;
+        match backend.stat(&skill_md).await {
+            Ok(_) => {
+                return Err(Failure::failed(format!(
+                    "`{}` already has `{}`; nothing was installed (--replace overwrites it)",
+                    shown(target.name()),
+                    shown(name)
+                )));
+            }
+            Err(e) if e.kind() == skillstore::backends::ErrorKind::NotFound => {}
+            Err(e) => return Err(skillstore::Error::Backend(e).into()),
+        }
     }
     Ok(())
 }
@@ -143,12 +183,12 @@ pub async fn whole_winner(catalog: &skillstore::Catalog, name: &str) -> Result<S
 }
 
 /// Installs one archive into a writable source through the editor.
-/// With `named`, the report names the skill (one of several installed).
+/// Installs one archive into a writable source through the editor; the
+/// report names the skill.
 async fn install_archive(
     global: &Global,
     archive: SkillArchive,
     replace: bool,
-    named: bool,
     args: &EditArgs,
 ) -> Result<(), Failure> {
     let namespace = build(global)?;
@@ -172,5 +212,5 @@ async fn install_archive(
         InstallOptions::default()
     };
     let change = editor.install(&archive, options).await?;
-    report_skill(args, named.then(|| archive.name()), change)
+    report_skill(args, Some(archive.name()), change)
 }

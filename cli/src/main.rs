@@ -38,7 +38,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// The `--version` line: the release and the commit it was built from.
 const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("SKILLSTORE_COMMIT"), ")");
 
-/// Store, layer and serve Agent Skills from directories, memory or S3.
+/// Store, layer and serve Agent Skills from directories, memory, S3, Git and discovery endpoints.
 #[derive(Debug, Parser)]
 #[command(name = "skillstore", version = VERSION, about, long_about = None)]
 pub struct Args {

@@ -320,6 +320,20 @@ impl Service {
     /// load (no other request does), and marks the tenant used.
     pub async fn loaded(self: &Arc<Self>, tenant: &Arc<Tenant>) {
         tenant.touch();
+        self.load_unless_ready(tenant).await;
+    }
+
+    /// The tenant, loaded, for an anonymous request: a load marks it used,
+    /// but a request to a tenant already loaded does not, so anonymous
+    /// traffic alone never keeps a tenant from being unloaded.
+    pub async fn loaded_anonymously(self: &Arc<Self>, tenant: &Arc<Tenant>) {
+        if !tenant.is_ready() {
+            tenant.touch();
+        }
+        self.load_unless_ready(tenant).await;
+    }
+
+    async fn load_unless_ready(self: &Arc<Self>, tenant: &Arc<Tenant>) {
         if tenant.is_ready() {
             return;
         }
@@ -389,8 +403,11 @@ impl Service {
     }
 
     /// Unloads every tenant (but those loaded at start) without a request
-    /// for `idle`.
+    /// for `idle`, or for the request timeout when that is longer (a
+    /// request may be under way that long).
     async fn unload_idle(&self, idle: Duration) {
+        // A request may be under way for up to the request timeout.
+        let idle = idle.max(self.limits.request_timeout);
         let (registry, claimed) = self.all_tenants();
         for (at, tenant) in registry.tenants.iter().enumerate() {
             if tenant.is_ready() && !registry.warm.contains(&at) && tenant.idle_for() > idle {
@@ -404,15 +421,26 @@ impl Service {
         }
     }
 
-    /// Unloads one tenant; one made for a token's claim is dropped too.
+    /// Unloads one tenant; one made for a token's claim is dropped too,
+    /// for good (a request still holding it is answered 503 and asks
+    /// again, for a tenant made anew).
     async fn unload(&self, tenant: &Arc<Tenant>) {
-        if tenant.unload().await {
+        let claimed = {
+            let mut claimed = self.claimed.lock().unwrap_or_else(|e| e.into_inner());
+            let before = claimed.len();
+            claimed.retain(|_, t| !Arc::ptr_eq(t, tenant));
+            claimed.len() < before
+        };
+        let was = if claimed {
+            let was = tenant.is_ready();
+            tenant.replace().await;
+            was
+        } else {
+            tenant.unload().await
+        };
+        if was {
             self.tenancy.unloads.fetch_add(1, Ordering::Relaxed);
         }
-        self.claimed
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .retain(|_, t| !Arc::ptr_eq(t, tenant));
     }
 
     /// Applies a new reading of the server file: tenants added, removed or
@@ -456,7 +484,7 @@ impl Service {
             if removed.iter().any(|name| name.as_str() == old.name()) {
                 old.retire().await;
             } else if !next.tenants.iter().any(|t| Arc::ptr_eq(t, old)) {
-                old.unload().await;
+                old.replace().await;
             }
         }
         // Made from a template that may have changed: made again at their
@@ -465,7 +493,7 @@ impl Service {
             .into_values()
             .collect();
         for tenant in claimed {
-            tenant.unload().await;
+            tenant.replace().await;
         }
         self.load_at_start(next);
         Ok(())

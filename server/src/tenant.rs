@@ -21,6 +21,9 @@ use crate::error::{ApiError, ServerError};
 use crate::manifest::Manifest;
 use crate::settings::{Discovery, TenantSettings};
 
+/// A discovery index being built, or built, for every request of one view.
+type SharedPublish = futures::future::Shared<futures::future::BoxFuture<'static, Arc<Published>>>;
+
 /// A body rendered once and its entity tag.
 #[derive(Debug, Clone)]
 pub struct Rendered {
@@ -118,7 +121,10 @@ pub struct View {
     shows: Mutex<HashMap<String, (Rendered, Held)>>,
     prompts: Mutex<HashMap<PromptKey, (Rendered, Held)>>,
     manifests: Mutex<HashMap<String, Arc<Manifest>>>,
-    discovery: tokio::sync::OnceCell<Arc<Published>>,
+    /// The discovery index's build, shared by every request that asks for
+    /// it and run as a task of its own, so a request that gives up does not
+    /// stop it (the next would start it over).
+    discovery: Mutex<Option<SharedPublish>>,
     /// The digests and discovery artifacts of the load this view is of.
     digests: Arc<DigestCache>,
     artifacts: Arc<ArtifactCache>,
@@ -144,7 +150,7 @@ impl View {
             shows: Mutex::new(HashMap::new()),
             prompts: Mutex::new(HashMap::new()),
             manifests: Mutex::new(HashMap::new()),
-            discovery: tokio::sync::OnceCell::new(),
+            discovery: Mutex::new(None),
         }
     }
 
@@ -152,11 +158,17 @@ impl View {
     /// [`crate::discovery`]), built once per snapshot from the tenant's
     /// artifact cache.
     pub async fn discovery(&self) -> Arc<Published> {
-        let published = self
-            .discovery
-            .get_or_init(|| async { Arc::new(crate::discovery::publish(&self.catalog, &self.artifacts).await) })
-            .await;
-        Arc::clone(published)
+        let build = lock(&self.discovery)
+            .get_or_insert_with(|| {
+                let catalog = Arc::clone(&self.catalog);
+                let artifacts = Arc::clone(&self.artifacts);
+                let task = tokio::spawn(async move { Arc::new(crate::discovery::publish(&catalog, &artifacts).await) });
+                futures::FutureExt::shared(futures::FutureExt::boxed(async move {
+                    task.await.unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))
+                }))
+            })
+            .clone();
+        build.await
     }
 
     /// `GET /v1/skills`: the `list --json` object, rendered once per
@@ -376,6 +388,11 @@ pub struct Tenant {
     /// loaded again, and a request that authenticated before is answered
     /// as its token now is (401).
     retired: std::sync::atomic::AtomicBool,
+    /// Set once another tenant of the same name took this one's place (the
+    /// server file changed its configuration, or a tenant made for a
+    /// claim was dropped): it is never loaded again, and a request that
+    /// still holds it is answered 503, to be asked again.
+    replaced: std::sync::atomic::AtomicBool,
     /// When an explicit refresh last listed the shared sources.
     listed_shared: Mutex<Option<std::time::Instant>>,
     view: Mutex<Option<Arc<View>>>,
@@ -404,9 +421,10 @@ impl Tenant {
     /// Checks that the tenant's namespace opens, its storage calls counted
     /// into `calls`, and keeps what requests need before a load (the
     /// prompt options, the shared sources' keys, whether a source is
-    /// writable). The namespace itself is opened again at each load and
-    /// dropped at each unload, so a tenant not loaded holds no storage
-    /// handle. Its read-only sources are shared through `pool` with every
+    /// writable). The namespace itself is opened again at each load (its
+    /// locations resolved again) and dropped at each unload; directory
+    /// handles stay in the process's table of them, shared by every
+    /// namespace that mounts the same path. Its read-only sources are shared through `pool` with every
     /// other tenant that mounts them alike ([`skillstore::source_pool`]).
     pub fn open(
         settings: &TenantSettings,
@@ -442,6 +460,7 @@ impl Tenant {
             last_used: Mutex::new(std::time::Instant::now()),
             unloaded: Mutex::new(None),
             retired: std::sync::atomic::AtomicBool::new(false),
+            replaced: std::sync::atomic::AtomicBool::new(false),
             listed_shared: Mutex::new(None),
             view: Mutex::new(None),
             signature: Mutex::new(0),
@@ -480,6 +499,9 @@ impl Tenant {
     fn with_loaded<T>(&self, f: impl FnOnce(&Loaded) -> T) -> Result<T, ApiError> {
         if self.retired.load(Ordering::SeqCst) {
             return Err(ApiError::unauthorized());
+        }
+        if self.replaced.load(Ordering::SeqCst) {
+            return Err(ApiError::loading());
         }
         lock(&self.loaded).as_ref().map(f).ok_or_else(ApiError::loading)
     }
@@ -543,6 +565,12 @@ impl Tenant {
         was
     }
 
+    /// Unloads the tenant for good: another of its name takes its place.
+    pub async fn replace(&self) {
+        self.replaced.store(true, Ordering::SeqCst);
+        self.unload().await;
+    }
+
     /// Unloads the tenant for good: the server file no longer names it.
     pub async fn retire(&self) {
         self.retired.store(true, Ordering::SeqCst);
@@ -553,7 +581,7 @@ impl Tenant {
     /// callers share one load. True when this call loaded it.
     pub async fn load(&self) -> (RefreshOutcome, bool) {
         let _turn = self.refresh_turn.lock().await;
-        if self.is_ready() || self.retired.load(Ordering::SeqCst) {
+        if self.is_ready() || self.retired.load(Ordering::SeqCst) || self.replaced.load(Ordering::SeqCst) {
             return (lock(&self.last_refresh).1, false);
         }
         let number = self.refreshes_started.fetch_add(1, Ordering::SeqCst) + 1;
@@ -921,5 +949,18 @@ mod tests {
         let (_, loaded) = tenant.load().await;
         assert!(!loaded && !tenant.is_ready());
         assert_eq!(tenant.shared().unwrap_err().status, StatusCode::UNAUTHORIZED);
+    }
+
+    #[tokio::test]
+    async fn a_replaced_tenant_answers_503_and_is_never_loaded_again() {
+        let tenant = tenant().await;
+        assert!(tenant.load().await.1);
+        tenant.replace().await;
+        assert!(!tenant.is_ready());
+        // A request that still holds it asks again, and loads nothing.
+        let (_, loaded) = tenant.load().await;
+        assert!(!loaded && !tenant.is_ready());
+        assert_eq!(tenant.snapshot().unwrap_err().status, StatusCode::SERVICE_UNAVAILABLE);
+        assert!(tenant.namespace().is_err());
     }
 }

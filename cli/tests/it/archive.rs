@@ -202,6 +202,48 @@ fn install_takes_skills_from_any_location() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(installed("commit-messages"));
 
+    // A skill the source has already: refused before anything is written.
+    let out = run(&mut in_tree(
+        dir.path(),
+        &[
+            "install",
+            base,
+            "--skill",
+            "commit-messages",
+            "--skill",
+            "csv-report",
+            "--to",
+            "team",
+        ],
+    ));
+    assert_eq!(out.code, 1);
+    assert!(
+        out.stderr
+            .contains("`team` already has `commit-messages`; nothing was installed"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.text().is_empty(), "{}", out.text());
+    // One skill's directory with its own name given is that skill; another
+    // name is a usage error.
+    let out = run(&mut in_tree(
+        dir.path(),
+        &[
+            "install",
+            one.to_str().unwrap(),
+            "--skill",
+            "csv-report",
+            "--to",
+            "team",
+        ],
+    ));
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("is the directory of one skill, `code-review`"),
+        "{}",
+        out.stderr
+    );
+
     // A location that cannot be read says so, and an archive takes no --skill.
     let missing = format!("git+file://{}", dir.path().join("no-such-repo").display());
     let out = run(&mut in_tree(dir.path(), &["install", &missing, "--to", "team"]));

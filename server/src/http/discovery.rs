@@ -140,7 +140,7 @@ async fn serve(
             Err(_) => return Ok(busy()),
         }
     };
-    state.service.loaded(&tenant).await;
+    state.service.loaded_anonymously(&tenant).await;
     let view = tenant.view()?;
     let published = view.discovery().await;
     let (name, kind) = match wanted {

@@ -271,3 +271,37 @@ async fn anonymous_requests_load_public_tenants_only_within_their_turns() {
     assert_eq!(published(&client, &server, "acme").await.len(), 4);
     server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn anonymous_requests_alone_never_keep_a_tenant_loaded() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut settings = platform(dir.path());
+    write(dir.path(), "teams/initech/.keep", "");
+    settings.tenants.push(skillstore_server::TenantSettings {
+        name: "initech".into(),
+        config: tenant_config(dir.path(), "initech"),
+        tokens: vec![(skillstore_server::TokenHash::of("initech-token"), Scope::Read)],
+        discovery: skillstore_server::Discovery::Public,
+    });
+    for tenant in &mut settings.tenants {
+        tenant.discovery = skillstore_server::Discovery::Public;
+    }
+    settings.limits.max_loaded_tenants = Some(1);
+    settings.limits.request_timeout = Duration::from_secs(1);
+    let server = Served::start(settings).await;
+    let client = reqwest::Client::new();
+    let globex = server.service.tenant_named("globex").unwrap();
+    published(&client, &server, "globex").await;
+    assert!(globex.is_ready());
+    // Past the request timeout, anonymous requests keep asking for it...
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    published(&client, &server, "globex").await;
+    // ...and a tenant its own caller loads past the bound unloads it: only
+    // a load marks a tenant used for anonymous requests.
+    assert_eq!(
+        get(&client, server.url("/v1/skills"), "initech-token").await.status(),
+        200
+    );
+    assert!(!globex.is_ready(), "anonymous requests kept globex loaded");
+    server.stop().await;
+}
