@@ -252,8 +252,16 @@ impl FileDigests {
         digests
     }
 
+    /// The hashes kept in this process, without those on disk.
+    fn in_memory(&self) -> std::sync::MutexGuard<'_, Entries> {
+        self.entries.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The hashes kept, those on disk loaded at the first call: what a
+    /// digest looks up. A plain load, which only asks [`FileDigests::head`]
+    /// of what this process hashed, never parses the file.
     fn entries(&self) -> std::sync::MutexGuard<'_, Entries> {
-        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let mut entries = self.in_memory();
         if !entries.loaded {
             entries.loaded = true;
             if let Some(cache) = self.disk.as_ref().and_then(LocalCache::open) {
@@ -271,6 +279,11 @@ impl FileDigests {
             }
         }
         entries
+    }
+
+    /// True when made [`FileDigests::persistent`].
+    pub fn is_persistent(&self) -> bool {
+        self.disk.is_some()
     }
 
     /// Writes the hashes of filesystem files to the local cache, when made
@@ -318,7 +331,7 @@ impl FileDigests {
     /// This is what a check shows of a skill: it comes from the bytes the
     /// digest was computed from, never from an index or cache entry.
     pub fn head(&self, path: &str, version: &Version) -> Option<HashedHead> {
-        self.entries().head(path, version)
+        self.in_memory().head(path, version)
     }
 
     /// The skill the frontmatter of the skill file `path` at `version`
