@@ -198,6 +198,90 @@ async fn a_locked_load_over_unchanged_files_reads_what_a_plain_load_reads() {
     assert_eq!(reads, plain_reads, "it reads only what a plain load reads");
 }
 
+/// A plain load with a persistent store leaves the hash file alone, and
+/// so does asking for a SKILL.md's hashed frontmatter (what a load asks of
+/// an index or cache entry): the file is read at the first digest, so
+/// what it holds then is what counts.
+#[tokio::test]
+async fn a_plain_load_leaves_the_hash_file_to_the_first_digest() {
+    let root = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let cache_dir = cache.path().join("c");
+    write_tree(root.path());
+    settle(root.path());
+    run(root.path(), &cache_dir).await;
+
+    // Loaded plainly, digested after: the kept hashes are used (the
+    // control). Loaded plainly, the file removed, digested after: every
+    // file is read, so the plain load had not taken the hashes.
+    for remove_before_digest in [false, true] {
+        let watched = Watched::new(Arc::new(FsBackend::new(root.path()).unwrap().read_only()));
+        let digests = Arc::new(FileDigests::persistent(settings(&cache_dir)));
+        let options = LoadOptions {
+            digests: Arc::clone(&digests),
+            ..LoadOptions::default()
+        };
+        let catalog = Catalog::load(watched.clone() as Arc<dyn SkillBackend>, sources(), options).await;
+        let first = &catalog.skills()[0];
+        assert!(
+            digests.head(first.path.as_str(), &first.version).is_none(),
+            "a head was taken from the hash file before any digest"
+        );
+        if remove_before_digest {
+            std::fs::remove_file(cache_dir.join(FILE_NAME)).unwrap();
+        }
+        let names: Vec<String> = catalog.skills().iter().map(|s| s.name().to_owned()).collect();
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        watched.reset();
+        for digest in catalog.skill_digests(&names).await {
+            digest.unwrap();
+        }
+        let expected = if remove_before_digest { SKILLS * 2 } else { 0 };
+        assert_eq!(
+            watched.reads(),
+            expected,
+            "file removed before the digest: {remove_before_digest}"
+        );
+    }
+}
+
+/// A check writes back what it hashed as soon as it is done, not only when
+/// the store is dropped: a command that leaks its catalog at exit (as the
+/// command line does) still leaves the hashes for the next one.
+#[tokio::test]
+async fn a_check_keeps_its_hashes_without_the_store_being_dropped() {
+    let root = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let cache_dir = cache.path().join("c");
+    write_tree(root.path());
+    settle(root.path());
+    let backend: Arc<dyn SkillBackend> = Arc::new(FsBackend::new(root.path()).unwrap().read_only());
+    let plain = Catalog::load(backend, sources(), LoadOptions::default()).await;
+    let lock = Arc::new(Lock::for_catalog(&plain).await.unwrap());
+    let locked = |digests: &Arc<FileDigests>| LoadOptions {
+        digests: Arc::clone(digests),
+        integrity: Some(Arc::new(Integrity {
+            lock: Some(Arc::clone(&lock)),
+            ..Integrity::default()
+        })),
+        ..LoadOptions::default()
+    };
+
+    let first = Arc::new(FileDigests::persistent(settings(&cache_dir)));
+    let backend: Arc<dyn SkillBackend> = Arc::new(FsBackend::new(root.path()).unwrap().read_only());
+    let catalog = Catalog::load(backend, sources(), locked(&first)).await;
+    assert_eq!(catalog.skills().len(), SKILLS);
+    assert_eq!(first.computed(), (SKILLS * 2) as u64);
+    assert!(cache_dir.join(FILE_NAME).is_file(), "the check kept no hashes");
+    std::mem::forget(catalog);
+
+    let second = Arc::new(FileDigests::persistent(settings(&cache_dir)));
+    let watched = Watched::new(Arc::new(FsBackend::new(root.path()).unwrap().read_only()));
+    let catalog = Catalog::load(watched.clone() as Arc<dyn SkillBackend>, sources(), locked(&second)).await;
+    assert!(catalog.withheld().next().is_none(), "a skill was withheld");
+    assert_eq!(second.computed(), 0, "the next check hashed again");
+}
+
 #[tokio::test]
 async fn a_file_rewritten_with_its_size_and_mtime_put_back_is_hashed_again() {
     let root = tempfile::tempdir().unwrap();
