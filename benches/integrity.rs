@@ -12,6 +12,11 @@
 //! `SKILLSTORE_BENCH_TREES` (default: the system temporary directory) when
 //! missing; `SKILLSTORE_BENCH_PER_LAYER` changes its size (default 2,500).
 //!
+//! The "one-shot" case is a `--locked` command after an earlier one: a
+//! fresh backend and a fresh [`FileDigests::persistent`] store each run,
+//! sharing only a private cache directory (under the system temporary
+//! directory) that an earlier run filled; it must hash no file.
+//!
 //! Each cold run gets a fresh backend (no directory listing kept from an
 //! earlier run) and a fresh digest store, and must hash every file of the
 //! winners; a warm run must hash none. The page cache stays warm: the cold
@@ -22,6 +27,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use skillstore::backends::{FsBackend, SkillBackend};
+use skillstore::cache::CacheSettings;
 use skillstore::integrity::{FileDigests, Integrity, Lock};
 use skillstore::{Catalog, LoadOptions, Source, SourceList};
 
@@ -123,6 +129,31 @@ fn main() {
             hashed >= files as u64,
             "a cold load hashed {hashed} files, fewer than the {files} of the winners"
         );
+        catalog
+    });
+    let cache = tempfile::tempdir().unwrap();
+    let settings = CacheSettings {
+        dir: Some(cache.path().join("cache")),
+        ..CacheSettings::default()
+    };
+    // Fill the cache; a file changed within the last seconds is racily
+    // clean and hashed again, so wait until a run hashes nothing.
+    for attempt in 0.. {
+        let digests = Arc::new(FileDigests::persistent(settings.clone()));
+        runtime.block_on(Catalog::load(fresh(), sources(), locked(Arc::clone(&digests))));
+        if digests.computed() == 0 {
+            break;
+        }
+        assert!(attempt < 10, "every run hashes files again");
+        std::thread::sleep(std::time::Duration::from_secs(1));
+    }
+    measure("plain load, fresh backend", || {
+        runtime.block_on(Catalog::load(fresh(), sources(), LoadOptions::default()))
+    });
+    measure("locked load, one-shot", || {
+        let digests = Arc::new(FileDigests::persistent(settings.clone()));
+        let catalog = runtime.block_on(Catalog::load(fresh(), sources(), locked(Arc::clone(&digests))));
+        assert_eq!(digests.computed(), 0, "a one-shot load over unchanged files hashed");
         catalog
     });
     let warm = Arc::new(FileDigests::new());

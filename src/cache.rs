@@ -12,6 +12,9 @@
 //! unreadable, corrupt or for another location is a miss: the cache only
 //! ever saves time. An entry is used only when its version and size equal
 //! the listing's for that file.
+//!
+//! The same directory keeps file hashes between processes ([`hashes`]), so
+//! a `--locked` command reads no file unchanged since the last one.
 
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
@@ -21,6 +24,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde::{Deserialize, Serialize};
 
 use crate::index::Entries;
+
+pub mod hashes;
 
 /// The default bound on the cache directory's size: 64 MiB.
 pub const DEFAULT_CACHE_BYTES: u64 = 64 * 1024 * 1024;

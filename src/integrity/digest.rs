@@ -18,7 +18,11 @@
 //!
 //! File hashes are kept per (virtual path, version) in a [`FileDigests`]:
 //! a file is read and hashed again only when its backend reports a new
-//! version of it. Nothing is hashed unless a digest is asked for.
+//! version of it. Nothing is hashed unless a digest is asked for. A
+//! store made with [`FileDigests::persistent`] also keeps the hashes of
+//! filesystem files in the local cache between processes
+//! ([`crate::cache::hashes`]), as Git's index does: a one-shot `--locked`
+//! command reads no file unchanged since the last one.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -27,6 +31,8 @@ use std::sync::{Arc, Mutex};
 use sha2::{Digest, Sha256};
 use skillstore_backends::{SkillBackend, Version};
 
+use crate::cache::hashes::{KeptHash, keepable, read_moment};
+use crate::cache::{CacheSettings, LocalCache};
 use crate::error::{Error, Result};
 use crate::skill_files::SkillFiles;
 
@@ -98,10 +104,19 @@ const MAX_ENTRIES: usize = 200_000;
 /// File hashes by virtual path and backend version. Shared by every
 /// catalog loaded from one [`crate::Namespace`] (and its refreshes), so a
 /// file unchanged since it was last hashed is not read again.
-#[derive(Debug, Default)]
+///
+/// Made with [`FileDigests::persistent`], the hashes of filesystem files
+/// are loaded from the local cache at the first use and written back when
+/// [`FileDigests::persist`] is called or the store is dropped.
+#[derive(Debug)]
 pub struct FileDigests {
     entries: Mutex<Entries>,
     computed: AtomicU64,
+    /// Where hashes are kept between processes, if anywhere.
+    disk: Option<CacheSettings>,
+    /// [`read_moment`] when the store was made: what bytes hashed through
+    /// [`FileDigests::compute`] (read by the caller) are kept with.
+    born: i64,
 }
 
 /// The hashes kept, by path then version: a look-up by a borrowed path
@@ -111,6 +126,10 @@ struct Entries {
     by_path: HashMap<Box<str>, Vec<Hashed>>,
     /// How many versions are kept in all.
     len: usize,
+    /// The hashes kept on disk were loaded (or there are none to load).
+    loaded: bool,
+    /// Something was hashed or forgotten since the disk was last written.
+    dirty: bool,
 }
 
 /// One version of a file, hashed.
@@ -125,6 +144,12 @@ struct Hashed {
     /// That frontmatter parsed, once asked for ([`FileDigests::shown`]):
     /// `Some(None)` when it holds no valid skill.
     parsed: Option<Option<Arc<crate::skill::SkillMetadata>>>,
+    /// For a filesystem version, the moment before its bytes were read
+    /// ([`read_moment`]): what decides whether the hash may be kept on
+    /// disk. `None`: never kept on disk.
+    since: Option<i64>,
+    /// Looked up or hashed by this process.
+    used: bool,
 }
 
 /// What the bytes of one version of a skill file (`SKILL.md`) were found
@@ -145,12 +170,10 @@ fn is_skill_file(path: &str) -> bool {
 }
 
 impl Entries {
-    fn get(&self, path: &str, version: &Version) -> Option<(String, u64)> {
-        self.by_path
-            .get(path)?
-            .iter()
-            .find(|h| h.version == *version)
-            .map(|h| (h.sha256.clone(), h.size))
+    fn get(&mut self, path: &str, version: &Version) -> Option<(String, u64)> {
+        let hashed = self.by_path.get_mut(path)?.iter_mut().find(|h| h.version == *version)?;
+        hashed.used = true;
+        Some((hashed.sha256.clone(), hashed.size))
     }
 
     fn head(&self, path: &str, version: &Version) -> Option<HashedHead> {
@@ -161,7 +184,18 @@ impl Entries {
         })
     }
 
-    fn insert(&mut self, path: &str, version: &Version, sha256: &str, size: u64, head: Option<Arc<str>>) {
+    #[allow(clippy::too_many_arguments)]
+    fn insert(
+        &mut self,
+        path: &str,
+        version: &Version,
+        sha256: &str,
+        size: u64,
+        head: Option<Arc<str>>,
+        since: Option<i64>,
+        used: bool,
+    ) {
+        self.dirty |= used;
         if self.len >= MAX_ENTRIES {
             self.by_path.clear();
             self.len = 0;
@@ -176,6 +210,8 @@ impl Entries {
                 kept.size = size;
                 kept.head = head;
                 kept.parsed = None;
+                kept.since = since;
+                kept.used |= used;
             }
             None => {
                 versions.push(Hashed {
@@ -184,6 +220,8 @@ impl Entries {
                     size,
                     head,
                     parsed: None,
+                    since,
+                    used,
                 });
                 self.len += 1;
             }
@@ -192,13 +230,95 @@ impl Entries {
 }
 
 impl FileDigests {
-    /// An empty cache.
+    /// An empty cache, kept in this process only.
     pub fn new() -> Self {
-        FileDigests::default()
+        FileDigests {
+            entries: Mutex::default(),
+            computed: AtomicU64::new(0),
+            disk: None,
+            born: read_moment(),
+        }
     }
 
-    fn entries(&self) -> std::sync::MutexGuard<'_, Entries> {
+    /// An empty cache that also keeps the hashes of filesystem files in
+    /// the local cache of `settings` ([`crate::cache::hashes`]): hashes
+    /// kept there by an earlier process are used for a file whose version
+    /// is unchanged and was not racily clean; new ones are written back by
+    /// [`FileDigests::persist`] or when the store is dropped. A cache
+    /// directory that cannot be used costs reads, never an error.
+    pub fn persistent(settings: CacheSettings) -> Self {
+        let mut digests = FileDigests::new();
+        digests.disk = Some(settings);
+        digests
+    }
+
+    /// The hashes kept in this process, without those on disk.
+    fn in_memory(&self) -> std::sync::MutexGuard<'_, Entries> {
         self.entries.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The hashes kept, those on disk loaded at the first call: what a
+    /// digest looks up. A plain load, which only asks [`FileDigests::head`]
+    /// of what this process hashed, never parses the file.
+    fn entries(&self) -> std::sync::MutexGuard<'_, Entries> {
+        let mut entries = self.in_memory();
+        if !entries.loaded {
+            entries.loaded = true;
+            if let Some(cache) = self.disk.as_ref().and_then(LocalCache::open) {
+                for kept in cache.load_hashes() {
+                    entries.insert(
+                        &kept.path,
+                        &kept.version,
+                        &kept.sha256,
+                        kept.size,
+                        kept.head,
+                        Some(kept.since),
+                        false,
+                    );
+                }
+            }
+        }
+        entries
+    }
+
+    /// True when made [`FileDigests::persistent`].
+    pub fn is_persistent(&self) -> bool {
+        self.disk.is_some()
+    }
+
+    /// Writes the hashes of filesystem files to the local cache, when made
+    /// [`FileDigests::persistent`] and something was hashed since the last
+    /// write: every hash this process used, and those loaded from disk of
+    /// paths it did not use, except racily clean ones. Never fails; a
+    /// cache that cannot be written costs a later read.
+    pub fn persist(&self) {
+        let Some(settings) = &self.disk else { return };
+        let kept: Vec<KeptHash> = {
+            let mut entries = self.entries();
+            if !entries.dirty {
+                return;
+            }
+            entries.dirty = false;
+            let mut kept = Vec::with_capacity(entries.len);
+            for (path, versions) in &entries.by_path {
+                let any_used = versions.iter().any(|h| h.used);
+                for hashed in versions.iter().filter(|h| h.used || !any_used) {
+                    let Some(since) = hashed.since else { continue };
+                    kept.push(KeptHash {
+                        path: path.to_string(),
+                        version: hashed.version.clone(),
+                        sha256: hashed.sha256.clone(),
+                        size: hashed.size,
+                        head: hashed.head.clone(),
+                        since,
+                    });
+                }
+            }
+            kept
+        };
+        if let Some(cache) = LocalCache::open(settings) {
+            cache.store_hashes(&kept);
+        }
     }
 
     /// The hex SHA-256 and size of `path` at `version`, when hashed before.
@@ -211,7 +331,7 @@ impl FileDigests {
     /// This is what a check shows of a skill: it comes from the bytes the
     /// digest was computed from, never from an index or cache entry.
     pub fn head(&self, path: &str, version: &Version) -> Option<HashedHead> {
-        self.entries().head(path, version)
+        self.in_memory().head(path, version)
     }
 
     /// The skill the frontmatter of the skill file `path` at `version`
@@ -248,7 +368,14 @@ impl FileDigests {
     /// Hashes `bytes`, the content of `path` at `version`, keeps and
     /// returns the hex SHA-256 and size. For a skill file (`SKILL.md`) the
     /// frontmatter those bytes hold is kept too ([`FileDigests::head`]).
+    /// The bytes must have been read after the store was made.
     pub fn compute(&self, path: &str, version: &Version, bytes: &[u8]) -> (String, u64) {
+        self.compute_read_at(path, version, bytes, self.born)
+    }
+
+    /// [`FileDigests::compute`] of bytes read after the moment `since`
+    /// ([`read_moment`]).
+    fn compute_read_at(&self, path: &str, version: &Version, bytes: &[u8], since: i64) -> (String, u64) {
         let value = (sha256_hex(bytes), bytes.len() as u64);
         let head = is_skill_file(path)
             .then(|| match crate::skill::scan(bytes, true) {
@@ -257,7 +384,9 @@ impl FileDigests {
             })
             .flatten();
         self.computed.fetch_add(1, Ordering::Relaxed);
-        self.entries().insert(path, version, &value.0, value.1, head);
+        let since = keepable(version).then_some(since);
+        self.entries()
+            .insert(path, version, &value.0, value.1, head, since, true);
         value
     }
 
@@ -277,6 +406,7 @@ impl FileDigests {
             entries.by_path.remove(path);
         }
         entries.len -= removed;
+        entries.dirty |= removed > 0;
     }
 
     /// How many files were hashed since the cache was made.
@@ -298,7 +428,7 @@ impl FileDigests {
         let read = listed.read_options();
         // One lock for every look-up of the skill.
         let (mut files, missing) = {
-            let entries = self.entries();
+            let mut entries = self.entries();
             let mut files = Vec::with_capacity(listed.files.len());
             let mut missing = Vec::new();
             for (i, file) in listed.files.iter().enumerate() {
@@ -328,10 +458,12 @@ impl FileDigests {
             // held in memory whole.
             for chunk in missing.chunks(READ_BATCH) {
                 let paths: Vec<_> = chunk.iter().map(|&i| listed.files[i].path.clone()).collect();
+                let since = read_moment();
                 let blobs = backend.read_many(&paths, read).await;
                 for (&i, blob) in chunk.iter().zip(blobs) {
                     let blob = blob?;
-                    let (sha256, size) = self.compute(listed.files[i].path.as_str(), &blob.version, &blob.data);
+                    let (sha256, size) =
+                        self.compute_read_at(listed.files[i].path.as_str(), &blob.version, &blob.data, since);
                     let entry = &mut files[i];
                     entry.sha256 = sha256;
                     entry.size = size;
@@ -341,6 +473,18 @@ impl FileDigests {
         }
         let digest = digest_lines(files.iter().map(|f| (f.relative.as_str(), f.sha256.as_str())));
         Ok(SkillDigest { digest, files })
+    }
+}
+
+impl Default for FileDigests {
+    fn default() -> Self {
+        FileDigests::new()
+    }
+}
+
+impl Drop for FileDigests {
+    fn drop(&mut self) {
+        self.persist();
     }
 }
 

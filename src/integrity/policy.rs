@@ -134,6 +134,13 @@ impl Integrity {
             }
         }
         drop(checked);
+        // What this check hashed is kept for the next process, when the
+        // store keeps hashes on disk ([`crate::cache::hashes`]).
+        let digests = Arc::clone(catalog.file_digests());
+        drop(catalog);
+        if digests.is_persistent() {
+            let _ = tokio::task::spawn_blocking(move || digests.persist()).await;
+        }
         verdicts
             .into_iter()
             .map(|verdict| verdict.expect("every winner has a verdict"))

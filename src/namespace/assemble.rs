@@ -11,7 +11,7 @@ use crate::config::{Config, MountConfig};
 use crate::error::{Error, Result};
 use crate::integrity::lock::MAX_LOCK_BYTES;
 use crate::integrity::signature::AllowedSigners;
-use crate::integrity::{Integrity, Lock, SignaturePolicy};
+use crate::integrity::{FileDigests, Integrity, Lock, SignaturePolicy};
 use crate::location::{Location, read_local_text};
 use crate::prompt::PromptStyle;
 use crate::source::{Patterns, Source, SourceList, parse_dir};
@@ -285,11 +285,17 @@ pub(crate) fn assemble(config: &Config, writable_names: &[String]) -> Result<Nam
             signatures,
         })
     });
+    // With the local cache on, file hashes outlive the process.
+    let digests = Arc::new(match &cache {
+        Some(settings) => FileDigests::persistent(settings.clone()),
+        None => FileDigests::new(),
+    });
     let load = LoadOptions {
         concurrency: config.limits.concurrency.unwrap_or(defaults.concurrency).max(1),
         read_limit,
         filter,
         cache,
+        digests,
         standing,
         integrity: integrity.clone().map(|i| i as Arc<dyn crate::catalog::WinnerCheck>),
         ..defaults

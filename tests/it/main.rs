@@ -10,6 +10,7 @@ mod edit_rules;
 mod editing;
 mod faults;
 mod git_source;
+mod hash_cache;
 mod incomplete;
 mod index_forgery;
 mod integrity;

@@ -637,3 +637,160 @@ fn a_version_1_lock_is_refused_not_served_unchecked() {
     skillstore(root).arg("lock").assert().success();
     skillstore(root).args(["--locked", "list"]).assert().success();
 }
+
+/// Waits until every file and directory under `dir` last changed before
+/// the moment a read now keeps with a hash
+/// ([`skillstore::cache::hashes::read_moment`]), so the hashes a command
+/// takes of them are kept for the next one.
+fn settle(dir: &Path) {
+    use std::os::unix::fs::MetadataExt;
+    let mut newest = 0;
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(at) = pending.pop() {
+        let meta = std::fs::symlink_metadata(&at).unwrap();
+        newest = newest.max(meta.mtime()).max(meta.ctime());
+        if meta.is_dir() {
+            pending.extend(std::fs::read_dir(&at).unwrap().map(|e| e.unwrap().path()));
+        }
+    }
+    while skillstore::cache::hashes::read_moment() <= newest {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+/// Puts the modification time of `path` back to what `before` says.
+fn put_mtime_back(path: &Path, before: &std::fs::Metadata) {
+    use std::os::unix::fs::MetadataExt;
+    let status = std::process::Command::new("touch")
+        .arg("-m")
+        .arg("-d")
+        .arg(format!("@{}.{:09}", before.mtime(), before.mtime_nsec()))
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+/// The names a `--locked list --json` serves, and its exit code.
+fn locked_names(root: &Path) -> (Vec<String>, Option<i32>, Value) {
+    let out = skillstore(root).args(["--locked", "list", "--json"]).output().unwrap();
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let names = json["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap().to_owned())
+        .collect();
+    (names, out.status.code(), json)
+}
+
+/// With the local cache on, a `--locked` command keeps the file hashes it
+/// took in the cache directory, and the next command takes a hash from
+/// there for a file unchanged since (a hash planted there for an unchanged
+/// file is believed: the file is not read). A file edited in place with
+/// its size and modification time put back, added, removed or renamed
+/// since is still refused by that next command. `--no-cache` keeps
+/// nothing.
+#[test]
+fn a_second_locked_command_takes_kept_hashes_and_still_refuses_every_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    for name in ["forms", "pdf"] {
+        write(
+            root,
+            &format!("skills/{name}/SKILL.md"),
+            &format!("---\nname: {name}\ndescription: The {name} skill.\n---\nSteps.\n"),
+        );
+        write(root, &format!("skills/{name}/scripts/run.sh"), "echo run\n");
+        write(root, &format!("skills/{name}/references/a.md"), "A reference.\n");
+    }
+    skillstore(root).arg("lock").assert().success();
+
+    let no_cache = tempfile::tempdir().unwrap();
+    std::fs::copy(root.join("skillstore.lock"), no_cache.path().join("skillstore.lock")).unwrap();
+    let mut unkept = skillstore(root);
+    unkept.env("XDG_CACHE_HOME", no_cache.path().join("cache"));
+    unkept
+        .args(["--no-cache", "--locked", "list", "--json"])
+        .assert()
+        .success();
+    assert!(
+        !no_cache.path().join("cache").exists(),
+        "--no-cache made a cache directory"
+    );
+
+    settle(&root.join("skills"));
+    let kept = root.join("cache/skillstore").join(skillstore::cache::hashes::FILE_NAME);
+    assert_eq!(locked_names(root).0, ["forms", "pdf"]);
+    assert!(kept.is_file(), "a locked command kept no hashes");
+
+    // A wrong hash planted for an unchanged file is what the next command
+    // finds: it took the kept hash instead of reading the file.
+    let honest = std::fs::read_to_string(&kept).unwrap();
+    let mut planted: Value = serde_json::from_str(&honest).unwrap();
+    let entry = planted["entries"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|e| e[0] == "/skills/forms/scripts/run.sh")
+        .expect("the script's hash is kept");
+    entry[2] = Value::from("0".repeat(64));
+    std::fs::write(&kept, serde_json::to_vec(&planted).unwrap()).unwrap();
+    let (names, code, json) = locked_names(root);
+    assert_eq!((names, code), (vec!["pdf".to_owned()], Some(3)));
+    assert_eq!(json["diagnostics"][0]["kind"], "lock_mismatch");
+    std::fs::write(&kept, honest).unwrap();
+
+    let pdf = root.join("skills/pdf");
+    let script = pdf.join("scripts/run.sh");
+    let changes: [(&str, &dyn Fn(), &dyn Fn()); 4] = [
+        (
+            "a file edited in place, its size and modification time put back",
+            &|| {
+                let before = std::fs::metadata(&script).unwrap();
+                std::fs::write(&script, "echo rum\n").unwrap();
+                put_mtime_back(&script, &before);
+            },
+            &|| std::fs::write(&script, "echo run\n").unwrap(),
+        ),
+        (
+            "a file added, the directory's modification time put back",
+            &|| {
+                let before = std::fs::metadata(pdf.join("scripts")).unwrap();
+                std::fs::write(pdf.join("scripts/more.sh"), "echo more\n").unwrap();
+                put_mtime_back(&pdf.join("scripts"), &before);
+            },
+            &|| std::fs::remove_file(pdf.join("scripts/more.sh")).unwrap(),
+        ),
+        (
+            "a file removed, the directory's modification time put back",
+            &|| {
+                let before = std::fs::metadata(pdf.join("references")).unwrap();
+                std::fs::remove_file(pdf.join("references/a.md")).unwrap();
+                put_mtime_back(&pdf.join("references"), &before);
+            },
+            &|| std::fs::write(pdf.join("references/a.md"), "A reference.\n").unwrap(),
+        ),
+        (
+            "a file renamed to a name of the same length, times put back",
+            &|| {
+                let before = std::fs::metadata(pdf.join("scripts")).unwrap();
+                std::fs::rename(&script, pdf.join("scripts/run.sj")).unwrap();
+                put_mtime_back(&pdf.join("scripts"), &before);
+            },
+            &|| std::fs::rename(pdf.join("scripts/run.sj"), &script).unwrap(),
+        ),
+    ];
+    for (what, change, undo) in changes {
+        settle(&root.join("skills"));
+        assert_eq!(locked_names(root).1, Some(0), "before {what}");
+        change();
+        let (names, code, json) = locked_names(root);
+        assert_eq!((names, code), (vec!["forms".to_owned()], Some(3)), "{what}");
+        assert_eq!(json["diagnostics"][0]["kind"], "lock_mismatch", "{what}");
+        assert_eq!(json["diagnostics"][0]["path"], "/skills/pdf/SKILL.md", "{what}");
+        undo();
+    }
+    settle(&root.join("skills"));
+    assert_eq!(locked_names(root).1, Some(0), "every change undone");
+}
