@@ -38,7 +38,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 BLOCK = re.compile(r"^```(bash|ya?ml)([^\n]*)\n(.*?)^```", re.S | re.M)
-TOKEN_VARIABLES = ("ACME_READ_TOKEN", "GLOBEX_TOKEN", "METRICS_TOKEN")
+TOKEN_VARIABLES = ("ACME_READ_TOKEN", "GLOBEX_TOKEN", "METRICS_TOKEN", "GIT_HOOK_SECRET")
 
 
 def blocks(path: Path):

@@ -6,6 +6,7 @@
 //!   - at: /
 //!     location: .               # a directory, s3://bucket/prefix, or memory:FILE.json
 //!     symlinks: within_root     # deny | within_root | follow (directories only)
+//!     changes: poll             # poll | journal | {sqs: QUEUE_URL}
 //! sources:                      # lowest priority first
 //!   - path: /examples/skills/base
 //!   - path: /examples/skills/team
@@ -106,6 +107,12 @@ pub struct MountConfig {
     /// travel unencrypted).
     #[serde(default)]
     pub allow_http: bool,
+    /// How a long-lived reader learns of changes: `poll` (the default:
+    /// list every interval), `journal` (follow the store's change journal,
+    /// which writes through skillstore keep; polling stays as the fallback)
+    /// or `{sqs: QUEUE_URL}`.
+    #[serde(default)]
+    pub changes: Option<crate::changes::ChangesConfig>,
     /// The directory a relative `location` is resolved against, when it is
     /// not the configuration's [`Config::base_dir`] (a mount given on the
     /// command line resolves against the working directory).

@@ -39,6 +39,7 @@
 pub mod archive;
 pub mod cache;
 pub mod catalog;
+pub mod changes;
 pub mod config;
 pub mod content;
 pub mod diagnostic;

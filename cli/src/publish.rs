@@ -165,6 +165,7 @@ pub async fn run(
     let (mut uploaded, mut bytes, mut unchanged) = (0usize, 0u64, 0usize);
     let mut failed = Vec::new();
     let mut indexed: BTreeMap<VPath, Vec<(String, Option<HeadEntry>)>> = BTreeMap::new();
+    let mut layers_written: BTreeSet<VPath> = BTreeSet::new();
     for (path, sent, published) in results {
         if let Some((data, version)) = published
             && let Some((source, key, dir)) = index_key(&path)
@@ -176,6 +177,9 @@ pub async fn run(
             Sent::Uploaded(size) => {
                 uploaded += 1;
                 bytes += size;
+                if let Some(layer) = path.segments().next().and_then(|s| VPath::root().join(s).ok()) {
+                    layers_written.insert(layer);
+                }
             }
             Sent::Unchanged => unchanged += 1,
             Sent::Skipped(reason) => skipped.push(Skipped { path, reason }),
@@ -197,6 +201,13 @@ pub async fn run(
     }
     for failure in &index_failed {
         eprintln!("warning: the index was not written ({failure}); loads will read every SKILL.md");
+    }
+    // Readers following the store's change journal learn of the upload.
+    let written: Vec<VPath> = layers_written.into_iter().collect();
+    if let Err(e) = skillstore::changes::record_outside(&parsed, &written).await {
+        eprintln!(
+            "warning: the change journal was not told ({e}); readers following it will see the upload at their fallback poll"
+        );
     }
     if let Some((memory, file)) = memory_file {
         let json = memory.to_json().map_err(|e| Failure::failed(e.to_string()))?;

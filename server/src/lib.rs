@@ -14,6 +14,7 @@ pub mod counting;
 pub mod digest;
 pub mod discovery;
 pub mod error;
+pub mod feeds;
 pub mod http;
 pub mod jwt;
 pub mod manifest;

@@ -12,6 +12,7 @@ use axum::http::HeaderMap;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::{ApiError, ServerError};
+use crate::feeds::Feeds;
 use crate::http::origin::BrowserPolicy;
 use crate::jwt::JwtVerifier;
 use crate::metrics::Metrics;
@@ -161,6 +162,12 @@ pub struct Service {
     /// at their first request and dropped when unloaded.
     claimed: std::sync::Mutex<HashMap<String, Arc<Tenant>>>,
     refresh_interval: Duration,
+    /// How often a tenant whose change journals are followed is listed.
+    journal_poll_interval: Duration,
+    /// The change journals of the loaded tenants' mounts, followed.
+    feeds: Arc<Feeds>,
+    /// The secrets Git push webhooks may be signed with (read at start).
+    hook_secrets: Vec<crate::settings::HookSecret>,
     /// The sources the tenants share, loaded and refreshed once.
     pool: Arc<SourcePool>,
     /// What the tenants' views keep of what they rendered.
@@ -199,6 +206,9 @@ impl Service {
             jwt,
             claimed: std::sync::Mutex::new(HashMap::new()),
             refresh_interval: settings.refresh_interval,
+            journal_poll_interval: settings.journal_poll_interval,
+            feeds: Feeds::new(settings.changes_interval),
+            hook_secrets: settings.hook_secrets.clone(),
             pool,
             budget,
             tenancy: Tenancy::default(),
@@ -337,6 +347,7 @@ impl Service {
         if tenant.is_ready() {
             return;
         }
+        self.feeds.subscribe(tenant, &self.shutdown).await;
         let started = std::time::Instant::now();
         let (outcome, ran) = tenant.load().await;
         if ran {
@@ -363,13 +374,35 @@ impl Service {
                 tokio::select! {
                     () = service.shutdown.cancelled() => break,
                     () = stop.cancelled() => break,
-                    () = tokio::time::sleep(service.refresh_interval) => {}
+                    () = tokio::time::sleep(service.poll_interval(&tenant)) => {}
                     changed = shared_changes.changed() => if changed.is_err() { break },
                 }
                 let outcome = tenant.refresh().await;
                 service.metrics.refresh(outcome == crate::tenant::RefreshOutcome::Stale);
             }
         });
+    }
+
+    /// How long `tenant` waits between two listings of its sources: the
+    /// longer interval while every change journal of its mounts is
+    /// followed, `refresh_interval` otherwise (no journal, or one fallen
+    /// back).
+    fn poll_interval(&self, tenant: &Tenant) -> Duration {
+        match self.feeds.follows(tenant) {
+            true => self.journal_poll_interval.max(self.refresh_interval),
+            false => self.refresh_interval,
+        }
+    }
+
+    /// The change journals followed.
+    pub fn feeds(&self) -> &Feeds {
+        &self.feeds
+    }
+
+    /// The secrets Git push webhooks may be signed with; none when the
+    /// server takes no webhooks.
+    pub fn hook_secrets(&self) -> &[crate::settings::HookSecret] {
+        &self.hook_secrets
     }
 
     /// Unloads the least recently used tenants past `max_loaded_tenants`,
@@ -814,6 +847,7 @@ impl Service {
         ] {
             let _ = writeln!(text, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {value}");
         }
+        text.push_str(&self.feeds.render());
         text
     }
 }

@@ -4,7 +4,13 @@
 //!
 //! ```yaml
 //! listen: 127.0.0.1:8080        # `serve --listen` wins
-//! refresh_interval: 30s
+//! refresh_interval: 30s         # the poll of every source; with a change feed, its fallback
+//! changes:                      # mounts with `changes: journal`
+//!   interval: 1s                # one read of each store's journal
+//!   poll_interval: 5m           # the safety poll while the journal is followed (default: 10 x refresh_interval)
+//! hooks:
+//!   git_secrets:                # POST /v1/hooks/git: the secrets push webhooks are signed with
+//!     - env: GIT_HOOK_SECRET    # read from the environment, never written in the file
 //! limits:
 //!   max_body_bytes: 10485760    # default: the read limit, 10 MiB
 //!   request_timeout: 30s        # a whole request, body included (MCP: until its answer starts)
@@ -254,6 +260,52 @@ pub struct LimitsSpec {
     pub anonymous_loads: Option<usize>,
 }
 
+/// The server file's `changes:`: how the journals of mounts set to
+/// `changes: journal` are followed.
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ChangesSpec {
+    /// How often each store's journal is read (`1s`).
+    #[serde(default)]
+    pub interval: Option<String>,
+    /// How often a tenant whose journals are all followed is listed anyway
+    /// (default ten times `refresh_interval`); a tenant whose journal
+    /// cannot be read is listed every `refresh_interval`.
+    #[serde(default)]
+    pub poll_interval: Option<String>,
+}
+
+/// The server file's `hooks:`.
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HooksSpec {
+    /// The secrets `POST /v1/hooks/git` accepts a push event signed with
+    /// (GitHub's and Gitea's HMAC, GitLab's token); none: the route is off.
+    #[serde(default)]
+    pub git_secrets: Vec<SecretSpec>,
+}
+
+/// A secret, named by the environment variable that holds it.
+#[derive(Debug, Clone, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SecretSpec {
+    /// The variable.
+    pub env: String,
+}
+
+/// A webhook secret's bytes; never shown by `Debug`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct HookSecret(pub std::sync::Arc<[u8]>);
+
+impl std::fmt::Debug for HookSecret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("HookSecret(..)")
+    }
+}
+
+/// The default interval between two reads of a change journal.
+pub const DEFAULT_CHANGES_INTERVAL: Duration = Duration::from_secs(1);
+
 /// The server file as written.
 #[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -264,6 +316,12 @@ pub struct ServerFile {
     /// How often each tenant's catalog is refreshed (`30s`).
     #[serde(default)]
     pub refresh_interval: Option<String>,
+    /// How change journals are followed.
+    #[serde(default)]
+    pub changes: ChangesSpec,
+    /// Push webhooks.
+    #[serde(default)]
+    pub hooks: HooksSpec,
     /// Request limits.
     #[serde(default)]
     pub limits: LimitsSpec,
@@ -458,6 +516,12 @@ pub struct Settings {
     pub tenants: Vec<TenantSettings>,
     /// How often catalogs are refreshed.
     pub refresh_interval: Duration,
+    /// How often each change journal is read.
+    pub changes_interval: Duration,
+    /// How often a tenant whose journals are followed is listed anyway.
+    pub journal_poll_interval: Duration,
+    /// The secrets push webhooks may be signed with (none: no webhooks).
+    pub hook_secrets: Vec<HookSecret>,
     /// Request limits.
     pub limits: Limits,
     /// The address from the server file, if any.
@@ -488,6 +552,9 @@ impl Settings {
                 discovery: Discovery::Private,
             }],
             refresh_interval: DEFAULT_REFRESH,
+            changes_interval: DEFAULT_CHANGES_INTERVAL,
+            journal_poll_interval: DEFAULT_REFRESH * 10,
+            hook_secrets: Vec::new(),
             limits: Limits::default(),
             listen: None,
             allowed_origins: Vec::new(),
@@ -590,6 +657,27 @@ impl Settings {
             Some(text) => parse_duration(text, "refresh_interval")?,
             None => DEFAULT_REFRESH,
         };
+        let changes_interval = match &file.changes.interval {
+            Some(text) => parse_duration(text, "changes.interval")?,
+            None => DEFAULT_CHANGES_INTERVAL,
+        };
+        let mut hook_secrets = Vec::with_capacity(file.hooks.git_secrets.len());
+        for (i, secret) in file.hooks.git_secrets.iter().enumerate() {
+            match env(&secret.env) {
+                Some(value) if !value.is_empty() => hook_secrets.push(HookSecret(value.into_bytes().into())),
+                _ => {
+                    return Err(ServerError::Config(format!(
+                        "hooks.git_secrets {}: the variable `{}` is not set",
+                        i + 1,
+                        secret.env
+                    )));
+                }
+            }
+        }
+        let journal_poll_interval = match &file.changes.poll_interval {
+            Some(text) => parse_duration(text, "changes.poll_interval")?,
+            None => refresh_interval.saturating_mul(10),
+        };
         let mut metrics_tokens = Vec::with_capacity(file.metrics_tokens.len());
         for (i, token) in file.metrics_tokens.iter().enumerate() {
             let hash =
@@ -613,6 +701,9 @@ impl Settings {
         Ok(Settings {
             tenants,
             refresh_interval,
+            changes_interval,
+            journal_poll_interval,
+            hook_secrets,
             limits,
             listen: file.listen,
             allowed_origins: file.allowed_origins,

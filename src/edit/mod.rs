@@ -110,6 +110,7 @@ pub struct SkillEditor {
     check: Arc<dyn ContentCheck>,
     limit: u64,
     catalog: Option<SharedCatalog>,
+    journal: Option<crate::changes::JournalWriter>,
 }
 
 impl SkillEditor {
@@ -127,6 +128,7 @@ impl SkillEditor {
             check: Arc::new(DefaultContentCheck),
             limit: skillstore_backends::DEFAULT_READ_LIMIT,
             catalog: None,
+            journal: None,
         })
     }
 
@@ -152,6 +154,13 @@ impl SkillEditor {
     /// Updates `catalog` as soon as each change lands.
     pub fn with_catalog(mut self, catalog: SharedCatalog) -> Self {
         self.catalog = Some(catalog);
+        self
+    }
+
+    /// Records every change that wrote anything in `journal` (the change
+    /// journal of the source's store), after the files landed.
+    pub fn with_journal(mut self, journal: crate::changes::JournalWriter) -> Self {
+        self.journal = Some(journal);
         self
     }
 
@@ -571,9 +580,10 @@ impl SkillEditor {
         }
     }
 
-    /// Tells the source's index (when `skill_md` says what the SKILL.md of
-    /// `name` now is: its bytes and version, or `None` for no file) and the
-    /// shared catalog that the skill changed.
+    /// Tells the change journal (when there is one), the source's index
+    /// (when `skill_md` says what the SKILL.md of `name` now is: its bytes
+    /// and version, or `None` for no file) and the shared catalog that the
+    /// skill changed.
     async fn after_change(&self, name: &str, skill_md: Option<Option<(Bytes, Version)>>) {
         if let Some(now) = skill_md
             && self.backend.capabilities_at(self.source.path()).deep_list
@@ -583,6 +593,9 @@ impl SkillEditor {
             if let Err(e) = crate::index::update(&*self.backend, self.source.path(), &[change]).await {
                 tracing::warn!(skill = name, error = %e, "the source's index could not take in a change; readers will read the skill");
             }
+        }
+        if let Some(journal) = &self.journal {
+            journal.record().await;
         }
         if let Some(catalog) = &self.catalog
             && let Err(e) = catalog.reload_skill(self.source.name(), name).await

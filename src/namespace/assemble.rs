@@ -18,6 +18,7 @@ use crate::source::{Patterns, Source, SourceList, parse_dir};
 use crate::sync::SyncOptions;
 
 use super::aliases::{identity, refuse_aliases};
+use super::feeds::{MountJournal, add_source, mount_journal};
 use super::open::{Mount, Opened};
 use super::{Namespace, PromptSettings};
 
@@ -43,6 +44,7 @@ pub(crate) fn assemble(config: &Config, writable_names: &[String]) -> Result<Nam
         max_bytes: config.cache.max_bytes.unwrap_or(crate::cache::DEFAULT_CACHE_BYTES),
     });
     let mut mounts: Vec<Mount> = Vec::with_capacity(mount_configs.len());
+    let mut journals: Vec<MountJournal> = Vec::new();
     for m in &mount_configs {
         let named = |e: Error| {
             if m.given {
@@ -87,7 +89,10 @@ pub(crate) fn assemble(config: &Config, writable_names: &[String]) -> Result<Nam
                 .map_err(named)?
             }
         };
+        let journal = mount_journal(&at, &location, &opened, m.changes.as_ref()).map_err(named)?;
         mounts.retain(|existing| existing.at != at);
+        journals.retain(|existing| existing.at != at);
+        journals.extend(journal);
         mounts.push(Mount {
             at,
             location,
@@ -158,6 +163,7 @@ pub(crate) fn assemble(config: &Config, writable_names: &[String]) -> Result<Nam
     let mut share_keys = Vec::with_capacity(sources.len());
     let mut identities = Vec::with_capacity(sources.len());
     let mut standing = Vec::new();
+    let mut change_feeds = Vec::new();
     for (index, (source, policy)) in sources.into_iter().enumerate() {
         let path = source.path();
         let mount = mounts
@@ -166,6 +172,7 @@ pub(crate) fn assemble(config: &Config, writable_names: &[String]) -> Result<Nam
             .max_by_key(|m| m.at.segments().count())
             .ok_or_else(|| Error::Usage(format!("no mount serves the source {path}")))?;
         let inner = path.strip_prefix(&mount.at).expect("the mount is an ancestor");
+        add_source(&mut change_feeds, &journals, &mount.at, source.name(), path)?;
         if source.is_writable() && mount.location.is_git() {
             return Err(Error::Usage(format!(
                 "the source `{}` is writable, but {path} is in the Git repository mounted at {} ({}), which is never writable",
@@ -312,6 +319,7 @@ pub(crate) fn assemble(config: &Config, writable_names: &[String]) -> Result<Nam
         backend: Arc::new(table),
         sources: list,
         source_locations,
+        change_feeds,
         share_keys,
         git_mounts: mounts
             .iter()

@@ -19,6 +19,7 @@
 
 mod aliases;
 mod assemble;
+mod feeds;
 mod follow;
 mod open;
 
@@ -37,6 +38,7 @@ use crate::prompt::{PromptOptions, PromptStyle};
 use crate::source::{Source, SourceList, parse_dir};
 use crate::source_pool::{SharedSources, SourcePool};
 use crate::sync::SyncOptions;
+pub use feeds::ChangeFeed;
 
 pub(crate) use assemble::assemble;
 
@@ -48,6 +50,8 @@ pub struct Namespace {
     backend: Arc<dyn SkillBackend>,
     sources: SourceList,
     source_locations: Vec<Location>,
+    /// The journals of mounts set to `changes: journal`, with their sources.
+    change_feeds: Vec<ChangeFeed>,
     /// Per source, what makes it the same as another namespace's (its
     /// location, commit, settings and place), when it may be shared: see
     /// [`Namespace::with_source_pool`].
@@ -373,7 +377,25 @@ impl Namespace {
     /// [`Error::ReadOnlySource`] unless the source is writable.
     pub fn editor(&self, name: Option<&str>) -> Result<SkillEditor> {
         let source = self.write_target(name)?;
-        Ok(SkillEditor::new(self.backend(), source)?.with_limit(self.load.read_limit))
+        let editor = SkillEditor::new(self.backend(), source)?.with_limit(self.load.read_limit);
+        let journal = self.change_feeds.iter().find_map(|feed| {
+            let (_, path) = feed.sources.iter().find(|(n, _)| n == source.name())?;
+            Some(crate::changes::JournalWriter {
+                journal: feed.journal.clone(),
+                path: path.clone(),
+            })
+        });
+        Ok(match journal {
+            Some(journal) => editor.with_journal(journal),
+            None => editor,
+        })
+    }
+
+    /// The change journals this namespace's mounts keep (`changes:
+    /// journal`), one per store, each with the sources stored there: what a
+    /// long-lived reader follows instead of listing every interval.
+    pub fn change_feeds(&self) -> &[ChangeFeed] {
+        &self.change_feeds
     }
 
     /// The prompt options of the configuration, its template (if any) read

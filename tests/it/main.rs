@@ -4,6 +4,7 @@
 mod archive;
 mod archive_rooted;
 mod catalog;
+mod changes;
 mod common;
 mod concurrency;
 mod edit_rules;

@@ -5,6 +5,7 @@
 mod conditional;
 pub mod discovery;
 pub(crate) mod front;
+mod hooks;
 mod listen;
 pub mod openapi;
 pub mod origin;
@@ -52,6 +53,7 @@ pub const ROUTES: &[&str] = &[
     "/v1/prompt",
     "/v1/search",
     "/v1/refresh",
+    "/v1/hooks/git",
     "/healthz",
     "/readyz",
     "/metrics",
@@ -79,6 +81,7 @@ fn handlers(route: &str) -> MethodRouter<AppState> {
         "/v1/prompt" => get(read::prompt),
         "/v1/search" => get(read::search),
         "/v1/refresh" => post(read::refresh),
+        "/v1/hooks/git" => post(hooks::git),
         "/healthz" => get(read::healthz),
         "/readyz" => get(read::readyz),
         "/metrics" => get(read::metrics),

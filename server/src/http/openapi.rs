@@ -182,6 +182,18 @@ pub fn document() -> Value {
                 "summary": "Refresh the caller's tenant now",
                 "responses": with(errors(&[("401", "no or unknown token")]), "200", object("the refreshed catalog's size"))
             }},
+            "/v1/hooks/git": {"post": {
+                "summary": "A Git push event (GitHub, Gitea, GitLab) refreshes the loaded tenants whose Git mounts follow its repository and reference",
+                "description": "Signed, not bearer-authenticated: X-Hub-Signature-256 (GitHub) or X-Gitea-Signature (HMAC-SHA256 of the raw body), or X-Gitlab-Token, against the server file's hooks.git_secrets. Only push events are acted on; the body is at most 1 MiB.",
+                "security": [],
+                "requestBody": {"required": true, "content": {"application/json": {"schema": {"type": "object"}}}},
+                "responses": with(errors(&[
+                    ("400", "no event header, or a push naming no reference or repository"),
+                    ("401", "unsigned, or not signed with a configured secret"),
+                    ("404", "webhooks are off, or no mount follows that repository and reference"),
+                    ("413", "the body is larger than 1 MiB"),
+                ]), "200", object("how many loaded tenants were refreshed"))
+            }},
             "/healthz": {"get": {"summary": "Liveness", "security": [], "responses": {"200": object("ok")}}},
             "/readyz": {"get": {"summary": "Every tenant's first load is done", "security": [],
                 "responses": {"200": object("ready"), "503": object("still loading")}}},

@@ -137,7 +137,7 @@ pub async fn healthz() -> Response {
 /// `GET /readyz`: every tenant's first load is done.
 pub async fn readyz(State(state): State<AppState>) -> Response {
     if state.service.is_ready() {
-        Json(serde_json::json!({"status": "ready"})).into_response()
+        Json(serde_json::json!({"status": "ready", "change_journals": state.service.feeds().status()})).into_response()
     } else {
         (
             StatusCode::SERVICE_UNAVAILABLE,

@@ -4,12 +4,14 @@
 
 mod anonymous_property;
 mod backends;
+mod change_feeds;
 mod common;
 mod content_rule;
 mod discovery;
 mod discovery_read;
 mod discovery_skills_cli;
 mod git;
+mod git_hooks;
 mod hardening;
 mod http;
 mod integrity;

@@ -244,6 +244,9 @@ pub fn settings(tenants: Vec<TenantFixture<'_>>) -> Settings {
             })
             .collect(),
         refresh_interval: Duration::from_secs(3600),
+        changes_interval: Duration::from_secs(1),
+        journal_poll_interval: Duration::from_secs(3600),
+        hook_secrets: Vec::new(),
         limits: Limits {
             max_body_bytes: 64 * 1024,
             ..Limits::default()
