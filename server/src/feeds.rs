@@ -68,7 +68,7 @@ impl Feeds {
     /// before the tenant loads, so every write its load does not see is
     /// reported to it.
     pub async fn subscribe(self: &Arc<Self>, tenant: &Arc<Tenant>, shutdown: &CancellationToken) {
-        for feed in tenant.namespace().change_feeds() {
+        for feed in tenant.change_feeds() {
             let store = feed.journal.store().to_owned();
             let paths: Vec<VPath> = feed.sources.iter().map(|(_, p)| p.clone()).collect();
             // Taken under the map's lock (as the loop's removal of an
@@ -107,7 +107,7 @@ impl Feeds {
     /// True when every journal of `tenant`'s mounts is followed and was
     /// read at its last look, so its own poll may wait the longer interval.
     pub fn follows(&self, tenant: &Tenant) -> bool {
-        let feeds = tenant.namespace().change_feeds();
+        let feeds = tenant.change_feeds();
         if feeds.is_empty() {
             return false;
         }
@@ -249,7 +249,9 @@ impl Feeds {
 /// sources too when it may list them (once for every tenant over them),
 /// then its own; concurrent calls share one refresh.
 pub async fn refresh(tenant: &Tenant) -> crate::tenant::RefreshOutcome {
-    if let Some((pool, shared)) = tenant.namespace().shared_sources()
+    let namespace = tenant.namespace();
+    if let Ok(namespace) = &namespace
+        && let Some((pool, shared)) = namespace.shared_sources()
         && tenant.may_list_shared()
     {
         pool.refresh_sources(shared).await;

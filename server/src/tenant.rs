@@ -374,6 +374,10 @@ pub struct Tenant {
     prompt: PromptOptions,
     shared_keys: Vec<Arc<str>>,
     writable: bool,
+    /// The change journals its mounts keep, followed before its first load.
+    change_feeds: Vec<skillstore::namespace::ChangeFeed>,
+    /// Its Git mounts' locations, which push events are matched against.
+    git_locations: Vec<skillstore::Location>,
     /// The namespace and catalog while the tenant is loaded.
     loaded: Mutex<Option<Loaded>>,
     /// Files hashed by loads since unloaded.
@@ -446,6 +450,8 @@ impl Tenant {
             .map(|s| s.keys().iter().flatten().cloned().collect())
             .unwrap_or_default();
         let writable = namespace.sources().iter().any(|s| s.is_writable());
+        let change_feeds = namespace.change_feeds().to_vec();
+        let git_locations = namespace.git_mounts().iter().map(|(l, _)| l.clone()).collect();
         Ok(Tenant {
             name: settings.name.clone(),
             config: settings.config.clone(),
@@ -454,6 +460,8 @@ impl Tenant {
             prompt,
             shared_keys,
             writable,
+            change_feeds,
+            git_locations,
             loaded: Mutex::new(None),
             hashed_before: AtomicU64::new(0),
             budget: Arc::clone(budget),
@@ -488,6 +496,18 @@ impl Tenant {
     /// unknown token does.
     pub fn namespace(&self) -> Result<Namespace, ApiError> {
         self.with_loaded(|loaded| loaded.namespace.clone())
+    }
+
+    /// The change journals the tenant's mounts keep (`changes: journal`),
+    /// known whether or not it is loaded.
+    pub fn change_feeds(&self) -> &[skillstore::namespace::ChangeFeed] {
+        &self.change_feeds
+    }
+
+    /// The locations of the tenant's Git mounts, known whether or not it is
+    /// loaded.
+    pub fn git_locations(&self) -> &[skillstore::Location] {
+        &self.git_locations
     }
 
     /// Files hashed for digests by this tenant since the start.

@@ -743,7 +743,9 @@ fn a_second_locked_command_takes_kept_hashes_and_still_refuses_every_change() {
 
     let pdf = root.join("skills/pdf");
     let script = pdf.join("scripts/run.sh");
-    let changes: [(&str, &dyn Fn(), &dyn Fn()); 4] = [
+    // What each change is, how it is made, and how it is undone.
+    type Change<'a> = (&'a str, &'a dyn Fn(), &'a dyn Fn());
+    let changes: [Change<'_>; 4] = [
         (
             "a file edited in place, its size and modification time put back",
             &|| {

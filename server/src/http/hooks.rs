@@ -148,12 +148,7 @@ pub async fn git(State(state): State<AppState>, headers: HeaderMap, body: Body) 
     let following: Vec<_> = service
         .tenants()
         .into_iter()
-        .filter(|t| {
-            t.namespace()
-                .git_mounts()
-                .iter()
-                .any(|(location, _)| push.moves(location))
-        })
+        .filter(|t| t.git_locations().iter().any(|location| push.moves(location)))
         .collect();
     if following.is_empty() {
         return Err(ApiError::new(
