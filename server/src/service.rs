@@ -245,7 +245,7 @@ impl Service {
     pub fn check_listen(&self, addr: &SocketAddr) -> Result<(), ServerError> {
         if self.is_open() && !addr.ip().is_loopback() {
             return Err(ServerError::Listen(format!(
-                "without tokens the server may listen on a loopback address only, not {addr}; give tenants tokens in a server file"
+                "without tokens the server may listen on a loopback address only, not {addr}; give tenants tokens in a server file, or one token with `serve --token-env VAR`"
             )));
         }
         Ok(())
