@@ -738,6 +738,18 @@ impl Tenant {
     }
 
     async fn refresh_now(&self) -> RefreshOutcome {
+        // A local directory renamed or relinked since the load (a base
+        // switched in whole, as an atomic writer does): the tenant is
+        // loaded again from what its paths name now, never half from each.
+        let moved = lock(&self.loaded).as_ref().is_some_and(|l| l.namespace.moved());
+        if moved {
+            tracing::info!(tenant = %self.name, "a directory the tenant mounts was replaced; loading it again");
+            if let Some(gone) = lock(&self.loaded).take() {
+                self.hashed_before.fetch_add(gone.digests.computed(), Ordering::Relaxed);
+            }
+            *lock(&self.view) = None;
+            *self.search.lock().await = None;
+        }
         let current = lock(&self.loaded).as_ref().map(|l| l.catalog.clone());
         let (catalog, same) = match current {
             Some(shared) => {

@@ -211,8 +211,9 @@ pub(crate) fn assemble(config: &Config, writable_names: &[String]) -> Result<Nam
         share_keys.push(
             (!source.is_writable() && !nested && !matches!(mount.location, Location::Memory(_))).then(|| {
                 format!(
-                    "{}|{}|{:?}|{}|{}|{:?}",
+                    "{}|{}|{}|{:?}|{}|{}|{:?}",
                     mount.location,
+                    mount.opened.identity().unwrap_or_default(),
                     mount.policy,
                     policy,
                     inner,
@@ -325,6 +326,13 @@ pub(crate) fn assemble(config: &Config, writable_names: &[String]) -> Result<Nam
             .iter()
             .filter(|m| m.location.is_git())
             .map(|m| (m.location.clone(), m.opened.commit()))
+            .collect(),
+        local_roots: mounts
+            .iter()
+            .filter_map(|m| match (&m.location, &m.opened) {
+                (Location::Dir(path), Opened::Fs(backend)) => Some((path.clone(), backend.clone())),
+                _ => None,
+            })
             .collect(),
         load,
         pool: None,

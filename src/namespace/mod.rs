@@ -57,6 +57,8 @@ pub struct Namespace {
     /// [`Namespace::with_source_pool`].
     share_keys: Vec<Option<String>>,
     git_mounts: Vec<(Location, Option<String>)>,
+    /// Each local directory mount's path and the directory it opened.
+    local_roots: Vec<(std::path::PathBuf, skillstore_backends::FsBackend)>,
     load: LoadOptions,
     prompt: PromptSettings,
     sync: SyncOptions,
@@ -389,6 +391,16 @@ impl Namespace {
             Some(journal) => editor.with_journal(journal),
             None => editor,
         })
+    }
+
+    /// True when the path of some local directory mount no longer names
+    /// the directory it opened (renamed, removed, or a link moved to
+    /// another since): a namespace opened again would serve another
+    /// directory there.
+    pub fn moved(&self) -> bool {
+        self.local_roots
+            .iter()
+            .any(|(path, backend)| !backend.is_rooted_at(path))
     }
 
     /// The change journals this namespace's mounts keep (`changes:

@@ -119,6 +119,16 @@ impl Opened {
         }
     }
 
+    /// Which directory a local mount opened (its device and inode), so
+    /// that one opened again after its path was renamed or relinked is
+    /// never taken for it.
+    pub(super) fn identity(&self) -> Option<String> {
+        match self {
+            Opened::Fs(b) => b.root_identity().map(|(dev, ino)| format!("{dev}:{ino}")),
+            _ => None,
+        }
+    }
+
     /// The commit served, for a Git mount.
     pub(super) fn commit(&self) -> Option<String> {
         match self {

@@ -165,6 +165,13 @@ impl FsBackend {
         Arc::strong_count(&self.inner)
     }
 
+    /// The device and inode of the directory this backend opened; `None`
+    /// when it cannot be looked at.
+    pub fn root_identity(&self) -> Option<(u64, u64)> {
+        let opened = rustix::fs::fstat(&self.inner.root).ok()?;
+        Some((opened.st_dev, opened.st_ino))
+    }
+
     /// True when `path` is, right now, the directory this backend opened:
     /// the same device and inode. False when it was replaced or removed
     /// since, or cannot be looked at.

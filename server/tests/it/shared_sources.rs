@@ -305,3 +305,67 @@ async fn anonymous_requests_alone_never_keep_a_tenant_loaded() {
     assert!(!globex.is_ready(), "anonymous requests kept globex loaded");
     server.stop().await;
 }
+
+/// The names and descriptions `token`'s tenant lists.
+async fn listed(client: &reqwest::Client, server: &Served, token: &str) -> Vec<(String, String)> {
+    skills(client, server, token)
+        .await
+        .into_iter()
+        .map(|(name, _, description)| (name, description))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_base_switched_in_whole_is_served_whole_by_every_tenant_after_a_refresh() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    // The base is a link to one version of it, switched as an atomic
+    // writer switches a tree: a new link renamed over the old.
+    std::fs::create_dir_all(root.join("v1")).unwrap();
+    std::os::unix::fs::symlink("v1", root.join("base")).unwrap();
+    let settings = platform(root);
+    let copy = std::process::Command::new("cp")
+        .args(["-a", "v1", "v2"])
+        .current_dir(root)
+        .status()
+        .unwrap();
+    assert!(copy.success());
+    write(root, "v2/beta/SKILL.md", &skill_md("beta", "beta, version 2."));
+    write(
+        root,
+        "v2/delta/SKILL.md",
+        &skill_md("delta", "delta, only in version 2."),
+    );
+    let server = Served::start(settings).await;
+    let client = reqwest::Client::new();
+    let before = listed(&client, &server, ACME).await;
+    assert!(
+        before.contains(&("beta".into(), "beta from the base.".into())),
+        "{before:?}"
+    );
+
+    std::os::unix::fs::symlink("v2", root.join("base.next")).unwrap();
+    std::fs::rename(root.join("base.next"), root.join("base")).unwrap();
+    for token in [ACME, GLOBEX] {
+        let r = client
+            .post(server.url("/v1/refresh"))
+            .bearer_auth(token)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        let after = listed(&client, &server, token).await;
+        assert!(
+            after.contains(&("beta".into(), "beta, version 2.".into())),
+            "{token}: {after:?}"
+        );
+        assert!(after.iter().any(|(name, _)| name == "delta"), "{token}: {after:?}");
+        let body = get(&client, server.url("/v1/skills/beta/files/SKILL.md"), token)
+            .await
+            .text()
+            .await
+            .unwrap();
+        assert!(body.contains("beta, version 2."), "{token}: {body}");
+    }
+    server.stop().await;
+}
