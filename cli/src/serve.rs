@@ -41,7 +41,8 @@ fn own_namespace_failure(err: ServerError) -> Failure {
 }
 
 /// `serve`: a server file's tenants, or the command line's namespace as
-/// one tenant (with `token_env`, its read token is that variable's value).
+/// one tenant (with `token_env`, its read token is that variable's value,
+/// which reads `/metrics` too: there is no server file to name another).
 pub async fn serve(
     global: &Global,
     listen: Option<&str>,
@@ -50,12 +51,11 @@ pub async fn serve(
 ) -> Result<(), Failure> {
     let mut settings = settings(global, tenants)?;
     if let Some(var) = token_env {
-        let token = token_from_env(var, std::env::var_os(var))?;
+        let token = skillstore_server::TokenHash::of(&token_from_env(var, std::env::var_os(var))?);
         for tenant in &mut settings.tenants {
-            tenant
-                .tokens
-                .push((skillstore_server::TokenHash::of(&token), Scope::Read));
+            tenant.tokens.push((token, Scope::Read));
         }
+        settings.metrics_tokens.push(token);
     }
     let served = skillstore_server::run::serve_http(settings, listen).await;
     served.map_err(if tenants.is_some() {

@@ -141,6 +141,11 @@ fn cli_serve_takes_its_token_from_the_environment() {
     assert_eq!(status, 401);
     let (status, _) = http_get(port, "/v1/skills", Some("another-token")).unwrap();
     assert_eq!(status, 401);
+    // No server file names a metrics token: the one token reads them.
+    let (status, body) = http_get(port, "/metrics", Some(token)).unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("skillstore_tenants_loaded"), "{body}");
+    assert_eq!(http_get(port, "/metrics", None).unwrap().0, 401);
     let (code, stderr) = running.stop();
     assert_eq!(code, Some(0), "{stderr}");
     assert!(!stderr.contains(token), "the token was printed: {stderr}");
