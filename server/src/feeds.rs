@@ -98,7 +98,7 @@ impl Feeds {
                 let first = tokio::time::timeout(FIRST_LOOK, follower.poll())
                     .await
                     .unwrap_or_else(|_| Poll::Failed(JournalError::Slow));
-                self.note(&followed, &first);
+                self.note(&followed, &first, follower.found_head());
                 self.spawn(store, follower, followed, shutdown.clone());
             }
         }
@@ -171,13 +171,21 @@ impl Feeds {
 
     /// Notes whether a look could use the journal; says so when that
     /// changes.
-    fn note(&self, followed: &Followed, poll: &Poll) {
+    /// A store without a head (`found_head` false) has nothing to follow
+    /// yet: its tenants poll until a writer makes one.
+    fn note(&self, followed: &Followed, poll: &Poll, found_head: bool) {
         self.looks.fetch_add(1, Ordering::Relaxed);
         match poll {
             Poll::Failed(e) => {
                 if !followed.fallen_back.swap(true, Ordering::Relaxed) {
                     self.fallbacks.fetch_add(1, Ordering::Relaxed);
                     tracing::warn!(kind = e.kind(), error = %e, "a change journal could not be used; its tenants fall back to polling");
+                }
+            }
+            _ if !found_head => {
+                if !followed.fallen_back.swap(true, Ordering::Relaxed) {
+                    self.fallbacks.fetch_add(1, Ordering::Relaxed);
+                    tracing::info!("a store has no change journal yet; its tenants poll until a write makes one");
                 }
             }
             _ => {
@@ -219,7 +227,7 @@ impl Feeds {
                     continue;
                 }
                 let poll = follower.poll().await;
-                feeds.note(&followed, &poll);
+                feeds.note(&followed, &poll, follower.found_head());
                 let named: Vec<Arc<Tenant>> = match poll {
                     Poll::Changed(changed) => live
                         .into_iter()
@@ -248,7 +256,9 @@ impl Feeds {
 /// Refreshes `tenant` as a request to `/v1/refresh` does: its shared
 /// sources too when it may list them (once for every tenant over them),
 /// then its own; concurrent calls share one refresh.
-pub async fn refresh(tenant: &Tenant) -> crate::tenant::RefreshOutcome {
+/// A tenant unloaded meanwhile is left unloaded (`None`): a signal is no
+/// request, and loads only requests make.
+pub async fn refresh(tenant: &Tenant) -> Option<crate::tenant::RefreshOutcome> {
     let namespace = tenant.namespace();
     if let Ok(namespace) = &namespace
         && let Some((pool, shared)) = namespace.shared_sources()
@@ -256,5 +266,5 @@ pub async fn refresh(tenant: &Tenant) -> crate::tenant::RefreshOutcome {
     {
         pool.refresh_sources(shared).await;
     }
-    tenant.refresh_shared().await.0
+    tenant.refresh_loaded().await
 }

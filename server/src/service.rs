@@ -370,13 +370,21 @@ impl Service {
         let tenant = Arc::clone(tenant);
         let mut shared_changes = self.pool.changes();
         tokio::spawn(async move {
+            // Woken every `refresh_interval`, it lists when the tenant's
+            // poll interval has passed, judged at each wake: a journal that
+            // fails meanwhile brings polling back within one interval.
+            let mut last = tokio::time::Instant::now();
             loop {
-                tokio::select! {
+                let shared = tokio::select! {
                     () = service.shutdown.cancelled() => break,
                     () = stop.cancelled() => break,
-                    () = tokio::time::sleep(service.poll_interval(&tenant)) => {}
-                    changed = shared_changes.changed() => if changed.is_err() { break },
+                    () = tokio::time::sleep(service.refresh_interval) => false,
+                    changed = shared_changes.changed() => if changed.is_err() { break } else { true },
+                };
+                if !shared && last.elapsed() < service.poll_interval(&tenant) {
+                    continue;
                 }
+                last = tokio::time::Instant::now();
                 let outcome = tenant.refresh().await;
                 service.metrics.refresh(outcome == crate::tenant::RefreshOutcome::Stale);
             }

@@ -725,16 +725,29 @@ impl Tenant {
     /// two refreshes, and every caller sees one that began after its call.
     /// The second value is true when this call ran the refresh.
     pub async fn refresh_shared(&self) -> (RefreshOutcome, bool) {
+        self.refresh_turned(false).await.expect("a refresh that may load")
+    }
+
+    /// As [`Tenant::refresh_shared`], for a loaded tenant only: one
+    /// unloaded when its turn comes is left so (`None`).
+    pub async fn refresh_loaded(&self) -> Option<RefreshOutcome> {
+        self.refresh_turned(true).await.map(|(outcome, _)| outcome)
+    }
+
+    async fn refresh_turned(&self, only_loaded: bool) -> Option<(RefreshOutcome, bool)> {
         let arrived = self.refreshes_started.load(Ordering::SeqCst);
         let _turn = self.refresh_turn.lock().await;
+        if only_loaded && !self.is_ready() {
+            return None;
+        }
         let (done, outcome) = *lock(&self.last_refresh);
         if done > arrived && self.is_ready() {
-            return (outcome, false);
+            return Some((outcome, false));
         }
         let number = self.refreshes_started.fetch_add(1, Ordering::SeqCst) + 1;
         let outcome = self.refresh_now().await;
         *lock(&self.last_refresh) = (number, outcome);
-        (outcome, true)
+        Some((outcome, true))
     }
 
     async fn refresh_now(&self) -> RefreshOutcome {

@@ -54,6 +54,13 @@ impl Follower {
         }
     }
 
+    /// True when the last look found a head. A store without one records
+    /// nothing a reader could follow yet (a store written only by
+    /// `publish`, or one whose head was removed), so its readers poll.
+    pub fn found_head(&self) -> bool {
+        self.seen.is_some()
+    }
+
     /// The journal followed.
     pub fn journal(&self) -> &Journal {
         &self.journal

@@ -28,6 +28,10 @@ pub const HEAD_FILE: &str = ".skillstore/changes/head.json";
 pub const HEAD_FORMAT: &str = "skillstore-changes";
 /// The head's format version.
 pub const HEAD_VERSION: u32 = 1;
+/// The highest generation a head may hold (2^53, the largest integer every
+/// JSON reader keeps exact).
+pub const MAX_GENERATION: u64 = 1 << 53;
+
 /// The most entries a head keeps (the oldest are dropped first).
 pub const MAX_ENTRIES: usize = 256;
 /// The longest path an entry may name, in bytes.
@@ -279,6 +283,10 @@ pub fn parse(bytes: &[u8]) -> Result<Head, JournalError> {
     if head.entries.len() > MAX_ENTRIES {
         return refuse("more entries than a head keeps");
     }
+    // Far above what writes reach, and far below where counting overflows.
+    if head.generation > MAX_GENERATION {
+        return refuse("the generation is out of range");
+    }
     let first = head.generation.checked_sub(head.entries.len() as u64);
     let consecutive = first.is_some_and(|first| {
         head.entries
@@ -370,6 +378,15 @@ mod tests {
             parse(&vec![b' '; MAX_HEAD_BYTES as usize + 1]),
             Err(JournalError::TooLarge)
         ));
+    }
+
+    #[test]
+    fn a_generation_past_the_bound_is_refused_before_any_arithmetic() {
+        for generation in [u64::MAX, MAX_GENERATION + 1] {
+            assert!(parse(&head_json(generation, &[])).is_err(), "{generation}");
+        }
+        let at_bound = parse(&head_json(MAX_GENERATION, &[(MAX_GENERATION, "/team")])).unwrap();
+        assert_eq!(advance(at_bound, "/team").generation, MAX_GENERATION + 1);
     }
 
     #[test]

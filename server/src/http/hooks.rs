@@ -44,9 +44,33 @@ fn proof(headers: &HeaderMap) -> Option<Proof> {
     if let Some(value) = text("x-gitea-signature") {
         return decode_hex(value).map(Proof::Signature);
     }
+    // GitLab's token travels in clear with every delivery: it is taken
+    // only for a GitLab event, never as a proof for another host's.
+    if text("x-github-event").is_some() || text("x-gitea-event").is_some() || text("x-gitlab-event").is_none() {
+        return None;
+    }
     headers
         .get("x-gitlab-token")
         .map(|v| Proof::Token(v.as_bytes().to_vec()))
+}
+
+/// The most push events read at once; past it one is answered 503 with
+/// `Retry-After` before its body is read, so slow senders hold few of the
+/// server's request slots.
+pub const HOOK_READS: usize = 4;
+
+/// How long a push event's body may take to arrive.
+pub const HOOK_BODY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+static HOOK_PERMITS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(HOOK_READS);
+
+/// 401 for a push event no configured secret proves.
+fn unsigned() -> ApiError {
+    ApiError::new(
+        StatusCode::UNAUTHORIZED,
+        "unauthorized",
+        "the push event is not signed with a secret this server takes",
+    )
 }
 
 /// 32 bytes from 64 hex digits.
@@ -97,11 +121,11 @@ pub async fn git(State(state): State<AppState>, headers: HeaderMap, body: Body) 
             "this server takes no webhooks (the server file names no hooks.git_secrets)",
         ));
     }
-    let proof = proof(&headers).ok_or_else(ApiError::unauthorized)?;
+    let proof = proof(&headers).ok_or_else(unsigned)?;
     if let Proof::Token(token) = &proof
         && !token_matches(secrets, token)
     {
-        return Err(ApiError::unauthorized());
+        return Err(unsigned());
     }
     let declared = headers
         .get(axum::http::header::CONTENT_LENGTH)
@@ -117,13 +141,37 @@ pub async fn git(State(state): State<AppState>, headers: HeaderMap, body: Body) 
     if declared.is_some_and(|n| n > MAX_HOOK_BYTES as u64) {
         return Err(too_large());
     }
-    let body = axum::body::to_bytes(body, MAX_HOOK_BYTES)
-        .await
-        .map_err(|_| too_large())?;
+    let Ok(_turn) = HOOK_PERMITS.try_acquire() else {
+        let mut busy = ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "unavailable",
+            "busy reading other push events; try again shortly",
+        )
+        .into_response();
+        busy.headers_mut().insert(
+            axum::http::header::RETRY_AFTER,
+            axum::http::HeaderValue::from_static("1"),
+        );
+        return Ok(busy);
+    };
+    let body = match tokio::time::timeout(HOOK_BODY_TIMEOUT, axum::body::to_bytes(body, MAX_HOOK_BYTES)).await {
+        Ok(Ok(body)) => body,
+        Ok(Err(_)) => return Err(too_large()),
+        Err(_) => {
+            return Err(ApiError::new(
+                StatusCode::REQUEST_TIMEOUT,
+                "timeout",
+                format!(
+                    "a push event's body must arrive within {} s",
+                    HOOK_BODY_TIMEOUT.as_secs()
+                ),
+            ));
+        }
+    };
     if let Proof::Signature(signature) = &proof
         && !signed(secrets, &body, signature)
     {
-        return Err(ApiError::unauthorized());
+        return Err(unsigned());
     }
     match is_push(&headers) {
         Some(true) => {}
@@ -157,10 +205,16 @@ pub async fn git(State(state): State<AppState>, headers: HeaderMap, body: Body) 
             "no mount follows that repository and reference",
         ));
     }
-    // A tenant not loaded fetches at its first request anyway.
+    // A tenant not loaded fetches at its first request anyway. The
+    // refreshes run as a task of their own: a sender that gives up does
+    // not lose what was fetched.
     let loaded: Vec<_> = following.into_iter().filter(|t| t.is_ready()).collect();
-    futures::future::join_all(loaded.iter().map(|t| crate::feeds::refresh(t))).await;
-    Ok(Json(serde_json::json!({"refreshed": loaded.len()})).into_response())
+    let count = loaded.len();
+    let refreshes = tokio::spawn(async move {
+        futures::future::join_all(loaded.iter().map(|t| crate::feeds::refresh(t))).await;
+    });
+    let _ = refreshes.await;
+    Ok(Json(serde_json::json!({"refreshed": count})).into_response())
 }
 
 #[cfg(test)]
@@ -175,6 +229,37 @@ mod tests {
         let mut mac = Hmac::<Sha256>::new_from_slice(key).unwrap();
         mac.update(body);
         mac.finalize().into_bytes().iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    #[test]
+    fn a_gitlab_token_proves_only_a_gitlab_event() {
+        let with = |pairs: &[(&'static str, &'static str)]| {
+            let mut headers = HeaderMap::new();
+            for (name, value) in pairs {
+                headers.insert(*name, value.parse().unwrap());
+            }
+            proof(&headers)
+        };
+        assert!(matches!(
+            with(&[("x-gitlab-event", "Push Hook"), ("x-gitlab-token", "s3cret")]),
+            Some(Proof::Token(_))
+        ));
+        for event in ["x-github-event", "x-gitea-event"] {
+            assert!(
+                with(&[(event, "push"), ("x-gitlab-token", "s3cret")]).is_none(),
+                "{event}"
+            );
+            assert!(
+                with(&[
+                    (event, "push"),
+                    ("x-gitlab-event", "Push Hook"),
+                    ("x-gitlab-token", "s3cret")
+                ])
+                .is_none(),
+                "{event}"
+            );
+        }
+        assert!(with(&[("x-gitlab-token", "s3cret")]).is_none(), "no event named");
     }
 
     #[test]

@@ -74,6 +74,8 @@ async fn a_write_through_one_replica_reaches_another_through_the_journal() {
     let a = replica(&root).await;
     let b = replica(&root).await;
     assert_eq!(readyz(&b).await["change_journals"]["following"], 1);
+    // No write has made a journal yet: B polls, and says so.
+    assert_eq!(readyz(&b).await["change_journals"]["fallen_back"], 1);
 
     let client = reqwest::Client::new();
     let r = client
@@ -99,7 +101,8 @@ async fn a_write_through_one_replica_reaches_another_through_the_journal() {
         assert!(started.elapsed() < Duration::from_secs(5), "B never said it fell back");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    assert_eq!(metric(&b, "skillstore_change_journal_fallbacks_total").await, 1.0);
+    // Twice: while no journal existed, and now.
+    assert_eq!(metric(&b, "skillstore_change_journal_fallbacks_total").await, 2.0);
     // A's next write starts the journal again; B lists everything, sees
     // the delete, and follows the journal again.
     let r = client.delete(a.url("/v1/skills/fresh")).bearer_auth(TOKEN).sent().await;
