@@ -147,30 +147,7 @@ impl LocalCache {
         if data.len() as u64 > self.max_bytes {
             return Ok(());
         }
-        static COUNTER: AtomicU64 = AtomicU64::new(0);
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        let temp = self.dir.join(format!(
-            ".tmp-{}-{}-{nanos}",
-            std::process::id(),
-            COUNTER.fetch_add(1, Ordering::Relaxed)
-        ));
-        let written = (|| {
-            let mut out = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
-                .open(&temp)?;
-            out.write_all(&data)?;
-            out.sync_data()?;
-            std::fs::rename(&temp, self.file_of(location))
-        })();
-        if written.is_err() {
-            let _ = std::fs::remove_file(&temp);
-        }
-        written?;
+        write_whole(&self.dir, "", &self.file_of(location), &data)?;
         self.trim();
         Ok(())
     }
@@ -362,4 +339,35 @@ pub(crate) fn hash_hex(text: &str) -> String {
         hash = hash.wrapping_mul(PRIME);
     }
     format!("{hash:032x}")
+}
+
+/// Writes `data` to `target` in the cache directory `dir`, whole or not at
+/// all: a new private file (0600, created exclusively, never through a
+/// link) named for `kind`, synced, then renamed over `target`; the
+/// temporary file is removed when a step fails.
+pub(crate) fn write_whole(dir: &Path, kind: &str, target: &Path, data: &[u8]) -> std::io::Result<()> {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let temp = dir.join(format!(
+        ".tmp-{kind}{}-{}-{nanos}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    let written = (|| {
+        let mut out = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+            .open(&temp)?;
+        out.write_all(data)?;
+        out.sync_data()?;
+        std::fs::rename(&temp, target)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    written
 }

@@ -24,11 +24,9 @@
 //! than the bound, unparsable, of another format, or holding any entry
 //! that is not well formed is ignored whole: it only ever saves reads.
 
-use std::io::Write;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 use skillstore_backends::Version;
@@ -206,27 +204,7 @@ impl LocalCache {
             let _ = std::fs::remove_file(self.hashes_path());
             return Ok(());
         }
-        static COUNTER: AtomicU64 = AtomicU64::new(0);
-        let temp = self.dir.join(format!(
-            ".tmp-hashes-{}-{}",
-            std::process::id(),
-            COUNTER.fetch_add(1, Ordering::Relaxed)
-        ));
-        let written = (|| {
-            let mut out = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
-                .open(&temp)?;
-            out.write_all(&data)?;
-            out.sync_data()?;
-            std::fs::rename(&temp, self.hashes_path())
-        })();
-        if written.is_err() {
-            let _ = std::fs::remove_file(&temp);
-        }
-        written?;
+        super::write_whole(&self.dir, "hashes-", &self.hashes_path(), &data)?;
         self.trim();
         Ok(())
     }
