@@ -7,7 +7,7 @@
 
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::routing::{MethodRouter, get};
 
 use super::AppState;
@@ -104,17 +104,7 @@ fn archive_of(artifact: &str) -> Result<Wanted<'_>, ApiError> {
 
 /// 503 with `Retry-After: 1`: too many public tenants are being loaded.
 fn busy() -> Response {
-    let mut response = ApiError::new(
-        axum::http::StatusCode::SERVICE_UNAVAILABLE,
-        "unavailable",
-        "busy loading other tenants; try again shortly",
-    )
-    .into_response();
-    response.headers_mut().insert(
-        axum::http::header::RETRY_AFTER,
-        axum::http::HeaderValue::from_static("1"),
-    );
-    response
+    super::retry_soon("busy loading other tenants; try again shortly")
 }
 
 /// The answer every unknown route gets.

@@ -142,17 +142,7 @@ pub async fn git(State(state): State<AppState>, headers: HeaderMap, body: Body) 
         return Err(too_large());
     }
     let Ok(_turn) = HOOK_PERMITS.try_acquire() else {
-        let mut busy = ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "unavailable",
-            "busy reading other push events; try again shortly",
-        )
-        .into_response();
-        busy.headers_mut().insert(
-            axum::http::header::RETRY_AFTER,
-            axum::http::HeaderValue::from_static("1"),
-        );
-        return Ok(busy);
+        return Ok(super::retry_soon("busy reading other push events; try again shortly"));
     };
     let body = match tokio::time::timeout(HOOK_BODY_TIMEOUT, axum::body::to_bytes(body, MAX_HOOK_BYTES)).await {
         Ok(Ok(body)) => body,

@@ -117,6 +117,21 @@ async fn not_found() -> ApiError {
     no_route()
 }
 
+/// 503 with `Retry-After: 1` and `message`: the server is busy with work
+/// of this kind, and the same request a second later may be served.
+pub(crate) fn retry_soon(message: &str) -> Response {
+    let mut response = axum::response::IntoResponse::into_response(ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "unavailable",
+        message,
+    ));
+    response.headers_mut().insert(
+        axum::http::header::RETRY_AFTER,
+        axum::http::HeaderValue::from_static("1"),
+    );
+    response
+}
+
 /// The answer to a route that does not exist.
 pub(crate) fn no_route() -> ApiError {
     ApiError::new(StatusCode::NOT_FOUND, "not_found", "no such route")
