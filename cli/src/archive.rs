@@ -119,25 +119,14 @@ pub async fn install(
 /// Fails, before anything is written, when the target source already has
 /// one of `names` (without `--replace`, installing it would fail half-way).
 async fn refuse_installed(global: &Global, names: &[String], args: &EditArgs) -> Result<(), Failure> {
-    let namespace = build(global)?;
-    let target = namespace.write_target(args.to.as_deref())?;
-    let backend = namespace.backend();
+    let editor = build(global)?.editor(args.to.as_deref())?;
     for name in names {
-        let skill_md = target
-            .path()
-            .join(name)
-            .and_then(|dir| dir.join(skillstore::SKILL_FILE))
-            .map_err(|e| Failure::failed(e.to_string()))?;
-        match backend.stat(&skill_md).await {
-            Ok(_) => {
-                return Err(Failure::failed(format!(
-                    "`{}` already has `{}`; nothing was installed (--replace overwrites it)",
-                    shown(target.name()),
-                    shown(name)
-                )));
-            }
-            Err(e) if e.kind() == skillstore::backends::ErrorKind::NotFound => {}
-            Err(e) => return Err(skillstore::Error::Backend(e).into()),
+        if editor.holds(name).await? {
+            return Err(Failure::failed(format!(
+                "`{}` already has `{}`; nothing was installed (--replace overwrites it)",
+                shown(editor.source().name()),
+                shown(name)
+            )));
         }
     }
     Ok(())

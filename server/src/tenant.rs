@@ -575,14 +575,19 @@ impl Tenant {
         if let Some(stop) = lock(&self.unloaded).take() {
             stop.cancel();
         }
+        self.drop_loaded().await
+    }
+
+    /// Drops what the current load holds and all rendered from it (the
+    /// caller holds the refresh turn). True when it was loaded.
+    async fn drop_loaded(&self) -> bool {
         let was = lock(&self.loaded).take().inspect(|loaded| {
             self.hashed_before
                 .fetch_add(loaded.digests.computed(), Ordering::Relaxed);
         });
-        let was = was.is_some();
         *lock(&self.view) = None;
         *self.search.lock().await = None;
-        was
+        was.is_some()
     }
 
     /// Unloads the tenant for good: another of its name takes its place.
@@ -757,11 +762,7 @@ impl Tenant {
         let moved = lock(&self.loaded).as_ref().is_some_and(|l| l.namespace.moved());
         if moved {
             tracing::info!(tenant = %self.name, "a directory the tenant mounts was replaced; loading it again");
-            if let Some(gone) = lock(&self.loaded).take() {
-                self.hashed_before.fetch_add(gone.digests.computed(), Ordering::Relaxed);
-            }
-            *lock(&self.view) = None;
-            *self.search.lock().await = None;
+            self.drop_loaded().await;
         }
         let current = lock(&self.loaded).as_ref().map(|l| l.catalog.clone());
         let (catalog, same) = match current {

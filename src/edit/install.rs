@@ -46,17 +46,22 @@ impl SkillEditor {
             .await
     }
 
+    /// True when the source holds the skill `name` (its SKILL.md).
+    pub async fn holds(&self, name: &str) -> Result<bool> {
+        match self.backend.stat(&self.file_path(name, SKILL_FILE)?).await {
+            Ok(_) => Ok(true),
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     async fn install_as(&self, archive: &SkillArchive, options: InstallOptions, action: Action) -> Result<Change> {
         let name = archive.name();
         for file in archive.files() {
             self.changed_path(name, &file.path)?;
         }
         let skill_md = self.file_path(name, SKILL_FILE)?;
-        let exists = match self.backend.stat(&skill_md).await {
-            Ok(_) => true,
-            Err(e) if e.kind() == ErrorKind::NotFound => false,
-            Err(e) => return Err(e.into()),
-        };
+        let exists = self.holds(name).await?;
         if exists && !options.replace {
             return Err(skillstore_backends::Error::at(ErrorKind::AlreadyExists, &skill_md)
                 .with_detail("the source already has this skill; install with --replace (replace=true over HTTP) to overwrite it")
