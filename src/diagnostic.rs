@@ -25,6 +25,9 @@ pub enum DiagnosticKind {
     /// A source could not be listed now; its skills are those of an earlier
     /// load (`source_stale`).
     SourceStale,
+    /// A source is itself one skill's directory (it holds `SKILL.md`), so
+    /// its parent was likely meant (`source_is_a_skill`).
+    SourceIsASkill,
     /// Two skills of one source share a name (`duplicate_name`).
     DuplicateName,
     /// A source's storage holds a name no virtual path can carry (an object
@@ -62,6 +65,7 @@ impl DiagnosticKind {
             DiagnosticKind::SourceNotFound => "source_not_found",
             DiagnosticKind::SourceUnavailable => "source_unavailable",
             DiagnosticKind::SourceStale => "source_stale",
+            DiagnosticKind::SourceIsASkill => "source_is_a_skill",
             DiagnosticKind::DuplicateName => "duplicate_name",
             DiagnosticKind::InvalidKey => "invalid_key",
             DiagnosticKind::IndexIgnored => "index_ignored",
@@ -218,6 +222,7 @@ mod tests {
             (ProblemKind::NameMismatch, "name_mismatch"),
             (ProblemKind::DescriptionTooLong, "description_too_long"),
             (ProblemKind::CompatibilityTooLong, "compatibility_too_long"),
+            (ProblemKind::DescriptionPlaceholder, "description_placeholder"),
         ];
         assert_eq!(problems.len(), ProblemKind::ALL.len());
         let storage = [
@@ -243,6 +248,7 @@ mod tests {
             (DiagnosticKind::SourceNotFound, "source_not_found"),
             (DiagnosticKind::SourceUnavailable, "source_unavailable"),
             (DiagnosticKind::SourceStale, "source_stale"),
+            (DiagnosticKind::SourceIsASkill, "source_is_a_skill"),
             (DiagnosticKind::DuplicateName, "duplicate_name"),
             (DiagnosticKind::InvalidKey, "invalid_key"),
             (DiagnosticKind::IndexIgnored, "index_ignored"),

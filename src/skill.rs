@@ -100,11 +100,13 @@ pub enum ProblemKind {
     DescriptionTooLong,
     /// The compatibility note is longer than 500 characters.
     CompatibilityTooLong,
+    /// The description is still the placeholder `skill new` writes.
+    DescriptionPlaceholder,
 }
 
 impl ProblemKind {
     /// Every kind, in declaration order.
-    pub const ALL: [ProblemKind; 24] = [
+    pub const ALL: [ProblemKind; 25] = [
         ProblemKind::MissingSkillMd,
         ProblemKind::LowercaseSkillMd,
         ProblemKind::NoFrontmatter,
@@ -129,6 +131,7 @@ impl ProblemKind {
         ProblemKind::NameMismatch,
         ProblemKind::DescriptionTooLong,
         ProblemKind::CompatibilityTooLong,
+        ProblemKind::DescriptionPlaceholder,
     ];
 
     /// The stable snake_case name.
@@ -158,6 +161,7 @@ impl ProblemKind {
             ProblemKind::NameMismatch => "name_mismatch",
             ProblemKind::DescriptionTooLong => "description_too_long",
             ProblemKind::CompatibilityTooLong => "compatibility_too_long",
+            ProblemKind::DescriptionPlaceholder => "description_placeholder",
         }
     }
 }
@@ -166,6 +170,13 @@ impl std::fmt::Display for ProblemKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.as_str())
     }
+}
+
+/// The description `skill new` writes when none is given: valid, so the
+/// skeleton can be saved, and warned of (`description_placeholder`) by
+/// every check until it is replaced.
+pub fn placeholder_description(name: &str) -> String {
+    format!("Describe what {name} does and when to use it.")
 }
 
 /// How bad a problem is. Ordered: `Warning < Error`.
@@ -652,6 +663,15 @@ impl Rules {
         }
         let description =
             description.map(|d| self.cut(d, MAX_DESCRIPTION_CHARS, ProblemKind::DescriptionTooLong, "description"));
+        if let (Some(name), Some(description)) = (&name, &description)
+            && *description == placeholder_description(name)
+        {
+            self.advise(
+                ProblemKind::DescriptionPlaceholder,
+                "the description is the placeholder `skill new` wrote: say what the skill does and when to use it"
+                    .into(),
+            );
+        }
         let license = self.optional_text(fields.license, "license");
         let compatibility = self.optional_text(fields.compatibility, "compatibility").map(|c| {
             self.cut(
@@ -1008,6 +1028,26 @@ mod tests {
             [ProblemKind::UnexpectedField, ProblemKind::NameMismatch]
         );
         assert_eq!(parsed.skill.unwrap().name, "beta");
+    }
+
+    #[test]
+    fn the_placeholder_description_is_valid_and_always_warned_of() {
+        let text = format!("---\nname: a\ndescription: {}\n---\n", placeholder_description("a"));
+        for strictness in [Strictness::Lenient, Strictness::Strict] {
+            let parsed = parse_skill_md(text.as_bytes(), Some("a"), strictness);
+            assert_eq!(kinds(&parsed), [ProblemKind::DescriptionPlaceholder]);
+            assert_eq!(parsed.problems[0].severity, Severity::Warning);
+            assert!(parsed.skill.is_some());
+        }
+        let other = parse_skill_md(
+            format!("---\nname: b\ndescription: {}\n---\n", placeholder_description("a")).as_bytes(),
+            Some("b"),
+            Strictness::Strict,
+        );
+        assert!(
+            other.problems.is_empty(),
+            "another skill's placeholder is a description like any other"
+        );
     }
 
     #[test]

@@ -4,7 +4,6 @@ use std::fmt::Write as _;
 use std::io::IsTerminal;
 use std::path::Path;
 
-use skillstore::backends::SkillBackendExt as _;
 use skillstore::integrity::lock::lock_path;
 use skillstore::{Catalog, Diagnostic, FileLimits, PromptStyle, render};
 
@@ -16,7 +15,6 @@ pub async fn list(global: &Global, format: ListFormat, digests: bool) -> Result<
     let started = std::time::Instant::now();
     let namespace = build(global)?;
     let mut catalog = namespace.load().await;
-    warn_sources_that_are_skills(&namespace).await;
     if digests {
         catalog = catalog.with_digests().await;
         // A digest reads every file whole: a skill shown from an index
@@ -69,31 +67,21 @@ fn output_width() -> Option<usize> {
     {
         return Some(columns);
     }
-    std::io::stdout()
-        .is_terminal()
-        .then(|| terminal_size::terminal_size().map(|(w, _)| w.0 as usize))
-        .flatten()
+    std::io::stdout().is_terminal().then(terminal_width).flatten()
 }
 
-/// Warns of a source that is itself one skill's directory (a SKILL.md at
-/// its root, the usual first mistake): a source holds skill directories,
-/// so its parent was meant.
-async fn warn_sources_that_are_skills(namespace: &skillstore::Namespace) {
-    let backend = namespace.backend();
-    for source in namespace.sources() {
-        let Ok(file) = source.path().join(skillstore::SKILL_FILE) else {
-            continue;
-        };
-        if backend.exists(&file).await.unwrap_or(false) {
-            let parent = source.path().parent().map_or_else(|| "/".to_owned(), |p| p.to_string());
-            eprintln!(
-                "warning: the source `{}` ({}) is a skill's directory (it holds SKILL.md); a source holds skill directories: point --source at its parent ({})",
-                shown(source.label()),
-                source.path(),
-                parent
-            );
-        }
-    }
+/// Standard output's terminal width in columns, also when the terminal
+/// reports no rows (as some pseudo-terminals do).
+#[cfg(unix)]
+fn terminal_width() -> Option<usize> {
+    let size = rustix::termios::tcgetwinsize(std::io::stdout()).ok()?;
+    (size.ws_col > 0).then_some(usize::from(size.ws_col))
+}
+
+/// Standard output's terminal width in columns.
+#[cfg(not(unix))]
+fn terminal_width() -> Option<usize> {
+    terminal_size::terminal_size().map(|(w, _)| usize::from(w.0))
 }
 
 /// Exit code 3 when a source could not be listed, is served from an

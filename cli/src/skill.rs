@@ -289,7 +289,7 @@ async fn not_here(
 fn skeleton(name: &str, description: Option<&str>) -> Vec<u8> {
     let description = description
         .map(|d| d.split_whitespace().collect::<Vec<_>>().join(" "))
-        .unwrap_or_else(|| format!("Describe what {name} does and when to use it."));
+        .unwrap_or_else(|| skillstore::skill::placeholder_description(name));
     let quoted = serde_json::to_string(&description).unwrap_or_else(|_| "\"\"".to_owned());
     let title: Vec<String> = name
         .split('-')

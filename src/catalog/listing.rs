@@ -17,13 +17,19 @@ use crate::source::Source;
 
 /// Lists a source: the names of its subdirectories (or entries that may be
 /// links to some) it admits, in ascending order of `"<name>/"`.
-/// Lists a source: the names of its subdirectories (or entries that may be
-/// links to some) it admits, in ascending order of `"<name>/"`, and the
-/// names (escaped) no path can hold.
-pub(super) async fn list_source(
-    backend: &dyn SkillBackend,
-    source: &Source,
-) -> skillstore_backends::Result<(Vec<String>, Vec<String>)> {
+/// What a listing by directory found in a source.
+pub(super) struct Listed {
+    /// The names of its subdirectories (or entries that may be links to
+    /// some) it admits, in ascending order of `"<name>/"`.
+    pub(super) dirs: Vec<String>,
+    /// The names (escaped) no path can hold.
+    pub(super) odd: Vec<String>,
+    /// Whether the source holds a `SKILL.md` of its own.
+    pub(super) holds_skill_file: bool,
+}
+
+/// Lists a source by directory.
+pub(super) async fn list_source(backend: &dyn SkillBackend, source: &Source) -> skillstore_backends::Result<Listed> {
     let listing = backend.list_detailed(source.path()).await.inspect_err(|e| {
         tracing::debug!(source = source.name(), path = %source.path(), error = %e, "cannot list a source");
     })?;
@@ -31,8 +37,10 @@ pub(super) async fn list_source(
     let room = MAX_PATH_BYTES.saturating_sub(source.path().as_str().len() + 2 + SKILL_FILE.len());
     let mut odd = listing.invalid;
     let mut names: Vec<String> = Vec::with_capacity(listing.entries.len());
+    let mut holds_skill_file = false;
     for entry in listing.entries {
         if !matches!(entry.kind, EntryKind::Dir | EntryKind::Other) {
+            holds_skill_file |= is_skill_file(&entry.name);
             continue;
         }
         // A backend of someone else's making could list a name no path can
@@ -45,7 +53,30 @@ pub(super) async fn list_source(
     }
     names.sort_unstable_by(|a, b| slash_order(a, b));
     odd.sort();
-    Ok((names, odd))
+    Ok(Listed {
+        dirs: names,
+        odd,
+        holds_skill_file,
+    })
+}
+
+fn is_skill_file(name: &str) -> bool {
+    name == SKILL_FILE || name == LOWERCASE_SKILL_FILE
+}
+
+/// The warning for a source that is itself one skill's directory: a source
+/// holds skill directories, so its parent was likely meant.
+pub(super) fn source_is_a_skill(source: &Source) -> Diagnostic {
+    let parent = source.path().parent().map_or_else(|| "/".to_owned(), |p| p.to_string());
+    Diagnostic::new(
+        Severity::Warning,
+        DiagnosticKind::SourceIsASkill,
+        Some(source.name()),
+        Some(source.path()),
+        format!(
+            "the source is one skill's directory (it holds {SKILL_FILE}); a source holds skill directories: point it at its parent ({parent})"
+        ),
+    )
 }
 
 /// Orders directory names as their paths with a trailing `/` compare
@@ -178,12 +209,14 @@ pub(super) async fn list_deep_source(backend: &dyn SkillBackend, source: &Source
     let mut dirs: HashMap<String, Found> = HashMap::new();
     let mut odd = Vec::new();
     let mut index = None;
+    let mut holds_skill_file = false;
     for file in listing.files {
         if file.relative == INDEX_FILE {
             index = file.version.zip(file.size);
             continue;
         }
         let Some((top, rest)) = file.relative.split_once('/') else {
+            holds_skill_file |= is_skill_file(&file.relative);
             continue;
         };
         if top == INDEX_DIR || !source.admits(top) && top.len() <= room {
@@ -230,7 +263,12 @@ pub(super) async fn list_deep_source(backend: &dyn SkillBackend, source: &Source
     skills.sort_unstable_by(|a, b| slash_order(&a.0, &b.0));
     odd.sort();
     odd.dedup();
-    Some(DeepSource { skills, odd, index })
+    Some(DeepSource {
+        skills,
+        odd,
+        holds_skill_file,
+        index,
+    })
 }
 
 /// The warning for a name in a source no path can hold.

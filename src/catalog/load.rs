@@ -8,7 +8,9 @@ use std::sync::{Arc, OnceLock};
 
 use skillstore_backends::{ErrorKind, SkillBackend, Version};
 
-use super::listing::{apply_index, invalid_key, list_deep_source, list_source, skill_file, slash_order};
+use super::listing::{
+    apply_index, invalid_key, list_deep_source, list_source, skill_file, slash_order, source_is_a_skill,
+};
 use super::merge::{add_claims, merge};
 use super::parse::{failed_state, outcome_of_error, run_batch, take_entry, with_file};
 use super::read::served;
@@ -181,6 +183,9 @@ impl Catalog {
         match deep {
             Some(deep) => {
                 notes.extend(deep.odd.iter().map(|name| invalid_key(source, name)));
+                if deep.holds_skill_file {
+                    notes.push(source_is_a_skill(source));
+                }
                 let known: HashMap<&str, &Candidate> = before
                     .map(|s| s.candidates.iter().map(|c| (c.dir_name.as_str(), c)).collect())
                     .unwrap_or_default();
@@ -256,7 +261,11 @@ impl Catalog {
                 work.sort_unstable();
             }
             None => match list_source(backend, source).await {
-                Ok((dirs, odd)) => {
+                Ok(super::listing::Listed {
+                    dirs,
+                    odd,
+                    holds_skill_file,
+                }) => {
                     let known: HashMap<&str, &Candidate> = before
                         .map(|s| s.candidates.iter().map(|c| (c.dir_name.as_str(), c)).collect())
                         .unwrap_or_default();
@@ -271,6 +280,9 @@ impl Catalog {
                         candidates.push(candidate);
                     }
                     notes.extend(odd.iter().map(|name| invalid_key(source, name)));
+                    if holds_skill_file {
+                        notes.push(source_is_a_skill(source));
+                    }
                 }
                 Err(err) => return failed_state(source, before, &err),
             },

@@ -242,6 +242,8 @@ pub(super) struct DeepSource {
     pub(super) skills: Vec<DeepSkill>,
     /// Names no path can hold (escaped).
     pub(super) odd: Vec<String>,
+    /// Whether the source holds a `SKILL.md` of its own.
+    pub(super) holds_skill_file: bool,
     /// The index's listed version and size.
     pub(super) index: Option<(Version, u64)>,
 }

@@ -419,25 +419,30 @@ fn locked_is_refused_where_no_catalog_is_read() {
     assert_eq!(out.code, 0, "{}", out.stderr);
 }
 
-/// `sign --key KEY.pub` says it was given the public key and names the
-/// private one.
+/// `sign --key KEY.pub` with no private half beside it and no agent
+/// holding it says what OpenSSH said and how to give the agent the key.
 #[test]
-fn sign_with_a_public_key_names_the_private_one() {
+fn sign_with_a_public_key_alone_names_the_agent() {
     let dir = two_skills();
     write(
         dir.path(),
         "key.pub",
         "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHc2H5xZ2v2ZbqzYH3w8u3l7l2M5n6b7n0p8o9q1r2s3 alice@example.org\n",
     );
-    let out = run(skillstore(dir.path()).args(["sign", "skills/pdf", "--key", "key.pub"]));
-    assert_eq!(
-        (out.code, out.stderr.as_str(), out.text().as_str()),
-        (
-            2,
-            "error: `key.pub` is a public key: sign with the private key (`key`); the public one goes in allowed_signers\n",
-            ""
-        )
+    let out = run(skillstore(dir.path())
+        .env_remove("SSH_AUTH_SOCK")
+        .args(["sign", "skills/pdf", "--key", "key.pub"]));
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .starts_with("error: `ssh-keygen -Y sign` could not sign with `key.pub`: ")
+            && out
+                .stderr
+                .ends_with(" (a public key signs only through an ssh-agent holding its private half: `ssh-add KEY`)\n"),
+        "{}",
+        out.stderr
     );
+    assert!(!dir.path().join("skills/pdf/.skillstore/signature").exists());
 }
 
 /// `show` and `read` of a skill the lock withholds say it exists and why,
@@ -485,11 +490,14 @@ fn a_source_that_is_a_skill_says_to_point_at_its_parent() {
         (out.code, out.stderr.as_str(), out.text().as_str()),
         (
             0,
-            "warning: the source `Pdf` (/skills/pdf) is a skill's directory (it holds SKILL.md); \
-             a source holds skill directories: point --source at its parent (/skills)\n",
+            "warning: [source_is_a_skill] /skills/pdf: the source is one skill's directory (it holds SKILL.md); \
+             a source holds skill directories: point it at its parent (/skills)\n",
             "no skills found\n"
         )
     );
+    let out = run(skillstore(dir.path()).args(["--source", "/skills/pdf", "list", "--json"]));
+    let json: Value = serde_json::from_str(&out.text()).unwrap();
+    assert_eq!(json["diagnostics"][0]["kind"], "source_is_a_skill", "{json}");
     let out = run(skillstore(dir.path()).args(["--source", "/skills/", "list"]));
     assert_eq!(out.stderr, "");
 }
@@ -589,12 +597,17 @@ fn skill_new_writes_a_valid_skeleton_recorded_in_history() {
     let history: Value = serde_json::from_str(&out.text()).unwrap();
     assert_eq!(history.as_array().unwrap().len(), 1);
     assert_eq!(history[0]["action"], "create");
-    // Without a description, the skeleton is valid still.
+    // Without a description, the skeleton is valid still, and every check
+    // warns that its description is the placeholder.
     let out = run(skillstore(root)
         .args(LAYERS)
         .args(["skill", "new", "notes", "--to", "team"]));
     assert_eq!(out.code, 0, "{}", out.stderr);
-    assert_eq!(run(skillstore(root).args(["validate", "team/notes"])).code, 0);
+    let out = run(skillstore(root).args(["validate", "team/notes"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.text().contains("description_placeholder"), "{}", out.text());
+    let out = run(skillstore(root).args(LAYERS).args(["list", "--json"]));
+    assert!(out.text().contains("description_placeholder"), "{}", out.text());
     // Twice is refused.
     let out = run(skillstore(root)
         .args(LAYERS)
