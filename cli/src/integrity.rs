@@ -4,6 +4,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use skillstore::integrity::sign::sign_dir;
+use skillstore::integrity::signing_key::SigningKey;
 use skillstore::integrity::verify::verify as report;
 
 use super::namespace::build_checking;
@@ -60,29 +61,16 @@ pub async fn verify(global: &Global, json: bool) -> Result<(), Failure> {
     Ok(())
 }
 
-/// `sign SKILL_DIR... --key PRIVATE_KEY`.
-pub async fn sign(dirs: &[PathBuf], key: &Path) -> Result<(), Failure> {
-    let key_text = skillstore::location::read_local_text(key, 64 * 1024, "private key")?;
-    if is_public_key(&key_text) {
-        let private = key
-            .to_str()
-            .and_then(|k| k.strip_suffix(".pub"))
-            .map_or_else(|| "the private key file".to_owned(), |k| format!("`{}`", shown(k)));
-        return Err(Failure::usage(format!(
-            "`{}` is a public key: sign with the private key ({private}); the public one goes in allowed_signers",
-            shown(&key.display().to_string())
-        )));
-    }
+/// `sign SKILL_DIR... [--key KEY]`: with the key file given, or the
+/// ssh-agent's first key.
+pub async fn sign(dirs: &[PathBuf], key: Option<&Path>) -> Result<(), Failure> {
+    let key = match key {
+        Some(key) => SigningKey::from_file(key)?,
+        None => SigningKey::from_agent()?,
+    };
     for dir in dirs {
-        let digest = sign_dir(dir, &key_text, skillstore::backends::DEFAULT_READ_LIMIT).await?;
+        let digest = sign_dir(dir, &key, skillstore::backends::DEFAULT_READ_LIMIT).await?;
         emit(format!("signed {} {digest}\n", dir.display()).as_bytes())?;
     }
     Ok(())
-}
-
-/// True for an OpenSSH public key line (`ssh-ed25519 AAAA... comment`),
-/// what `KEY.pub` holds.
-fn is_public_key(text: &str) -> bool {
-    let first = text.split_whitespace().next().unwrap_or("");
-    first.starts_with("ssh-") || first.starts_with("ecdsa-sha2-") || first.starts_with("sk-")
 }

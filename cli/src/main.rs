@@ -217,9 +217,12 @@ pub enum Command {
         /// The skills' directories.
         #[arg(required = true, value_name = "SKILL_DIR")]
         dirs: Vec<PathBuf>,
-        /// An unencrypted OpenSSH private key (Ed25519 or ECDSA P-256).
-        #[arg(long, value_name = "PRIVATE_KEY")]
-        key: PathBuf,
+        /// An OpenSSH private key (a passphrase-protected or RSA one signs
+        /// through `ssh-keygen`, which asks for the passphrase), or a public
+        /// key whose private half the ssh-agent holds; without it, the
+        /// ssh-agent's first key.
+        #[arg(long, value_name = "KEY")]
+        key: Option<PathBuf>,
     },
     /// Upload a local skills tree to a location.
     Publish {
@@ -588,7 +591,7 @@ async fn run(args: Args) -> Result<(), Failure> {
         Command::Validate { json, paths } => validate::run(&paths, json).await,
         Command::TokenHash => serve::token_hash(),
         Command::Verify { json } => integrity::verify(&args.global, json).await,
-        Command::Sign { dirs, key } => integrity::sign(&dirs, &key).await,
+        Command::Sign { dirs, key } => integrity::sign(&dirs, key.as_deref()).await,
         Command::Lock { output } => commands::lock(&args.global, output.as_deref()).await,
         Command::Config(ConfigCommand::Check { file }) => {
             config_check::run(file.as_deref(), args.global.config.as_deref())

@@ -10,6 +10,8 @@
 //! - [`signature`]: SSH signatures over skill digests and the
 //!   `allowed_signers` files that accept them;
 //! - [`sign`]: `skillstore sign`, a local skill directory signed;
+//! - [`signing_key`]: the key it is signed with, in this process or
+//!   through `ssh-keygen` (passphrases, RSA, the ssh-agent);
 //! - [`policy`]: what a namespace checks before it serves a skill;
 //! - [`verify`]: `skillstore verify`, every winner against those checks.
 
@@ -19,6 +21,7 @@ pub mod pin;
 pub mod policy;
 pub mod sign;
 pub mod signature;
+pub mod signing_key;
 pub mod verify;
 
 pub use digest::{DigestedFile, FileDigests, HashedHead, RESERVED_DIR, SkillDigest, digest_lines, sha256_hex};

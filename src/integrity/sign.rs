@@ -8,15 +8,15 @@ use skillstore_backends::{FsBackend, PutMode, SkillBackend, SymlinkPolicy, VPath
 
 use crate::error::{Error, Result};
 use crate::integrity::digest::FileDigests;
-use crate::integrity::signature::{SIGNATURE_FILE, sign};
+use crate::integrity::signature::SIGNATURE_FILE;
+use crate::integrity::signing_key::SigningKey;
 use crate::skill_files::{FileLimits, list};
 
-/// Signs the skill in the local directory `dir` with the OpenSSH private
-/// key `key_text`: computes its digest through the same confined listing
+/// Signs the skill in the local directory `dir` with `key`: computes its digest through the same confined listing
 /// and reads as serving (links refused), and writes the signature to
 /// `dir/.skillstore/signature` without following a link. Returns the
 /// digest signed.
-pub async fn sign_dir(dir: &Path, key_text: &str, read_limit: u64) -> Result<String> {
+pub async fn sign_dir(dir: &Path, key: &SigningKey, read_limit: u64) -> Result<String> {
     let shown = dir.display();
     let name = dir
         .file_name()
@@ -34,7 +34,7 @@ pub async fn sign_dir(dir: &Path, key_text: &str, read_limit: u64) -> Result<Str
         return Err(Error::Usage(format!("`{shown}` holds no {}", crate::SKILL_FILE)));
     }
     let digest = FileDigests::new().skill_digest(&backend, &listed).await?.digest;
-    let signature = sign(key_text, &digest)?;
+    let signature = key.sign(&digest).await?;
     let path = at.join(SIGNATURE_FILE).map_err(|e| Error::Usage(e.to_string()))?;
     backend.put(&path, Bytes::from(signature), PutMode::Overwrite).await?;
     Ok(digest)

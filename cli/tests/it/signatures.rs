@@ -520,3 +520,195 @@ fn publish_checks_a_skill_whose_skill_md_is_lowercase() {
     assert!(!root.join("out/skills/lower").exists());
     assert!(!root.join("out/skills/pdf").exists());
 }
+
+/// A key made by the real `ssh-keygen` with `args` (type, passphrase).
+fn keygen_with(dir: &Path, name: &str, args: &[&str]) -> PathBuf {
+    let key = dir.join(name);
+    let out = Std::new("ssh-keygen")
+        .args(["-q", "-C", name])
+        .args(args)
+        .arg("-f")
+        .arg(&key)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    key
+}
+
+/// An `SSH_ASKPASS` program answering `passphrase`, as a terminal user
+/// would type it.
+fn askpass(dir: &Path, passphrase: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt as _;
+    let path = dir.join(format!("askpass-{passphrase}"));
+    std::fs::write(&path, format!("#!/bin/sh\necho '{passphrase}'\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o700)).unwrap();
+    path
+}
+
+/// `sign` with `extra` arguments, no agent and the passphrase `askpass`
+/// answers.
+fn sign_with(root: &Path, skill: &Path, extra: &[&str], askpass: &Path, agent: Option<&Path>) -> std::process::Output {
+    let mut cmd = skillstore(root);
+    cmd.arg("sign")
+        .arg(skill)
+        .args(extra)
+        .env("SSH_ASKPASS", askpass)
+        .env("SSH_ASKPASS_REQUIRE", "force")
+        .env("DISPLAY", ":0");
+    match agent {
+        Some(socket) => cmd.env("SSH_AUTH_SOCK", socket),
+        None => cmd.env_remove("SSH_AUTH_SOCK"),
+    };
+    cmd.output().unwrap()
+}
+
+/// An RSA key and a passphrase-protected key sign through `ssh-keygen`
+/// (the passphrase asked as OpenSSH asks it), and a source requiring their
+/// signatures serves what they signed; a wrong passphrase signs nothing.
+#[test]
+fn rsa_and_passphrase_keys_sign_through_ssh_keygen() {
+    if ssh_keygen().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let rsa = keygen_with(root, "rsa", &["-t", "rsa", "-b", "2048", "-N", ""]);
+    let locked = keygen_with(root, "locked", &["-t", "ed25519", "-N", "correct horse"]);
+    let pdf = write_skill(root, "pdf", "Steps.");
+    let forms = write_skill(root, "forms", "Fill forms.");
+    config(
+        root,
+        &format!(
+            "rsa@example.org {}\nlocked@example.org {}\n",
+            public(&rsa),
+            public(&locked)
+        ),
+        true,
+    );
+    let right = askpass(root, "correct horse");
+    let wrong = askpass(root, "wrong");
+
+    let out = sign_with(root, &pdf, &["--key", "rsa"], &wrong, None);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = sign_with(root, &forms, &["--key", "locked"], &wrong, None);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.starts_with("error: `ssh-keygen -Y sign` could not sign with `locked`: "),
+        "{stderr}"
+    );
+    assert!(!forms.join(".skillstore/signature").exists());
+    let out = sign_with(root, &forms, &["--key", "locked"], &right, None);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+
+    let (skills, kinds, code) = listed(root);
+    assert_eq!(
+        skills,
+        [
+            ("forms".to_owned(), Some("locked@example.org".to_owned())),
+            ("pdf".to_owned(), Some("rsa@example.org".to_owned())),
+        ]
+    );
+    assert!(kinds.is_empty(), "{kinds:?}");
+    assert_eq!(code, Some(0));
+    let text = std::fs::read_to_string(pdf.join(".skillstore/signature")).unwrap();
+    assert!(text.starts_with("-----BEGIN SSH SIGNATURE-----\n"), "{text}");
+}
+
+/// An `ssh-agent` on a socket of its own, stopped when dropped.
+struct Agent {
+    child: std::process::Child,
+    socket: PathBuf,
+}
+
+impl Agent {
+    fn start(dir: &Path) -> Agent {
+        let socket = dir.join("agent.sock");
+        let child = Std::new("ssh-agent")
+            .args(["-D", "-a"])
+            .arg(&socket)
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("ssh-agent (openssh-client) runs");
+        for _ in 0..200 {
+            if socket.exists() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(socket.exists(), "the ssh-agent made no socket");
+        Agent { child, socket }
+    }
+
+    fn add(&self, key: &Path, askpass: &Path) {
+        let out = Std::new("ssh-add")
+            .arg(key)
+            .env("SSH_AUTH_SOCK", &self.socket)
+            .env("SSH_ASKPASS", askpass)
+            .env("SSH_ASKPASS_REQUIRE", "force")
+            .env("DISPLAY", ":0")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// With no `--key`, the ssh-agent's key signs; `--key KEY.pub` signs
+/// through the agent holding its private half, with the private key file
+/// gone; with neither an agent nor a key, `sign` says what to give.
+#[test]
+fn the_ssh_agent_signs_without_a_key_file() {
+    if ssh_keygen().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let locked = keygen_with(root, "locked", &["-t", "ed25519", "-N", "correct horse"]);
+    let pdf = write_skill(root, "pdf", "Steps.");
+    let forms = write_skill(root, "forms", "Fill forms.");
+    config(root, &format!("locked@example.org {}\n", public(&locked)), true);
+    let wrong = askpass(root, "wrong");
+
+    let out = sign_with(root, &pdf, &[], &wrong, None);
+    assert_eq!(
+        (out.status.code(), String::from_utf8_lossy(&out.stderr).as_ref()),
+        (
+            Some(2),
+            "error: no key to sign with: give --key PRIVATE_KEY, or start an ssh-agent holding one (SSH_AUTH_SOCK is not set)\n"
+        )
+    );
+    let agent = Agent::start(root);
+    let out = sign_with(root, &pdf, &[], &wrong, Some(&agent.socket));
+    assert_eq!(
+        (out.status.code(), String::from_utf8_lossy(&out.stderr).as_ref()),
+        (
+            Some(2),
+            "error: the ssh-agent holds no key: add one (`ssh-add KEY`), or give --key PRIVATE_KEY\n"
+        )
+    );
+    agent.add(&locked, &askpass(root, "correct horse"));
+    std::fs::remove_file(&locked).unwrap();
+
+    let out = sign_with(root, &pdf, &[], &wrong, Some(&agent.socket));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = sign_with(root, &forms, &["--key", "locked.pub"], &wrong, Some(&agent.socket));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (skills, kinds, code) = listed(root);
+    assert_eq!(
+        skills,
+        [
+            ("forms".to_owned(), Some("locked@example.org".to_owned())),
+            ("pdf".to_owned(), Some("locked@example.org".to_owned())),
+        ]
+    );
+    assert!(kinds.is_empty(), "{kinds:?}");
+    assert_eq!(code, Some(0));
+}
