@@ -372,13 +372,22 @@ impl Service {
         tokio::spawn(async move {
             // Woken every `refresh_interval`, it lists when the tenant's
             // poll interval has passed, judged at each wake: a journal that
-            // fails meanwhile brings polling back within one interval.
-            let mut last = tokio::time::Instant::now();
+            // fails meanwhile brings polling back within one interval. The
+            // first wake comes at the tenant's own phase of the interval,
+            // so tenants loaded together do not list together ever after.
+            let interval = service.refresh_interval;
+            let phase = refresh_phase(tenant.name(), interval);
+            let now = tokio::time::Instant::now();
+            let mut last = now.checked_sub(interval).unwrap_or(now);
+            let mut wake = now + phase;
             loop {
                 let shared = tokio::select! {
                     () = service.shutdown.cancelled() => break,
                     () = stop.cancelled() => break,
-                    () = tokio::time::sleep(service.refresh_interval) => false,
+                    () = tokio::time::sleep_until(wake) => {
+                        wake += interval;
+                        false
+                    }
                     changed = shared_changes.changed() => if changed.is_err() { break } else { true },
                 };
                 if !shared && last.elapsed() < service.poll_interval(&tenant) {
@@ -874,4 +883,13 @@ fn bearer(headers: &HeaderMap) -> Result<Option<&str>, ApiError> {
         .filter(|t| !t.is_empty())
         .map(Some)
         .ok_or_else(ApiError::unauthorized)
+}
+
+/// A tenant's phase within the refresh interval: spread by its name, the
+/// same at each load, and never the interval itself.
+fn refresh_phase(name: &str, interval: Duration) -> Duration {
+    use std::hash::{BuildHasher as _, BuildHasherDefault, DefaultHasher};
+    let hash = BuildHasherDefault::<DefaultHasher>::default().hash_one(name);
+    let nanos = interval.as_nanos().max(1);
+    Duration::from_nanos(u64::try_from(u128::from(hash) % nanos).unwrap_or(0))
 }
