@@ -35,6 +35,7 @@ use crate::error::{Error, Result};
 use crate::integrity::{Integrity, Lock};
 use crate::location::{Location, read_local_text};
 use crate::prompt::{PromptOptions, PromptStyle};
+use crate::release::Releases;
 use crate::source::{Source, SourceList, parse_dir};
 use crate::source_pool::{SharedSources, SourcePool};
 use crate::sync::SyncOptions;
@@ -391,6 +392,28 @@ impl Namespace {
             Some(journal) => editor.with_journal(journal),
             None => editor,
         })
+    }
+
+    /// The releases of the source `name` (or of the highest-priority
+    /// writable one), read and written through this namespace under its read
+    /// limit. Making, tagging and yanking through it fail unless that source
+    /// is writable.
+    pub fn releases(&self, name: Option<&str>) -> Result<Releases> {
+        let source = self.write_target(name)?;
+        Ok(Releases::new(self.backend(), source).with_limit(self.load.read_limit))
+    }
+
+    /// The releases of the skill `skill` in the highest-priority source that
+    /// holds any (a source's releases stay when its working copy is gone),
+    /// or `None` when no source has released it.
+    pub async fn releases_of(&self, skill: &str) -> Result<Option<Releases>> {
+        for source in self.sources().iter().rev() {
+            let releases = Releases::new(self.backend(), source).with_limit(self.load.read_limit);
+            if !releases.released_versions(skill).await?.is_empty() {
+                return Ok(Some(releases));
+            }
+        }
+        Ok(None)
     }
 
     /// True when the path of some local directory mount no longer names
