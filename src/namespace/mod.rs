@@ -51,6 +51,8 @@ pub struct Namespace {
     backend: Arc<dyn SkillBackend>,
     sources: SourceList,
     source_locations: Vec<Location>,
+    /// Each source with a selection, by name, and the backend serving it.
+    selections: Vec<(String, Arc<crate::release::SelectedReleases>)>,
     /// The journals of mounts set to `changes: journal`, with their sources.
     change_feeds: Vec<ChangeFeed>,
     /// Per source, what makes it the same as another namespace's (its
@@ -414,6 +416,13 @@ impl Namespace {
             }
         }
         Ok(None)
+    }
+
+    /// The release version the source `source` serves for the skill
+    /// `skill`, as chosen at its last listing; `None` for a working copy.
+    pub fn served_release(&self, source: &str, skill: &str) -> Option<String> {
+        let (_, served) = self.selections.iter().find(|(name, _)| name == source)?;
+        served.served_version(skill)
     }
 
     /// True when the path of some local directory mount no longer names

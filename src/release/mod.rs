@@ -22,6 +22,8 @@ pub mod layout;
 mod make;
 pub mod manifest;
 pub mod select;
+pub mod selection;
+pub mod served;
 pub mod store;
 pub mod version;
 
@@ -34,6 +36,8 @@ pub use channels::Channels;
 pub use layout::RELEASES_DIR;
 pub use make::{Released, VERSION_KEY};
 pub use manifest::{Manifest, ReleaseFile};
+pub use selection::Selection;
+pub use served::SelectedReleases;
 pub use version::{LATEST, Selector, parse_version};
 
 use crate::edit::check::{ContentCheck, DefaultContentCheck};

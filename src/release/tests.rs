@@ -418,3 +418,100 @@ proptest! {
         block_on(bytes_never_change(KINDS[which], steps))?;
     }
 }
+
+/// A consumer whose configuration selects `select` for `csv-report` in the
+/// base at `root`.
+fn consumer(root: &std::path::Path, select: &str) -> crate::Namespace {
+    let yaml = format!(
+        "mounts:\n  - at: /\n    location: {}\nsources:\n  - path: /base\n    select: {{csv-report: \"{select}\"}}\n",
+        root.display()
+    );
+    let mut config = crate::Config::parse(&yaml).unwrap();
+    config.disable_cache();
+    config.open().unwrap()
+}
+
+#[tokio::test]
+async fn a_source_serves_the_release_its_selection_picks() {
+    let dir = tempfile::tempdir().unwrap();
+    let backend: Arc<dyn SkillBackend> = Arc::new(FsBackend::new(dir.path()).unwrap());
+    let b = &*backend;
+    let base = Releases::new(
+        Arc::clone(&backend),
+        &Source::parse("/base").unwrap().with_writable(true),
+    );
+    put(b, "/base/csv-report/references/format.md", "format").await;
+    for (version, body) in [("1.0.0", "one"), ("1.1.0", "two"), ("2.0.0", "three")] {
+        put(b, "/base/csv-report/SKILL.md", skill_md("csv-report", body, None)).await;
+        base.release("csv-report", version, None).await.unwrap();
+    }
+    put(b, "/base/csv-report/SKILL.md", skill_md("csv-report", "working", None)).await;
+    put(b, "/base/csv-report/references/draft.md", "draft").await;
+    put(b, "/base/pdf/SKILL.md", skill_md("pdf", "pdf", None)).await;
+
+    let text = |bytes: Bytes| String::from_utf8(bytes.to_vec()).unwrap();
+    let ranged = consumer(dir.path(), "^1");
+    let catalog = ranged.load().await;
+    assert!(text(catalog.read_skill("csv-report").await.unwrap()).contains("two"));
+    assert_eq!(ranged.served_release("base", "csv-report").as_deref(), Some("1.1.0"));
+    assert_eq!(ranged.served_release("base", "pdf"), None);
+    assert!(
+        text(catalog.read_skill("pdf").await.unwrap()).contains("pdf"),
+        "not selected: the working copy"
+    );
+    assert_eq!(
+        text(catalog.read_file("csv-report", "references/format.md").await.unwrap()),
+        "format"
+    );
+    assert!(
+        catalog.read_file("csv-report", "references/draft.md").await.is_err(),
+        "not released"
+    );
+    let listed = catalog
+        .skill_files("csv-report", crate::FileLimits::default())
+        .await
+        .unwrap()
+        .relatives();
+    assert_eq!(listed, ["SKILL.md", "references/format.md"]);
+    // Releases stay readable through the selecting source.
+    assert!(ranged.releases_of("csv-report").await.unwrap().is_some());
+
+    let following = consumer(dir.path(), "latest");
+    let latest = following.load().await;
+    assert!(text(latest.read_skill("csv-report").await.unwrap()).contains("three"));
+
+    let nothing = consumer(dir.path(), "^3");
+    let none = nothing.load().await;
+    assert!(
+        none.get("csv-report").is_none(),
+        "a selection with no match serves nothing"
+    );
+    assert!(
+        none.diagnostics()
+            .iter()
+            .any(|d| d.kind.as_str() == "release_not_found"),
+        "{:?}",
+        none.diagnostics()
+    );
+
+    base.yank("csv-report", "1.1.0").await.unwrap();
+    let refreshed = catalog.refresh().await;
+    assert!(text(refreshed.read_skill("csv-report").await.unwrap()).contains("one"));
+    assert_eq!(ranged.served_release("base", "csv-report").as_deref(), Some("1.0.0"));
+
+    // A planted file in a release's directory is not part of it; rewritten
+    // bytes are refused.
+    let m = base.require_resolved("csv-report", &sel("1.0.0")).await.unwrap();
+    let files = format!("/base/.releases/csv-report/1.0.0/{}", m.files_id);
+    put(b, &format!("{files}/references/planted.md"), "planted").await;
+    put(b, &format!("{files}/SKILL.md"), skill_md("csv-report", "evil", None)).await;
+    let again = refreshed.refresh().await;
+    assert!(again.read_file("csv-report", "references/planted.md").await.is_err());
+    let read = again.read_skill("csv-report").await;
+    assert!(read.is_err() || !text(read.unwrap()).contains("evil"));
+
+    let mut config =
+        crate::Config::parse("sources:\n  - path: /base\n    writable: true\n    select: {\"*\": stable}\n").unwrap();
+    config.disable_cache();
+    assert_eq!(config.open().unwrap_err().kind(), "usage");
+}

@@ -147,3 +147,68 @@ fn cli_release_tag_yank_and_read_at_a_version() {
         assert!(refused.stderr.contains(said), "{args:?}: {}", refused.stderr);
     }
 }
+
+#[test]
+fn cli_a_source_serves_the_release_its_selection_picks() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = [
+        "--mount",
+        &format!("/={}", dir.path().display()),
+        "--source",
+        "/base",
+        "--writable",
+        "base",
+    ]
+    .map(str::to_owned);
+    let in_base = |extra: &[&str]| {
+        let mut cmd = crate::support::skillstore();
+        cmd.args(&base).args(extra);
+        run(&mut cmd)
+    };
+    let skill_dir = dir.path().join("base/csv-report");
+    std::fs::create_dir_all(&skill_dir).unwrap();
+    for (version, body) in [("1.0.0", "one"), ("1.1.0", "two"), ("2.0.0", "three")] {
+        std::fs::write(skill_dir.join("SKILL.md"), skill_md(body)).unwrap();
+        let made = in_base(&["skill", "release", "csv-report", version]);
+        assert_eq!(made.code, 0, "{}", made.stderr);
+    }
+    std::fs::write(skill_dir.join("SKILL.md"), skill_md("working")).unwrap();
+    let consumer = |select: &str, args: &[&str]| {
+        let file = dir.path().join(format!("consumer-{}.yaml", select.len()));
+        std::fs::write(
+            &file,
+            format!("sources:\n  - path: /base\n    select: {{csv-report: \"{select}\"}}\n"),
+        )
+        .unwrap();
+        let mut cmd = crate::support::skillstore();
+        cmd.arg("--config").arg(&file).args(args);
+        run(&mut cmd)
+    };
+
+    let list = consumer("^1", &["list", "--json"]);
+    assert_eq!(list.code, 0, "{}", list.stderr);
+    assert_eq!(list.json()["skills"][0]["release"], "1.1.0");
+    assert!(consumer("^1", &["read", "csv-report"]).text().contains("two"));
+    let latest = consumer("latest", &["show", "csv-report", "--json"]);
+    assert_eq!(latest.json()["release"], "2.0.0");
+    assert!(consumer("latest", &["read", "csv-report"]).text().contains("three"));
+    assert!(
+        consumer("latest", &["show", "csv-report"])
+            .text()
+            .contains("release:       2.0.0")
+    );
+
+    assert_eq!(in_base(&["skill", "yank", "csv-report", "1.1.0"]).code, 0);
+    assert!(consumer("^1", &["read", "csv-report"]).text().contains("one"));
+    assert_eq!(
+        consumer("^1", &["show", "csv-report", "--json"]).json()["release"],
+        "1.0.0"
+    );
+    // The working copy carries no `release`.
+    let own = in_base(&["list", "--json"]).json();
+    assert!(own["skills"][0].get("release").is_none(), "{own}");
+
+    let nothing = consumer("^3", &["list", "--json"]).json();
+    assert_eq!(nothing["skills"].as_array().unwrap().len(), 0, "{nothing}");
+    assert_eq!(nothing["diagnostics"][0]["kind"], "release_not_found", "{nothing}");
+}
