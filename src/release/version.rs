@@ -92,6 +92,12 @@ impl Selector {
         if text.len() > 256 {
             return Err(Error::Usage("a version range is at most 256 bytes".into()));
         }
+        if text.contains('+') {
+            return Err(Error::Usage(format!(
+                "`{}`: build metadata (`+...`) does not order releases, so no selector holds it",
+                text.escape_debug()
+            )));
+        }
         semver::VersionReq::parse(text).map(Selector::Range).map_err(|e| {
             Error::Usage(format!(
                 "`{}` is neither a channel, a version nor a version range: {e}",
@@ -157,5 +163,7 @@ mod tests {
         assert!(matches!(Selector::parse("*").unwrap(), Selector::Range(_)));
         assert!(matches!(Selector::parse(">=1.2, <2").unwrap(), Selector::Range(_)));
         assert_eq!(Selector::parse("no way").unwrap_err().kind(), "usage");
+        assert_eq!(Selector::parse("1.0.0+x").unwrap_err().kind(), "usage");
+        assert_eq!(Selector::parse("^1.0.0+x").unwrap_err().kind(), "usage");
     }
 }

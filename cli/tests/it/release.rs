@@ -141,6 +141,13 @@ fn cli_release_tag_yank_and_read_at_a_version() {
             1,
             "read-only",
         ),
+        (vec!["read", "csv-report@1.0.0+x"], 2, "build metadata"),
+        (vec!["read", "csv-report@../x"], 2, "neither a channel"),
+        (
+            vec!["read", "csv-report@1.0.0", "../../base/x"],
+            1,
+            "the release holds no such file",
+        ),
     ] {
         let refused = run(&mut in_tree(dir.path(), &args));
         assert_eq!(refused.code, code, "{args:?}: {}", refused.stderr);
