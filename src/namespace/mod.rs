@@ -383,26 +383,36 @@ impl Namespace {
     pub fn editor(&self, name: Option<&str>) -> Result<SkillEditor> {
         let source = self.write_target(name)?;
         let editor = SkillEditor::new(self.backend(), source)?.with_limit(self.load.read_limit);
-        let journal = self.change_feeds.iter().find_map(|feed| {
+        Ok(match self.journal_of(source) {
+            Some(journal) => editor.with_journal(journal),
+            None => editor,
+        })
+    }
+
+    /// The change journal a write to `source` is recorded in, if its store
+    /// keeps one.
+    fn journal_of(&self, source: &Source) -> Option<crate::changes::JournalWriter> {
+        self.change_feeds.iter().find_map(|feed| {
             let (_, path) = feed.sources.iter().find(|(n, _)| n == source.name())?;
             Some(crate::changes::JournalWriter {
                 journal: feed.journal.clone(),
                 path: path.clone(),
             })
-        });
-        Ok(match journal {
-            Some(journal) => editor.with_journal(journal),
-            None => editor,
         })
     }
 
     /// The releases of the source `name` (or of the highest-priority
     /// writable one), read and written through this namespace under its read
     /// limit. Making, tagging and yanking through it fail unless that source
-    /// is writable.
+    /// is writable, and are recorded in its store's change journal when it
+    /// keeps one (so followers choose their releases again).
     pub fn releases(&self, name: Option<&str>) -> Result<Releases> {
         let source = self.write_target(name)?;
-        Ok(Releases::new(self.backend(), source).with_limit(self.load.read_limit))
+        let releases = Releases::new(self.backend(), source).with_limit(self.load.read_limit);
+        Ok(match self.journal_of(source) {
+            Some(journal) => releases.with_journal(journal),
+            None => releases,
+        })
     }
 
     /// The releases of the skill `skill` in the highest-priority source that

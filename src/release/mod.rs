@@ -64,6 +64,7 @@ pub struct Releases {
     author: String,
     check: Arc<dyn ContentCheck>,
     limit: u64,
+    journal: Option<crate::changes::JournalWriter>,
 }
 
 impl Releases {
@@ -78,7 +79,15 @@ impl Releases {
             author: "unknown".to_owned(),
             check: Arc::new(DefaultContentCheck),
             limit: skillstore_backends::DEFAULT_READ_LIMIT,
+            journal: None,
         }
+    }
+
+    /// Records every release, tag and yank in `journal` (the change journal
+    /// of the source's store) once it landed.
+    pub fn with_journal(mut self, journal: crate::changes::JournalWriter) -> Self {
+        self.journal = Some(journal);
+        self
     }
 
     /// Names the author a release records (default `unknown`).
@@ -116,7 +125,7 @@ impl Releases {
     pub async fn release(&self, name: &str, version: &str, notes: Option<&str>) -> Result<Released> {
         self.writable()?;
         let version = parse_version(version)?;
-        make::release(make::Request {
+        let made = make::release(make::Request {
             backend: &*self.backend,
             source: self.source.path(),
             name: &skill_name(name)?,
@@ -126,7 +135,9 @@ impl Releases {
             check: &*self.check,
             limit: self.limit,
         })
-        .await
+        .await?;
+        self.recorded().await;
+        Ok(made)
     }
 
     /// Points `channel` of `name` at the release `version`, which must exist
@@ -138,7 +149,7 @@ impl Releases {
         version::check_channel(channel)?;
         let version = parse_version(version)?;
         self.require(&name, &version).await?;
-        store::update_channels(&*self.backend, self.source.path(), &name, |c| {
+        let channels = store::update_channels(&*self.backend, self.source.path(), &name, |c| {
             if c.yanked.contains(&version) {
                 return Err(Error::ReleaseRefused(format!(
                     "`{name}@{version}` is yanked; a channel cannot point to it"
@@ -147,7 +158,9 @@ impl Releases {
             c.channels.insert(channel.to_owned(), version.clone());
             Ok(())
         })
-        .await
+        .await?;
+        self.recorded().await;
+        Ok(channels)
     }
 
     /// Yanks the release `version` of `name`: it stays readable by its exact
@@ -159,11 +172,13 @@ impl Releases {
         let version = parse_version(version)?;
         self.require(&name, &version).await?;
         let existing = store::versions(&*self.backend, self.source.path(), &name).await?;
-        store::update_channels(&*self.backend, self.source.path(), &name, |c| {
+        let channels = store::update_channels(&*self.backend, self.source.path(), &name, |c| {
             c.yank(&version, &existing);
             Ok(())
         })
-        .await
+        .await?;
+        self.recorded().await;
+        Ok(channels)
     }
 
     /// Every release of `name`, oldest version first, with whether it is
@@ -232,6 +247,13 @@ impl Releases {
     /// bytes are those the manifest hashed.
     pub async fn read_file(&self, manifest: &Manifest, relative: &str) -> Result<Bytes> {
         store::read_file(&*self.backend, self.source.path(), manifest, relative, self.limit).await
+    }
+
+    /// Tells the change journal, when there is one, that the source changed.
+    async fn recorded(&self) {
+        if let Some(journal) = &self.journal {
+            journal.record().await;
+        }
     }
 
     fn writable(&self) -> Result<()> {

@@ -515,3 +515,23 @@ async fn a_source_serves_the_release_its_selection_picks() {
     config.disable_cache();
     assert_eq!(config.open().unwrap_err().kind(), "usage");
 }
+
+#[tokio::test]
+async fn releases_tags_and_yanks_are_recorded_in_the_change_journal() {
+    let t = tree(Kind::Memory);
+    put(&*t.backend, "/team/pdf/SKILL.md", skill_md("pdf", "x", None)).await;
+    let journal = crate::changes::Journal::new(Arc::clone(&t.backend), "memory");
+    let r = releases(&t).with_journal(crate::changes::JournalWriter {
+        journal: journal.clone(),
+        path: p("/team"),
+    });
+    let generation = || async { journal.read().await.unwrap().map_or(0, |h| h.head.generation) };
+    r.release("pdf", "1.0.0", None).await.unwrap();
+    assert_eq!(generation().await, 1);
+    r.tag("pdf", "stable", "1.0.0").await.unwrap();
+    r.yank("pdf", "1.0.0").await.unwrap();
+    assert_eq!(generation().await, 3);
+    // A refused change records nothing.
+    r.release("pdf", "0.1.0", None).await.unwrap_err();
+    assert_eq!(generation().await, 3);
+}
