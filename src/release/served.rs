@@ -18,7 +18,7 @@
 //! itself) is the source's own. Nothing is ever written through it.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use async_trait::async_trait;
 use bytes::Bytes;
@@ -59,7 +59,13 @@ pub struct SelectedReleases {
     inner: Arc<dyn SkillBackend>,
     selection: Selection,
     served: RwLock<Option<Arc<HashMap<String, Served>>>>,
+    /// Manifests read, by skill and version: a release never changes, so
+    /// each is read once (at most [`MAX_KEPT_MANIFESTS`], then afresh).
+    manifests: Mutex<HashMap<(String, semver::Version), Arc<Manifest>>>,
 }
+
+/// The most manifests kept by one source.
+const MAX_KEPT_MANIFESTS: usize = 4096;
 
 impl SelectedReleases {
     /// The source whose own backend (rooted at its directory) is `inner`,
@@ -69,6 +75,7 @@ impl SelectedReleases {
             inner,
             selection,
             served: RwLock::new(None),
+            manifests: Mutex::new(HashMap::new()),
         }
     }
 
@@ -112,7 +119,7 @@ impl SelectedReleases {
             };
             let chosen = self.release_of(&name, selector).await;
             let entry = match chosen {
-                Ok(Some((manifest, dir))) => Served::Release(Arc::new(manifest), dir),
+                Ok(Some((manifest, dir))) => Served::Release(manifest, dir),
                 Ok(None) => Served::Missing(format!("no release of `{name}` matches `{selector}`")),
                 Err(e) => Served::Missing(format!("the releases of `{name}` cannot be read: {e}")),
             };
@@ -123,7 +130,11 @@ impl SelectedReleases {
         served
     }
 
-    async fn release_of(&self, name: &str, selector: &super::Selector) -> crate::Result<Option<(Manifest, VPath)>> {
+    async fn release_of(
+        &self,
+        name: &str,
+        selector: &super::Selector,
+    ) -> crate::Result<Option<(Arc<Manifest>, VPath)>> {
         let root = VPath::root();
         let existing = store::versions(&*self.inner, &root, name).await?;
         if existing.is_empty() {
@@ -133,8 +144,27 @@ impl SelectedReleases {
         let Some(version) = select::select(selector, &existing, &channels) else {
             return Ok(None);
         };
-        let Some(manifest) = store::manifest(&*self.inner, &root, name, &version).await? else {
-            return Ok(None);
+        let key = (name.to_owned(), version.clone());
+        let kept = self
+            .manifests
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+            .cloned();
+        let manifest = match kept {
+            Some(manifest) => manifest,
+            None => {
+                let Some(manifest) = store::manifest(&*self.inner, &root, name, &version).await? else {
+                    return Ok(None);
+                };
+                let manifest = Arc::new(manifest);
+                let mut manifests = self.manifests.lock().unwrap_or_else(|e| e.into_inner());
+                if manifests.len() >= MAX_KEPT_MANIFESTS {
+                    manifests.clear();
+                }
+                manifests.insert(key, Arc::clone(&manifest));
+                manifest
+            }
         };
         let dir = layout::files_dir(&root, name, &version, &manifest.files_id)?;
         Ok(Some((manifest, dir)))
