@@ -535,3 +535,66 @@ async fn releases_tags_and_yanks_are_recorded_in_the_change_journal() {
     r.release("pdf", "0.1.0", None).await.unwrap_err();
     assert_eq!(generation().await, 3);
 }
+
+async fn selection_on(kind: Kind) {
+    let t = tree(kind);
+    let b = &*t.backend;
+    let base = Releases::new(
+        Arc::clone(&t.backend),
+        &Source::parse("/base").unwrap().with_writable(true),
+    );
+    for (version, body) in [("1.0.0", "one"), ("1.1.0", "two"), ("2.0.0", "three")] {
+        put(b, "/base/csv-report/SKILL.md", skill_md("csv-report", body, None)).await;
+        put(b, "/base/csv-report/scripts/run.sh", format!("echo {body}")).await;
+        base.release("csv-report", version, None).await.unwrap();
+    }
+    put(b, "/base/csv-report/SKILL.md", skill_md("csv-report", "working", None)).await;
+    let select: std::collections::BTreeMap<String, String> = [("csv-report".into(), "^1".into())].into();
+    let own = Arc::new(skillstore_backends::Subtree::new(Arc::clone(&t.backend), p("/base")));
+    let served = Arc::new(SelectedReleases::new(own, Selection::parse(&select).unwrap()));
+    let mut table = skillstore_backends::MountTable::new();
+    table.mount(p("/base"), served.clone()).unwrap();
+    let sources = SourceList::from_sources([Source::parse("/base").unwrap()]).unwrap();
+    let catalog = Catalog::load(Arc::new(table), sources, LoadOptions::default()).await;
+    let text = |bytes: Bytes| String::from_utf8(bytes.to_vec()).unwrap();
+    assert!(
+        text(catalog.read_skill("csv-report").await.unwrap()).contains("two"),
+        "{kind:?}"
+    );
+    assert_eq!(
+        text(catalog.read_file("csv-report", "scripts/run.sh").await.unwrap()),
+        "echo two"
+    );
+    assert_eq!(served.served_version("csv-report").as_deref(), Some("1.1.0"));
+    base.yank("csv-report", "1.1.0").await.unwrap();
+    let refreshed = catalog.refresh().await;
+    assert!(
+        text(refreshed.read_skill("csv-report").await.unwrap()).contains("one"),
+        "{kind:?}"
+    );
+    assert_eq!(
+        text(refreshed.read_file("csv-report", "scripts/run.sh").await.unwrap()),
+        "echo one"
+    );
+    let digest = refreshed.skill_digest("csv-report").await.unwrap();
+    let pinned = base.require_resolved("csv-report", &sel("1.0.0")).await.unwrap();
+    assert_eq!(
+        digest.digest, pinned.digest,
+        "the served skill's digest is the release's"
+    );
+}
+
+#[tokio::test]
+async fn selection_on_memory() {
+    selection_on(Kind::Memory).await;
+}
+
+#[tokio::test]
+async fn selection_on_a_directory() {
+    selection_on(Kind::Fs).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn selection_on_s3() {
+    selection_on(Kind::S3).await;
+}
