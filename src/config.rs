@@ -171,6 +171,13 @@ pub struct SourceConfig {
     /// Whose SSH signatures this source's skills are checked against.
     #[serde(default)]
     pub signatures: Option<SignaturesConfig>,
+    /// Releases served instead of working copies: a skill name (or `*` for
+    /// every other skill) -> a channel (`stable`), an exact version
+    /// (`1.1.0`) or a Cargo range (`^1`). A skill it covers with no
+    /// matching release is not served (`release_not_found`). Only on a
+    /// source that is not writable.
+    #[serde(default)]
+    pub select: std::collections::BTreeMap<String, String>,
 }
 
 /// The signatures a source accepts.

@@ -75,6 +75,20 @@ pub enum Error {
     /// A history file could not be read, or a change could not be recorded.
     #[error("history: {0}")]
     History(String),
+    /// No release of the skill matches what was asked (a version, a channel
+    /// or a range); yanked releases match only an exact version.
+    #[error("no release of `{skill}` matches `{selector}`")]
+    ReleaseNotFound {
+        /// The skill.
+        skill: String,
+        /// What was asked, as given.
+        selector: String,
+    },
+    /// A release, tag or yank was refused by a rule of releases (a version
+    /// not greater than the last release, a frontmatter version that
+    /// disagrees, a yanked version tagged); nothing was written.
+    #[error("{0}")]
+    ReleaseRefused(String),
     /// The storage layer refused or failed.
     #[error(transparent)]
     Backend(#[from] skillstore_backends::Error),
@@ -103,6 +117,10 @@ pub enum ErrorKind {
     PatchMismatch,
     /// A history could not be read or recorded (`history`).
     History,
+    /// No release matches a version, channel or range (`release_not_found`).
+    ReleaseNotFound,
+    /// A rule of releases refused a release, tag or yank (`release_refused`).
+    ReleaseRefused,
     /// The storage layer's kind (`version_conflict`, `read_only`, ...).
     Storage(skillstore_backends::ErrorKind),
 }
@@ -119,6 +137,8 @@ impl ErrorKind {
             ErrorKind::ContentBlocked => "content_blocked",
             ErrorKind::PatchMismatch => "patch_mismatch",
             ErrorKind::History => "history",
+            ErrorKind::ReleaseNotFound => "release_not_found",
+            ErrorKind::ReleaseRefused => "release_refused",
             ErrorKind::Storage(kind) => kind.as_str(),
         }
     }
@@ -170,6 +190,8 @@ impl Error {
             Error::ContentBlocked { .. } => ErrorKind::ContentBlocked,
             Error::PatchMismatch { .. } => ErrorKind::PatchMismatch,
             Error::History(_) => ErrorKind::History,
+            Error::ReleaseNotFound { .. } => ErrorKind::ReleaseNotFound,
+            Error::ReleaseRefused(_) => ErrorKind::ReleaseRefused,
             Error::Backend(e) => ErrorKind::Storage(e.kind()),
         }
     }
@@ -200,6 +222,8 @@ mod tests {
             (ErrorKind::ContentBlocked, "content_blocked"),
             (ErrorKind::PatchMismatch, "patch_mismatch"),
             (ErrorKind::History, "history"),
+            (ErrorKind::ReleaseNotFound, "release_not_found"),
+            (ErrorKind::ReleaseRefused, "release_refused"),
             (ErrorKind::Storage(Storage::VersionConflict), "version_conflict"),
             (ErrorKind::Storage(Storage::ReadOnly), "read_only"),
             (ErrorKind::Storage(Storage::InvalidPath), "invalid_path"),
@@ -255,6 +279,14 @@ mod tests {
                 "patch_mismatch",
             ),
             (Error::History("h".into()), "history"),
+            (
+                Error::ReleaseNotFound {
+                    skill: "s".into(),
+                    selector: "^1".into(),
+                },
+                "release_not_found",
+            ),
+            (Error::ReleaseRefused("r".into()), "release_refused"),
             (
                 Error::Backend(skillstore_backends::Error::new(Storage::AlreadyExists)),
                 "already_exists",

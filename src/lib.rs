@@ -55,6 +55,7 @@ pub mod integrity;
 pub mod location;
 pub mod namespace;
 pub mod prompt;
+pub mod release;
 #[cfg(feature = "search")]
 pub mod search;
 mod shared_catalog;
@@ -82,6 +83,7 @@ pub use frontmatter::MAX_FRONTMATTER_BYTES;
 pub use location::Location;
 pub use namespace::{Namespace, PromptSettings};
 pub use prompt::{Prompt, PromptOptions, PromptStyle, render};
+pub use release::{Releases, Selector};
 pub use shared_catalog::SharedCatalog;
 pub use skill::{
     LOWERCASE_SKILL_FILE, Parsed, Problem, ProblemKind, SKILL_FILE, Severity, SkillMetadata, Strictness,

@@ -59,6 +59,10 @@ pub enum ErrorKind {
     /// The disk or the quota is full (`ENOSPC`, `EDQUOT`): nothing more can
     /// be written until space is freed.
     StorageFull,
+    /// A source selects releases of a skill and none matches its selector
+    /// (a channel pointing nowhere, a range no release is in): the skill is
+    /// not served.
+    ReleaseNotFound,
     /// Anything else; the source error says more.
     Other,
 }
@@ -85,6 +89,7 @@ impl ErrorKind {
             ErrorKind::ReadOnly => "read_only",
             ErrorKind::Unavailable => "unavailable",
             ErrorKind::StorageFull => "storage_full",
+            ErrorKind::ReleaseNotFound => "release_not_found",
             ErrorKind::Other => "other",
         }
     }
@@ -110,6 +115,7 @@ impl ErrorKind {
             ErrorKind::ReadOnly => "read-only",
             ErrorKind::Unavailable => "backend unavailable",
             ErrorKind::StorageFull => "no space left (disk or quota full)",
+            ErrorKind::ReleaseNotFound => "no release matches the source's selection",
             ErrorKind::Other => "backend error",
         }
     }

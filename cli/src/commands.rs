@@ -26,11 +26,12 @@ pub async fn list(global: &Global, format: ListFormat, digests: bool) -> Result<
     }
     let degraded = degraded(&catalog);
     if format == ListFormat::Json {
-        let written = list_json::write(
+        let written = list_json::write_with_releases(
             catalog.skills(),
             catalog.diagnostics(),
             std::io::stdout(),
             list_json::CHUNK,
+            &|skill| namespace.served_release(&skill.source, skill.name()),
         );
         tracing::debug!(loaded_ms = started.elapsed().as_secs_f64() * 1e3, "catalog written");
         // The process ends next; dropping thousands of records first would
@@ -284,7 +285,8 @@ fn report_diagnostics(diagnostics: &[Diagnostic]) {
 }
 
 pub async fn show(global: &Global, name: &str, json: bool) -> Result<(), Failure> {
-    let mut catalog = build(global)?.load().await;
+    let namespace = build(global)?;
+    let mut catalog = namespace.load().await;
     // The digest below reads the skill whole: one shown from an index entry
     // its file does not hold is then withdrawn, and shown as its file says.
     if catalog.get(name).is_some_and(|s| s.digest.is_none()) {
@@ -306,8 +308,18 @@ pub async fn show(global: &Global, name: &str, json: bool) -> Result<(), Failure
     };
     let report = catalog.report(found.name()).await?;
     let skill = &report.skill;
+    let release = namespace.served_release(&skill.source, skill.name());
     if json {
-        let mut text = serde_json::to_vec_pretty(&report).map_err(|e| Failure::failed(e.to_string()))?;
+        let mut text = match &release {
+            None => serde_json::to_vec_pretty(&report),
+            Some(release) => serde_json::to_value(&report).and_then(|mut value| {
+                if let Some(object) = value.as_object_mut() {
+                    object.insert("release".into(), serde_json::Value::from(release.as_str()));
+                }
+                serde_json::to_vec_pretty(&value)
+            }),
+        }
+        .map_err(|e| Failure::failed(e.to_string()))?;
         text.push(b'\n');
         emit(&text)?;
         return degraded.map_or(Ok(()), Err);
@@ -318,6 +330,9 @@ pub async fn show(global: &Global, name: &str, json: bool) -> Result<(), Failure
     let _ = writeln!(out, "description:   {}", shown(&meta.description));
     let _ = writeln!(out, "source:        {} ({})", shown(&skill.source), skill.path);
     let _ = writeln!(out, "version:       {}", shown(skill.version.as_str()));
+    if let Some(release) = &release {
+        let _ = writeln!(out, "release:       {}", shown(release));
+    }
     if let Some(digest) = &skill.digest {
         let _ = writeln!(out, "digest:        {digest}");
     }

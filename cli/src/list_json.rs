@@ -11,19 +11,28 @@ use skillstore::{Diagnostic, Skill};
 /// Skills per chunk: about 80 KiB of JSON.
 pub const CHUNK: usize = 128;
 
+/// [`write_with_releases`] with no skill served from a release.
+#[cfg(test)]
+pub fn write<W: Write + Send>(skills: &[Skill], diagnostics: &[Diagnostic], out: W, chunk: usize) -> io::Result<()> {
+    write_with_releases(skills, diagnostics, out, chunk, &|_| None)
+}
+
 /// Writes `{"skills":[...],"diagnostics":[...]}` and a newline to `out`,
-/// byte for byte what serializing one object with those two fields gives.
+/// byte for byte what serializing one object with those two fields gives,
+/// with `"release": VERSION` last in the object of each skill `release`
+/// gives a version for (one served from a release).
 ///
 /// Workers (one per core) claim chunks of `chunk` skills in turn and
 /// serialize each into a buffer of its own; this thread writes the buffers
 /// in chunk order as they arrive. A bounded channel keeps a few chunks per
 /// worker in flight at most. A failed write drops the receiving end, which
 /// stops every worker; a worker's panic reaches the caller.
-pub fn write<W: Write + Send>(
+pub fn write_with_releases<W: Write + Send>(
     skills: &[Skill],
     diagnostics: &[Diagnostic],
     mut out: W,
     chunk: usize,
+    release: &(dyn Fn(&Skill) -> Option<String> + Sync),
 ) -> io::Result<()> {
     let chunks: Vec<&[Skill]> = skills.chunks(chunk.max(1)).collect();
     let workers = std::thread::available_parallelism()
@@ -47,6 +56,14 @@ pub fn write<W: Write + Send>(
                             buffer.push(b',');
                         }
                         serde_json::to_writer(&mut buffer, skill).expect("a skill serializes");
+                        if let Some(version) = release(skill)
+                            && buffer.last() == Some(&b'}')
+                        {
+                            buffer.pop();
+                            buffer.extend_from_slice(b",\"release\":");
+                            serde_json::to_writer(&mut buffer, &version).expect("a string serializes");
+                            buffer.push(b'}');
+                        }
                     }
                     if send.send((index, buffer)).is_err() {
                         break;

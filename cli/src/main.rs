@@ -11,6 +11,7 @@ mod integrity;
 mod list_json;
 mod namespace;
 mod publish;
+mod release;
 mod search;
 mod serve;
 mod shutdown;
@@ -142,10 +143,14 @@ pub enum Command {
         /// Print JSON.
         #[arg(long)]
         json: bool,
+        /// List the skill's releases (from the highest-priority source that has any) instead.
+        #[arg(long)]
+        versions: bool,
     },
-    /// Print a skill's SKILL.md, or a file inside it, through the winning source.
+    /// Print a skill's SKILL.md, or a file inside it, through the winning source
+    /// (NAME@VERSION, NAME@CHANNEL or NAME@RANGE: from a release).
     Read {
-        /// The skill's name.
+        /// The skill's name, or NAME@VERSION, NAME@CHANNEL, NAME@RANGE for a release.
         #[arg(add = clap_complete::ArgValueCandidates::new(completion::skill_names))]
         name: String,
         /// A path inside the skill's directory (e.g. references/forms.md); a
@@ -564,8 +569,12 @@ async fn run(args: Args) -> Result<(), Failure> {
             };
             commands::list(&args.global, format, digests).await
         }
-        Command::Show { name, json } => commands::show(&args.global, &name, json).await,
-        Command::Read { name, relpath } => commands::read(&args.global, &name, relpath.as_deref()).await,
+        Command::Show { name, json, versions } if versions => release::versions(&args.global, &name, json).await,
+        Command::Show { name, json, .. } => commands::show(&args.global, &name, json).await,
+        Command::Read { name, relpath } => match name.split_once('@') {
+            Some((name, selector)) => release::read(&args.global, name, selector, relpath.as_deref()).await,
+            None => commands::read(&args.global, &name, relpath.as_deref()).await,
+        },
         Command::Prompt {
             style,
             max_chars,

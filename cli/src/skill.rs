@@ -1,4 +1,4 @@
-//! `skill new|create|override|edit|patch|delete|write-file|remove-file|history|rollback`.
+//! `skill new|create|override|edit|patch|delete|write-file|remove-file|history|rollback|release|tag|yank`.
 
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
@@ -146,6 +146,38 @@ pub enum SkillCommand {
         #[command(flatten)]
         args: EditArgs,
     },
+    /// Release a skill's working copy as an immutable version (MAJOR.MINOR.PATCH[-PRE]); `latest` moves to it.
+    Release {
+        /// The skill to release.
+        name: String,
+        /// The version, greater than every earlier release of the skill.
+        version: String,
+        /// Release notes.
+        #[arg(long, value_name = "TEXT")]
+        notes: Option<String>,
+        #[command(flatten)]
+        args: EditArgs,
+    },
+    /// Point a channel (stable, beta, ...) of a skill at one of its releases.
+    Tag {
+        /// The skill.
+        name: String,
+        /// The channel: a lowercase letter, then lowercase letters, digits and hyphens.
+        channel: String,
+        /// The release it points to.
+        version: String,
+        #[command(flatten)]
+        args: EditArgs,
+    },
+    /// Yank a release: still readable as NAME@VERSION, out of every channel and range.
+    Yank {
+        /// The skill.
+        name: String,
+        /// The release to yank.
+        version: String,
+        #[command(flatten)]
+        args: EditArgs,
+    },
 }
 
 pub async fn run(global: &Global, command: SkillCommand) -> Result<(), Failure> {
@@ -241,6 +273,19 @@ pub async fn run(global: &Global, command: SkillCommand) -> Result<(), Failure> 
             emit(history_table(&records).as_bytes())
         }
         C::Rollback { name, id, args } => report(&args, editor(global, &args)?.rollback(&name, id).await?),
+        C::Release {
+            name,
+            version,
+            notes,
+            args,
+        } => crate::release::release(global, &name, &version, notes.as_deref(), &args).await,
+        C::Tag {
+            name,
+            channel,
+            version,
+            args,
+        } => crate::release::tag(global, &name, &channel, &version, &args).await,
+        C::Yank { name, version, args } => crate::release::yank(global, &name, &version, &args).await,
     }
 }
 

@@ -12,6 +12,7 @@ use super::state::{Candidate, DeepSkill, DeepSource};
 use crate::diagnostic::{Diagnostic, DiagnosticKind};
 use crate::index::{INDEX_DIR, INDEX_FILE, MAX_INDEX_BYTES, Refused};
 use crate::integrity::FileDigests;
+use crate::release::RELEASES_DIR;
 use crate::skill::{LOWERCASE_SKILL_FILE, SKILL_FILE, Severity};
 use crate::source::Source;
 
@@ -47,7 +48,7 @@ pub(super) async fn list_source(backend: &dyn SkillBackend, source: &Source) -> 
         // hold; it cannot be a skill.
         if !is_valid_segment(&entry.name) || entry.name.len() > room {
             odd.push(entry.name.escape_debug().to_string());
-        } else if source.admits(&entry.name) && entry.name != INDEX_DIR {
+        } else if source.admits(&entry.name) && entry.name != INDEX_DIR && entry.name != RELEASES_DIR {
             names.push(entry.name);
         }
     }
@@ -219,7 +220,7 @@ pub(super) async fn list_deep_source(backend: &dyn SkillBackend, source: &Source
             holds_skill_file |= is_skill_file(&file.relative);
             continue;
         };
-        if top == INDEX_DIR || !source.admits(top) && top.len() <= room {
+        if top == INDEX_DIR || top == RELEASES_DIR || !source.admits(top) && top.len() <= room {
             continue;
         }
         if top.len() > room {

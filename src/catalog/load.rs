@@ -20,6 +20,7 @@ use crate::cache::LocalCache;
 use crate::error::{Error, Result};
 use crate::index::{Entries, HeadEntry, INDEX_DIR};
 use crate::integrity::pin::Pins;
+use crate::release::RELEASES_DIR;
 use crate::source::{Source, SourceList};
 
 impl Catalog {
@@ -459,20 +460,22 @@ impl Catalog {
                     candidates[i].from_entry = false;
                 }
                 (Err(_), Outcome::NotASkill) => {}
-                (Err(i), _) if source.admits(dir_name) && dir_name != INDEX_DIR => candidates.insert(
-                    i,
-                    Candidate {
-                        dir_name: dir_name.to_owned(),
-                        skill_md,
-                        version,
-                        size,
-                        yaml,
-                        sha256,
-                        from_entry: false,
-                        outcome,
-                        skill: None,
-                    },
-                ),
+                (Err(i), _) if source.admits(dir_name) && dir_name != INDEX_DIR && dir_name != RELEASES_DIR => {
+                    candidates.insert(
+                        i,
+                        Candidate {
+                            dir_name: dir_name.to_owned(),
+                            skill_md,
+                            version,
+                            size,
+                            yaml,
+                            sha256,
+                            from_entry: false,
+                            outcome,
+                            skill: None,
+                        },
+                    )
+                }
                 (Err(_), _) => {}
             }
             for candidate in &mut state.candidates {

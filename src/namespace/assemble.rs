@@ -109,7 +109,8 @@ pub(crate) fn assemble(config: &Config, writable_names: &[String]) -> Result<Nam
         local.trim();
     }
 
-    let mut sources: Vec<(Source, Option<SymlinkPolicy>)> = Vec::with_capacity(config.sources.len());
+    let mut sources: Vec<(Source, Option<SymlinkPolicy>, crate::release::Selection)> =
+        Vec::with_capacity(config.sources.len());
     let mut signatures = Vec::new();
     for s in &config.sources {
         let path = parse_dir(&s.path)?;
@@ -137,11 +138,13 @@ pub(crate) fn assemble(config: &Config, writable_names: &[String]) -> Result<Nam
                 }),
             ));
         }
-        sources.push((source, s.symlinks.as_deref().map(parse_policy).transpose()?));
+        let selection = crate::release::Selection::parse(&s.select)
+            .map_err(|e| Error::Config(format!("the source {}: {e}", source.path())))?;
+        sources.push((source, s.symlinks.as_deref().map(parse_policy).transpose()?, selection));
     }
     for name in writable_names {
-        let Some(at) = sources.iter().position(|(s, _)| s.name() == name) else {
-            let known: Vec<&str> = sources.iter().map(|(s, _)| s.name()).collect();
+        let Some(at) = sources.iter().position(|(s, _, _)| s.name() == name) else {
+            let known: Vec<&str> = sources.iter().map(|(s, _, _)| s.name()).collect();
             return Err(Error::Usage(format!(
                 "--writable names no source: `{name}`{}; the sources are {}",
                 crate::suggest::did_you_mean(name, known.iter().copied()),
@@ -164,7 +167,8 @@ pub(crate) fn assemble(config: &Config, writable_names: &[String]) -> Result<Nam
     let mut identities = Vec::with_capacity(sources.len());
     let mut standing = Vec::new();
     let mut change_feeds = Vec::new();
-    for (index, (source, policy)) in sources.into_iter().enumerate() {
+    let mut selections = Vec::new();
+    for (index, (source, policy, selection)) in sources.into_iter().enumerate() {
         let path = source.path();
         let mount = mounts
             .iter()
@@ -194,7 +198,22 @@ pub(crate) fn assemble(config: &Config, writable_names: &[String]) -> Result<Nam
                 )));
             }
         }
-        if source.is_writable() || policy.is_some() {
+        if !selection.is_empty() && source.is_writable() {
+            return Err(Error::Usage(format!(
+                "the source `{}` selects releases, so it serves them and not its working copies; \
+                 it cannot be writable (write through another source over the same directory)",
+                source.name()
+            )));
+        }
+        if !selection.is_empty() {
+            let own = mount
+                .opened
+                .subdir(&inner, policy, false)
+                .map_err(|e| Error::Usage(format!("cannot open the source {path}: {e}")))?;
+            let served = Arc::new(crate::release::SelectedReleases::new(own, selection.clone()));
+            selections.push((source.name().to_owned(), Arc::clone(&served)));
+            own_roots.push((path.clone(), served));
+        } else if source.is_writable() || policy.is_some() {
             let backend = mount
                 .opened
                 .subdir(&inner, policy, source.is_writable())
@@ -208,19 +227,23 @@ pub(crate) fn assemble(config: &Config, writable_names: &[String]) -> Result<Nam
         // its own: neither is shared. Nor is a source with another mount
         // below it, whose files that mount's location decides.
         let nested = mounts.iter().any(|m| m.at != *path && m.at.starts_with(path));
+        // A selection is this namespace's own view of the source.
+        let selects = !selection.is_empty();
         share_keys.push(
-            (!source.is_writable() && !nested && !matches!(mount.location, Location::Memory(_))).then(|| {
-                format!(
-                    "{}|{}|{}|{:?}|{}|{}|{:?}",
-                    mount.location,
-                    mount.opened.identity().unwrap_or_default(),
-                    mount.policy,
-                    policy,
-                    inner,
-                    mount.opened.commit().unwrap_or_default(),
-                    source
-                )
-            }),
+            (!source.is_writable() && !nested && !selects && !matches!(mount.location, Location::Memory(_))).then(
+                || {
+                    format!(
+                        "{}|{}|{}|{:?}|{}|{}|{:?}",
+                        mount.location,
+                        mount.opened.identity().unwrap_or_default(),
+                        mount.policy,
+                        policy,
+                        inner,
+                        mount.opened.commit().unwrap_or_default(),
+                        source
+                    )
+                },
+            ),
         );
         if let Opened::Git {
             stale: true,
@@ -320,6 +343,7 @@ pub(crate) fn assemble(config: &Config, writable_names: &[String]) -> Result<Nam
         backend: Arc::new(table),
         sources: list,
         source_locations,
+        selections,
         change_feeds,
         share_keys,
         git_mounts: mounts

@@ -35,6 +35,7 @@ use crate::error::{Error, Result};
 use crate::integrity::{Integrity, Lock};
 use crate::location::{Location, read_local_text};
 use crate::prompt::{PromptOptions, PromptStyle};
+use crate::release::Releases;
 use crate::source::{Source, SourceList, parse_dir};
 use crate::source_pool::{SharedSources, SourcePool};
 use crate::sync::SyncOptions;
@@ -50,6 +51,8 @@ pub struct Namespace {
     backend: Arc<dyn SkillBackend>,
     sources: SourceList,
     source_locations: Vec<Location>,
+    /// Each source with a selection, by name, and the backend serving it.
+    selections: Vec<(String, Arc<crate::release::SelectedReleases>)>,
     /// The journals of mounts set to `changes: journal`, with their sources.
     change_feeds: Vec<ChangeFeed>,
     /// Per source, what makes it the same as another namespace's (its
@@ -380,17 +383,56 @@ impl Namespace {
     pub fn editor(&self, name: Option<&str>) -> Result<SkillEditor> {
         let source = self.write_target(name)?;
         let editor = SkillEditor::new(self.backend(), source)?.with_limit(self.load.read_limit);
-        let journal = self.change_feeds.iter().find_map(|feed| {
+        Ok(match self.journal_of(source) {
+            Some(journal) => editor.with_journal(journal),
+            None => editor,
+        })
+    }
+
+    /// The change journal a write to `source` is recorded in, if its store
+    /// keeps one.
+    fn journal_of(&self, source: &Source) -> Option<crate::changes::JournalWriter> {
+        self.change_feeds.iter().find_map(|feed| {
             let (_, path) = feed.sources.iter().find(|(n, _)| n == source.name())?;
             Some(crate::changes::JournalWriter {
                 journal: feed.journal.clone(),
                 path: path.clone(),
             })
-        });
-        Ok(match journal {
-            Some(journal) => editor.with_journal(journal),
-            None => editor,
         })
+    }
+
+    /// The releases of the source `name` (or of the highest-priority
+    /// writable one), read and written through this namespace under its read
+    /// limit. Making, tagging and yanking through it fail unless that source
+    /// is writable, and are recorded in its store's change journal when it
+    /// keeps one (so followers choose their releases again).
+    pub fn releases(&self, name: Option<&str>) -> Result<Releases> {
+        let source = self.write_target(name)?;
+        let releases = Releases::new(self.backend(), source).with_limit(self.load.read_limit);
+        Ok(match self.journal_of(source) {
+            Some(journal) => releases.with_journal(journal),
+            None => releases,
+        })
+    }
+
+    /// The releases of the skill `skill` in the highest-priority source that
+    /// holds any (a source's releases stay when its working copy is gone),
+    /// or `None` when no source has released it.
+    pub async fn releases_of(&self, skill: &str) -> Result<Option<Releases>> {
+        for source in self.sources().iter().rev() {
+            let releases = Releases::new(self.backend(), source).with_limit(self.load.read_limit);
+            if !releases.released_versions(skill).await?.is_empty() {
+                return Ok(Some(releases));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The release version the source `source` serves for the skill
+    /// `skill`, as chosen at its last listing; `None` for a working copy.
+    pub fn served_release(&self, source: &str, skill: &str) -> Option<String> {
+        let (_, served) = self.selections.iter().find(|(name, _)| name == source)?;
+        served.served_version(skill)
     }
 
     /// True when the path of some local directory mount no longer names

@@ -12,6 +12,7 @@ mod mount;
 mod prompt;
 mod publish;
 mod read;
+mod release;
 mod search;
 mod serve;
 mod show;
