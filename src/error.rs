@@ -75,6 +75,10 @@ pub enum Error {
     /// A history file could not be read, or a change could not be recorded.
     #[error("history: {0}")]
     History(String),
+    /// The audit log could not be read, or a change could not be recorded
+    /// in it.
+    #[error("audit log: {0}")]
+    Audit(String),
     /// The storage layer refused or failed.
     #[error(transparent)]
     Backend(#[from] skillstore_backends::Error),
@@ -103,6 +107,8 @@ pub enum ErrorKind {
     PatchMismatch,
     /// A history could not be read or recorded (`history`).
     History,
+    /// The audit log could not be read or appended to (`audit`).
+    Audit,
     /// The storage layer's kind (`version_conflict`, `read_only`, ...).
     Storage(skillstore_backends::ErrorKind),
 }
@@ -119,6 +125,7 @@ impl ErrorKind {
             ErrorKind::ContentBlocked => "content_blocked",
             ErrorKind::PatchMismatch => "patch_mismatch",
             ErrorKind::History => "history",
+            ErrorKind::Audit => "audit",
             ErrorKind::Storage(kind) => kind.as_str(),
         }
     }
@@ -170,6 +177,7 @@ impl Error {
             Error::ContentBlocked { .. } => ErrorKind::ContentBlocked,
             Error::PatchMismatch { .. } => ErrorKind::PatchMismatch,
             Error::History(_) => ErrorKind::History,
+            Error::Audit(_) => ErrorKind::Audit,
             Error::Backend(e) => ErrorKind::Storage(e.kind()),
         }
     }
@@ -200,6 +208,7 @@ mod tests {
             (ErrorKind::ContentBlocked, "content_blocked"),
             (ErrorKind::PatchMismatch, "patch_mismatch"),
             (ErrorKind::History, "history"),
+            (ErrorKind::Audit, "audit"),
             (ErrorKind::Storage(Storage::VersionConflict), "version_conflict"),
             (ErrorKind::Storage(Storage::ReadOnly), "read_only"),
             (ErrorKind::Storage(Storage::InvalidPath), "invalid_path"),
@@ -255,6 +264,7 @@ mod tests {
                 "patch_mismatch",
             ),
             (Error::History("h".into()), "history"),
+            (Error::Audit("a".into()), "audit"),
             (
                 Error::Backend(skillstore_backends::Error::new(Storage::AlreadyExists)),
                 "already_exists",
