@@ -214,6 +214,36 @@ async fn the_log_is_never_a_skill(kind: Kind) {
     );
 }
 
+/// A log whose newest record cannot be read (larger than a record may
+/// be) refuses every change before a byte of it is written; a record
+/// that cannot be parsed is still chained to, by the hash of its bytes.
+#[tokio::test]
+async fn a_change_is_refused_rather_than_left_unrecorded() {
+    let backend: Arc<dyn SkillBackend> = Arc::new(MemoryBackend::new());
+    let e = editor(&backend, "ada");
+    e.create("pdf", skill_md("pdf", "Read PDFs.")).await.unwrap();
+    let huge = vec![b' '; skillstore::audit::record::MAX_RECORD_BYTES as usize + 1];
+    overwrite(&backend, 2, huge).await;
+    let err = e.create("csv", skill_md("csv", "Read CSVs.")).await.unwrap_err();
+    assert_eq!(err.kind(), "audit", "{err}");
+    assert!(
+        !backend
+            .exists(&VPath::new("/team/csv/SKILL.md").unwrap())
+            .await
+            .unwrap()
+    );
+    let verified = log(&backend).verify(None).await.unwrap();
+    assert_eq!(named(&verified), (2, BreachKind::TooLarge));
+
+    overwrite(&backend, 2, b"garbage".to_vec()).await;
+    e.create("csv", skill_md("csv", "Read CSVs.")).await.unwrap();
+    assert_eq!(stored(&backend, 3).await.prev, Some(digest(b"garbage")));
+    assert_eq!(
+        named(&log(&backend).verify(None).await.unwrap()),
+        (2, BreachKind::Unparsable)
+    );
+}
+
 macro_rules! on_every_writable_backend {
     ($($case:ident),* $(,)?) => {
         mod memory { $( #[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $case() { super::$case(super::Kind::Memory).await } )* }
