@@ -89,6 +89,10 @@ pub enum Error {
     /// disagrees, a yanked version tagged); nothing was written.
     #[error("{0}")]
     ReleaseRefused(String),
+    /// The audit log could not be read, or a change could not be recorded
+    /// in it.
+    #[error("audit log: {0}")]
+    Audit(String),
     /// The storage layer refused or failed.
     #[error(transparent)]
     Backend(#[from] skillstore_backends::Error),
@@ -121,6 +125,8 @@ pub enum ErrorKind {
     ReleaseNotFound,
     /// A rule of releases refused a release, tag or yank (`release_refused`).
     ReleaseRefused,
+    /// The audit log could not be read or appended to (`audit`).
+    Audit,
     /// The storage layer's kind (`version_conflict`, `read_only`, ...).
     Storage(skillstore_backends::ErrorKind),
 }
@@ -139,6 +145,7 @@ impl ErrorKind {
             ErrorKind::History => "history",
             ErrorKind::ReleaseNotFound => "release_not_found",
             ErrorKind::ReleaseRefused => "release_refused",
+            ErrorKind::Audit => "audit",
             ErrorKind::Storage(kind) => kind.as_str(),
         }
     }
@@ -192,6 +199,7 @@ impl Error {
             Error::History(_) => ErrorKind::History,
             Error::ReleaseNotFound { .. } => ErrorKind::ReleaseNotFound,
             Error::ReleaseRefused(_) => ErrorKind::ReleaseRefused,
+            Error::Audit(_) => ErrorKind::Audit,
             Error::Backend(e) => ErrorKind::Storage(e.kind()),
         }
     }
@@ -224,6 +232,7 @@ mod tests {
             (ErrorKind::History, "history"),
             (ErrorKind::ReleaseNotFound, "release_not_found"),
             (ErrorKind::ReleaseRefused, "release_refused"),
+            (ErrorKind::Audit, "audit"),
             (ErrorKind::Storage(Storage::VersionConflict), "version_conflict"),
             (ErrorKind::Storage(Storage::ReadOnly), "read_only"),
             (ErrorKind::Storage(Storage::InvalidPath), "invalid_path"),
@@ -279,6 +288,7 @@ mod tests {
                 "patch_mismatch",
             ),
             (Error::History("h".into()), "history"),
+            (Error::Audit("a".into()), "audit"),
             (
                 Error::ReleaseNotFound {
                     skill: "s".into(),

@@ -37,6 +37,7 @@
 #![warn(missing_docs)]
 
 pub mod archive;
+pub mod audit;
 pub mod cache;
 pub mod catalog;
 pub mod changes;

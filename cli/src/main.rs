@@ -1,9 +1,11 @@
 //! The `skillstore` command: flags become a [`skillstore::Config`], the
 //! library does the work, and this crate prints and picks the exit code.
 //! Exit codes: 0 success (diagnostics allowed), 1 the command's own
-//! failure, 2 bad usage, 3 done but a source was unavailable or stale.
+//! failure, 2 bad usage, 3 done but a source was unavailable or stale (or
+//! an audit log's chain did not verify).
 
 mod archive;
+mod audit;
 mod commands;
 mod completion;
 mod config_check;
@@ -210,6 +212,9 @@ pub enum Command {
         #[arg(short, long, value_name = "FILE")]
         output: Option<PathBuf>,
     },
+    /// List a source's audit log (every change, who made it, the files' digests before and after);
+    /// with --verify walk its hash chain and exit 3 naming the first record that breaks it.
+    Audit(audit::AuditArgs),
     /// Report every skill's digest, how it stands against the lock (--locked's file, else the one
     /// `lock` writes, when it exists) and who signed it; exit 3 when one would not be served.
     Verify {
@@ -599,6 +604,7 @@ async fn run(args: Args) -> Result<(), Failure> {
         } => search::run(&args.global, query.as_deref(), limit, json, batch, include_disabled).await,
         Command::Validate { json, paths } => validate::run(&paths, json).await,
         Command::TokenHash => serve::token_hash(),
+        Command::Audit(audit) => audit::run(&args.global, &audit).await,
         Command::Verify { json } => integrity::verify(&args.global, json).await,
         Command::Sign { dirs, key } => integrity::sign(&dirs, key.as_deref()).await,
         Command::Lock { output } => commands::lock(&args.global, output.as_deref()).await,

@@ -1,6 +1,16 @@
 //! Writing skills: create, edit, patch, delete, and supporting files, each
 //! change conditional on the version it was based on, checked before it is
-//! written, and recorded in the skill's history.
+//! written, and recorded in the skill's history and the source's audit log
+//! ([`crate::audit`]).
+//!
+//! The audit log is checked before a byte is written (the storage can
+//! append to it, its newest record can be read, the change's record fits),
+//! and the record is appended once the files landed, before the history
+//! entry: a change whose record cannot be appended is undone like one
+//! whose history entry cannot, so no change stands unrecorded. When the
+//! history entry fails after the record was appended, the record is
+//! withdrawn with the files, unless another writer already chained a
+//! record to it.
 //!
 //! A change never overwrites a version it did not read: every write is a
 //! create-only or version-conditional put, so of two writers who read the
@@ -467,6 +477,18 @@ impl SkillEditor {
                 .collect(),
         };
         history::check_room(&*self.backend, &history_path, &record).await?;
+        let mut entry = crate::audit::Entry::now(
+            &self.author,
+            action.as_str(),
+            name,
+            steps
+                .iter()
+                .map(|step| crate::audit::FileDigest::of(&step.path, step.previous.as_deref(), step.new.as_deref()))
+                .collect(),
+        );
+        entry.rollback_to = rollback_to;
+        let audit = self.audit_log()?;
+        let tail = audit.prepare(&entry).await?;
 
         let mut landed = Vec::with_capacity(steps.len());
         let mut failure = None;
@@ -500,7 +522,7 @@ impl SkillEditor {
         let anything_written = !landed.is_empty();
         let outcome = match failure {
             Some(e) => Err(e),
-            None => history::append(&*self.backend, &history_path, record).await,
+            None => self.record(name, &audit, (&entry, tail), &history_path, record).await,
         };
         match outcome {
             Ok(record) => {
@@ -524,6 +546,40 @@ impl SkillEditor {
                 Err(e)
             }
         }
+    }
+
+    /// Records a change whose files landed: its audit record, then its
+    /// history entry. When the history entry fails, the audit record is
+    /// withdrawn (the caller puts the files back), unless another writer
+    /// already chained a record to it.
+    async fn record(
+        &self,
+        name: &str,
+        audit: &crate::audit::AuditLog,
+        (entry, tail): (&crate::audit::Entry, crate::audit::Tail),
+        history_path: &VPath,
+        record: Record,
+    ) -> Result<Record> {
+        let appended = audit.append(entry, Some(tail)).await?;
+        let failure = match history::append(&*self.backend, history_path, record).await {
+            Ok(record) => return Ok(record),
+            Err(e) => e,
+        };
+        let seq = appended.record.seq;
+        match audit.withdraw(&appended).await {
+            Ok(true) => {}
+            Ok(false) => {
+                tracing::warn!(
+                    skill = name,
+                    seq,
+                    "a change was undone, but a later audit record follows its record, which stays"
+                );
+            }
+            Err(e) => {
+                tracing::warn!(skill = name, seq, error = %e, "a change was undone, but its audit record could not be removed");
+            }
+        }
+        Err(failure)
     }
 
     /// Puts back, newest first, every file a failed change wrote, each
@@ -573,6 +629,7 @@ impl SkillEditor {
                 Error::Backend(e.with_detail(detail))
             }
             Error::History(message) => Error::History(format!("{message}; {note}")),
+            Error::Audit(message) => Error::Audit(format!("{message}; {note}")),
             other => {
                 tracing::warn!(error = %other, "{note}");
                 other
@@ -681,6 +738,12 @@ impl SkillEditor {
 
     fn file_path(&self, name: &str, relative: &str) -> Result<VPath> {
         Ok(self.skill_dir(name)?.join(relative)?)
+    }
+
+    /// The audit log of the source written to, which every change is
+    /// recorded in.
+    pub fn audit_log(&self) -> Result<crate::audit::AuditLog> {
+        crate::audit::AuditLog::new(Arc::clone(&self.backend), self.source.path())
     }
 
     fn history_path(&self, name: &str) -> Result<VPath> {

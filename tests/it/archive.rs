@@ -893,9 +893,10 @@ async fn install_is_not_all_or_nothing(kind: Kind) {
     dest.install(&archive, &ArchiveLimits::default(), InstallOptions::replacing())
         .await
         .unwrap();
-    // a.md, b.md, stale.md, SKILL.md and the history record; an object
-    // store then updates the source's index, which is no part of the change.
-    let writes = 5;
+    // a.md, b.md, stale.md, SKILL.md, the audit record and the history
+    // record; an object store then updates the source's index, which is no
+    // part of the change.
+    let writes = 6;
     assert!(faulty.writes() >= writes);
     for n in 0..writes {
         let (dest, faulty) = faulty_destination(kind, &existing).await;

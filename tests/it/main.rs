@@ -3,6 +3,7 @@
 
 mod archive;
 mod archive_rooted;
+mod audit;
 mod catalog;
 mod changes;
 mod common;

@@ -3,6 +3,7 @@
 //! share.
 
 mod archive;
+mod audit;
 mod config;
 mod first_day;
 mod git;
