@@ -305,14 +305,29 @@ pub struct DeepLimits {
     /// so far (a tree of large skills is cheaper to list by directory).
     /// Backends that list directory by directory may ignore it.
     pub max_files_per_dir: usize,
+    /// Immediate subdirectories left out: none of their files is listed or
+    /// counted against the limits above (a store's own bookkeeping beside
+    /// the skills: history, audit records, releases).
+    pub skip: &'static [&'static str],
+}
+
+impl DeepLimits {
+    /// True when `relative` (a listed file's path) lies in a directory
+    /// [`DeepLimits::skip`] leaves out.
+    pub fn skips(&self, relative: &str) -> bool {
+        relative
+            .split_once('/')
+            .is_some_and(|(top, _)| self.skip.contains(&top))
+    }
 }
 
 impl Default for DeepLimits {
-    /// 25,000 files, 16 per subdirectory.
+    /// 25,000 files, 16 per subdirectory, nothing skipped.
     fn default() -> Self {
         DeepLimits {
             max_files: 25_000,
             max_files_per_dir: 16,
+            skip: &[],
         }
     }
 }
@@ -409,7 +424,9 @@ pub trait SkillBackend: Send + Sync + fmt::Debug {
             },
         )
         .await?;
-        Ok(DeepListing::from_walk(walk))
+        let mut listing = DeepListing::from_walk(walk);
+        listing.files.retain(|f| !limits.skips(&f.relative));
+        Ok(listing)
     }
 
     /// The capabilities that hold at `path`: a namespace joining several

@@ -421,6 +421,9 @@ impl SkillBackend for ObjectStoreBackend {
             if relative.is_empty() {
                 continue;
             }
+            if limits.skips(relative) {
+                continue;
+            }
             if !relative.split('/').all(crate::vpath::is_valid_segment) || dir.join(relative).is_err() {
                 return Err(Error::at(ErrorKind::InvalidPath, dir).with_detail("a key below it cannot be a path"));
             }

@@ -18,6 +18,12 @@ use crate::source::Source;
 
 /// Lists a source: the names of its subdirectories (or entries that may be
 /// links to some) it admits, in ascending order of `"<name>/"`.
+/// The directories skillstore keeps beside a source's skills (history,
+/// audit records, releases): never skills, and left out of a deep listing
+/// so that however many records they hold, the skills are still listed in
+/// one pass.
+const BOOKKEEPING_DIRS: &[&str] = &[crate::edit::history::HISTORY_DIR, crate::audit::AUDIT_DIR, RELEASES_DIR];
+
 /// What a listing by directory found in a source.
 pub(super) struct Listed {
     /// The names of its subdirectories (or entries that may be links to
@@ -184,7 +190,11 @@ pub(super) async fn apply_index(
 /// found nothing (so the usual listing reports why), or was cut short by
 /// [`DeepLimits`] (a source of far more files than skills).
 pub(super) async fn list_deep_source(backend: &dyn SkillBackend, source: &Source) -> Option<DeepSource> {
-    let listing = match backend.list_deep(source.path(), DeepLimits::default()).await {
+    let limits = DeepLimits {
+        skip: BOOKKEEPING_DIRS,
+        ..DeepLimits::default()
+    };
+    let listing = match backend.list_deep(source.path(), limits).await {
         Ok(listing) if !listing.truncated && !listing.files.is_empty() => listing,
         Ok(listing) => {
             tracing::debug!(

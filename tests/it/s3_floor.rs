@@ -300,6 +300,32 @@ async fn refresh_of_an_unchanged_catalog_is_the_listing_alone() {
     assert_eq!(after.get("skill-03").unwrap().metadata.description, "team 3 changed");
 }
 
+/// However many records the history, the audit log and releases keep
+/// beside the skills, a source is still listed in one deep pass: their
+/// keys are neither listed nor counted against the listing's limits.
+#[tokio::test]
+async fn bookkeeping_beside_the_skills_never_costs_the_deep_listing() {
+    let backend = s3s();
+    seed(&backend, 5).await;
+    let records: Vec<String> = (0..2100)
+        .map(|i| match i % 3 {
+            0 => format!("/base/.audit/{i:016}.json"),
+            1 => format!("/base/.history/skill-{i}.jsonl"),
+            _ => format!("/base/.releases/skill-00/{i}.0.0.json"),
+        })
+        .collect();
+    futures::future::join_all(records.iter().map(|path| put(&backend, path, "{}"))).await;
+    let counting = Counting::new(backend.clone());
+    let catalog = Catalog::load(counting.clone(), sources(), options(None)).await;
+    assert_eq!(catalog.skills().len(), 5);
+    assert_eq!(
+        counting.take(),
+        (2, 0, 0, 10),
+        "one deep listing per source, no listing by directory"
+    );
+    assert!(catalog.diagnostics().is_empty(), "{:?}", catalog.diagnostics());
+}
+
 #[tokio::test]
 async fn a_cold_load_with_an_index_reads_no_skill_md() {
     let backend = s3s();

@@ -987,6 +987,24 @@ pub async fn deep_listing_agrees_with_the_walk(f: Fixture) {
         .await
         .unwrap();
     assert!(few.truncated && few.files.len() <= 2, "{few:?}");
+    // A skipped directory's files are not listed.
+    for i in 0..3 {
+        put(&f, &format!("/d/.log/{i}.json"), b"{}".to_vec()).await;
+    }
+    let skipping = f
+        .backend
+        .list_deep(
+            &p("/d"),
+            DeepLimits {
+                skip: &[".log"],
+                ..DeepLimits::default()
+            },
+        )
+        .await
+        .unwrap();
+    let mut names: Vec<_> = skipping.files.iter().map(|f| f.relative.as_str()).collect();
+    names.sort_unstable();
+    assert_eq!(names, ["a/b/two.md", "a/one.md", "c/SKILL.md", "top.md"]);
 }
 
 /// `a/up -> ..` and `b -> .` make a tree without end for a walk that
