@@ -8,7 +8,9 @@
 //!   case (or `git~1`, its short name on Windows volumes), anywhere. Copied
 //!   out by `sync`, a mount or an install, such a directory is a working
 //!   repository whose `config` and hooks run commands (`core.fsmonitor`)
-//!   for whoever runs `git` there.
+//!   for whoever runs `git` there. A file named `HEAD` (in any case) is
+//!   refused alike: beside `objects/` and `refs/` it makes its directory a
+//!   bare repository, whose `config` Git honours just as well.
 //! - **hidden paths** ([`ContentRefusal::Hidden`]): any other segment that
 //!   starts with `.` (`.env`, `scripts/.cache/x`, `.github/`). Tools keep
 //!   their own state under such names; a skill's files are what its body
@@ -31,7 +33,7 @@ pub const RESERVED_DIR: &str = ".skillstore";
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ContentRefusal {
-    /// A `.git` segment, in any case (`git_entry`).
+    /// A `.git` or `HEAD` segment, in any case (`git_entry`).
     GitEntry,
     /// A segment starting with `.` other than the signature's
     /// (`hidden_path`).
@@ -53,7 +55,9 @@ impl ContentRefusal {
     /// A sentence for a person, naming no path.
     pub fn describe(self) -> &'static str {
         match self {
-            ContentRefusal::GitEntry => "a `.git` entry is never part of a skill",
+            ContentRefusal::GitEntry => {
+                "a `.git` entry, or a `HEAD` that would make a directory a Git repository, is never part of a skill"
+            }
             ContentRefusal::Hidden => {
                 "a hidden name (starting with `.`) is not part of a skill; only `.skillstore/signature` is"
             }
@@ -62,10 +66,13 @@ impl ContentRefusal {
     }
 }
 
-/// True for a segment that names a Git directory: `.git` in any case, or
-/// `git~1` (its 8.3 short name).
+/// True for a segment that makes a Git repository: `.git` in any case,
+/// `git~1` (its 8.3 short name), or `HEAD` in any case (with `objects/`
+/// and `refs/` beside it, a bare repository).
 pub fn is_git_segment(segment: &str) -> bool {
-    segment.eq_ignore_ascii_case(".git") || segment.eq_ignore_ascii_case("git~1")
+    segment.eq_ignore_ascii_case(".git")
+        || segment.eq_ignore_ascii_case("git~1")
+        || segment.eq_ignore_ascii_case("HEAD")
 }
 
 /// Why `relative`, a `/`-separated path relative to a skill's directory,
@@ -112,6 +119,10 @@ mod tests {
             (".GiT/config", Some(ContentRefusal::GitEntry)),
             ("scripts/.git/hooks/pre-commit", Some(ContentRefusal::GitEntry)),
             ("GIT~1/config", Some(ContentRefusal::GitEntry)),
+            ("HEAD", Some(ContentRefusal::GitEntry)),
+            ("assets/repo/head", Some(ContentRefusal::GitEntry)),
+            ("refs/heads/main", None),
+            ("objects/header.txt", None),
             (".skillstore/.git", Some(ContentRefusal::GitEntry)),
             (".env", Some(ContentRefusal::Hidden)),
             ("scripts/.cache/x", Some(ContentRefusal::Hidden)),

@@ -166,10 +166,15 @@ impl Source {
         self.writable
     }
 
-    /// Whether the directory `dir_name` is loaded from this source, by the
-    /// include and exclude patterns.
+    /// Whether the directory `dir_name` is loaded from this source: never a
+    /// hidden one (`.history/`, `.audit/`, `.releases/`, `.skillstore/`,
+    /// `.git/`, any `.NAME/`: skillstore's bookkeeping or someone else's,
+    /// and a name no skill may have), otherwise by the include and exclude
+    /// patterns.
     pub fn admits(&self, dir_name: &str) -> bool {
-        (self.include.is_empty() || self.include.matches(dir_name)) && !self.exclude.matches(dir_name)
+        !dir_name.starts_with('.')
+            && (self.include.is_empty() || self.include.matches(dir_name))
+            && !self.exclude.matches(dir_name)
     }
 
     /// The path shown for this source: its directory with a trailing `/`.
@@ -385,6 +390,10 @@ mod tests {
         assert!(s.admits("docx"));
         assert!(!s.admits("pdf-legacy"));
         assert!(!s.admits("xlsx"));
+        let all = Source::parse("/skills/").unwrap();
+        for hidden in [".audit", ".history", ".releases", ".skillstore", ".git", ".pdf-tools"] {
+            assert!(!all.admits(hidden), "{hidden}");
+        }
         assert!(Patterns::new(["[unclosed"]).is_err());
     }
 }

@@ -109,8 +109,15 @@ pub async fn install(
     if !replace {
         refuse_installed(global, &names, args).await?;
     }
+    // Every skill is copied out, validated and held to the target's
+    // signature policy before the first is written.
+    let mut archives = Vec::with_capacity(names.len());
     for name in &names {
         let archive = whole_winner(&catalog, name).await?;
+        check_signature(global, &archive, args)?;
+        archives.push(archive);
+    }
+    for archive in archives {
         install_archive(global, archive, replace, args).await?;
     }
     Ok(())
@@ -160,7 +167,7 @@ pub async fn whole_winner(catalog: &skillstore::Catalog, name: &str) -> Result<S
     match skillstore::archive::winner_archive(catalog, name).await? {
         skillstore::archive::WinnerArchive::Whole(archive) => Ok(archive),
         skillstore::archive::WinnerArchive::Incomplete(diagnostics) => Err(Failure::failed(format!(
-            "`{}` holds files a read does not serve ({}); nothing was copied",
+            "`{}` holds files a read does not serve ({}); nothing was written",
             shown(name),
             diagnostics
                 .iter()
@@ -171,29 +178,34 @@ pub async fn whole_winner(catalog: &skillstore::Catalog, name: &str) -> Result<S
     }
 }
 
-/// Installs one archive into a writable source through the editor.
-/// Installs one archive into a writable source through the editor; the
-/// report names the skill.
+/// Fails when the target source's signature policy would withhold
+/// `archive` once installed: what it would not serve is not installed.
+fn check_signature(global: &Global, archive: &SkillArchive, args: &EditArgs) -> Result<(), Failure> {
+    let namespace = build(global)?;
+    let target = namespace.write_target(args.to.as_deref())?;
+    if let Some(policy) = namespace.integrity().and_then(|i| i.signature_policy(target.name()))
+        && let SignatureStatus::Refused(refused) = check_archive(archive, policy)
+    {
+        return Err(Failure::failed(format!(
+            "[{}] `{}`: {}; nothing was installed",
+            refused.as_str(),
+            shown(archive.name()),
+            signature_message(refused).replace("it is not served", "it is not installed")
+        )));
+    }
+    Ok(())
+}
+
+/// Installs one archive into a writable source through the editor, after
+/// [`check_signature`]; the report names the skill.
 async fn install_archive(
     global: &Global,
     archive: SkillArchive,
     replace: bool,
     args: &EditArgs,
 ) -> Result<(), Failure> {
+    check_signature(global, &archive, args)?;
     let namespace = build(global)?;
-    // The target source's signature policy, checked before anything is
-    // written: what it would withhold once installed is not installed.
-    let target = namespace.write_target(args.to.as_deref())?;
-    if let Some(policy) = namespace.integrity().and_then(|i| i.signature_policy(target.name()))
-        && let SignatureStatus::Refused(refused) = check_archive(&archive, policy)
-    {
-        return Err(Failure::failed(format!(
-            "[{}] `{}`: {}",
-            refused.as_str(),
-            shown(archive.name()),
-            signature_message(refused).replace("it is not served", "it is not installed")
-        )));
-    }
     let editor = namespace.editor(args.to.as_deref())?.with_author(author(args));
     let options = if replace {
         InstallOptions::replacing()

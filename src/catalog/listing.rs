@@ -74,14 +74,17 @@ fn is_skill_file(name: &str) -> bool {
 /// The warning for a source that is itself one skill's directory: a source
 /// holds skill directories, so its parent was likely meant.
 pub(super) fn source_is_a_skill(source: &Source) -> Diagnostic {
-    let parent = source.path().parent().map_or_else(|| "/".to_owned(), |p| p.to_string());
+    let advice = match source.path().parent() {
+        Some(parent) => format!("point it at its parent ({parent})"),
+        None => "put the skill in a directory of its own".to_owned(),
+    };
     Diagnostic::new(
         Severity::Warning,
         DiagnosticKind::SourceIsASkill,
         Some(source.name()),
         Some(source.path()),
         format!(
-            "the source is one skill's directory (it holds {SKILL_FILE}); a source holds skill directories: point it at its parent ({parent})"
+            "the source is one skill's directory (it holds {SKILL_FILE}); a source holds skill directories: {advice}"
         ),
     )
 }

@@ -315,6 +315,15 @@ async fn bookkeeping_beside_the_skills_never_costs_the_deep_listing() {
         })
         .collect();
     futures::future::join_all(records.iter().map(|path| put(&backend, path, "{}"))).await;
+    // A hidden directory is never a skill, whatever it holds.
+    for hidden in [".audit", ".history", ".releases", ".git", ".x"] {
+        put(
+            &backend,
+            &format!("/base/{hidden}/SKILL.md"),
+            skill_md("hidden", "hidden"),
+        )
+        .await;
+    }
     let counting = Counting::new(backend.clone());
     let catalog = Catalog::load(counting.clone(), sources(), options(None)).await;
     assert_eq!(catalog.skills().len(), 5);

@@ -267,3 +267,34 @@ fn install_takes_skills_from_any_location() {
     ));
     assert_eq!(out.code, 2, "{}", out.stderr);
 }
+
+/// Several skills from a location are installed all or none: one that a
+/// read would not serve whole (a hidden file) refuses the command before
+/// the first is written.
+#[test]
+fn install_from_a_location_writes_nothing_when_one_skill_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("base")).unwrap();
+    std::fs::create_dir_all(dir.path().join("team")).unwrap();
+    let from = dir.path().join("from");
+    for name in ["aaa", "bbb"] {
+        crate::support::write(
+            &from,
+            &format!("{name}/SKILL.md"),
+            &format!("---\nname: {name}\ndescription: The {name} skill.\n---\nx\n"),
+        );
+    }
+    crate::support::write(&from, "bbb/.env", "SECRET=1\n");
+    let out = run(&mut in_tree(
+        dir.path(),
+        &["install", from.to_str().unwrap(), "--to", "team"],
+    ));
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("`bbb` holds files a read does not serve"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.ends_with("nothing was written\n"), "{}", out.stderr);
+    assert_eq!(std::fs::read_dir(dir.path().join("team")).unwrap().count(), 0);
+}

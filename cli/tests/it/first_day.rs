@@ -502,6 +502,68 @@ fn a_source_that_is_a_skill_says_to_point_at_its_parent() {
     assert_eq!(out.stderr, "");
 }
 
+/// A skill laid out as a bare Git repository (`HEAD`, `objects/`, `refs/`,
+/// a `config`) syncs without its `HEAD`, so the real `git` takes the synced
+/// directory for no repository and never reads that `config`.
+#[test]
+fn a_bare_repository_layout_never_syncs_as_a_repository() {
+    let dir = two_skills();
+    let root = dir.path();
+    write(root, "skills/pdf/HEAD", "ref: refs/heads/main\n");
+    write(root, "skills/pdf/objects/info/packs", "x\n");
+    write(root, "skills/pdf/refs/heads/keep", "x\n");
+    write(root, "skills/pdf/config", "[core]\n\tpager = touch PWNED; cat\n");
+    let out = run(skillstore(root).args(["--source", "/skills/", "sync", "out"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("/skills/pdf/HEAD") && out.stderr.contains("would make a directory a Git repository"),
+        "{}",
+        out.stderr
+    );
+    assert!(!root.join("out/pdf/HEAD").exists());
+    assert!(root.join("out/pdf/config").exists());
+    let git = std::process::Command::new("git")
+        .args(["rev-parse", "--git-dir"])
+        .current_dir(root.join("out/pdf"))
+        .env("GIT_CEILING_DIRECTORIES", root)
+        .output()
+        .expect("git runs");
+    assert!(!git.status.success(), "git found a repository in the synced skill");
+}
+
+/// A hidden directory of a source is never a skill, whatever it holds:
+/// not the history (which keeps removed files' bytes), the audit log, a
+/// `.git`, or any other.
+#[test]
+fn hidden_directories_of_a_source_are_never_skills() {
+    let dir = two_skills();
+    for hidden in [".history", ".audit", ".git", ".releases", ".secret"] {
+        write(
+            dir.path(),
+            &format!("skills/{hidden}/SKILL.md"),
+            "---\nname: hidden\ndescription: Hidden.\n---\nx\n",
+        );
+        write(
+            dir.path(),
+            &format!("skills/{hidden}/kept.jsonl"),
+            "AWS_SECRET=hunter2\n",
+        );
+    }
+    let out = run(skillstore(dir.path()).args(["--source", "/skills/", "list", "--json"]));
+    let json: Value = serde_json::from_str(&out.text()).unwrap();
+    let names: Vec<&str> = json["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["forms", "pdf"]);
+    assert_eq!(json["diagnostics"], serde_json::json!([]), "{json}");
+    let out = run(skillstore(dir.path()).args(["--source", "/skills/", "read", "hidden", "kept.jsonl"]));
+    assert_eq!(out.code, 1, "{}", out.text());
+    assert!(!out.text().contains("hunter2"));
+}
+
 /// `read NAME DIR/` (a trailing slash, as completion types it) lists the
 /// files under that directory.
 #[test]
