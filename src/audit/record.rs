@@ -72,7 +72,7 @@ pub struct AuditRecord {
     pub actor: String,
     /// What was done: a snake_case name (`create`, `edit`, `patch`,
     /// `delete`, `write_file`, `remove_file`, `rollback`, `install`,
-    /// `override`).
+    /// `override`; `release`, `tag`, `yank` for releases).
     pub action: String,
     /// The skill's directory name in the source.
     pub skill: String,

@@ -125,10 +125,15 @@ impl Releases {
     pub async fn release(&self, name: &str, version: &str, notes: Option<&str>) -> Result<Released> {
         self.writable()?;
         let version = parse_version(version)?;
+        let name = skill_name(name)?;
+        let manifest = layout::manifest_path(self.source.path(), &name, &version)?;
+        let channels = layout::channels_path(self.source.path(), &name)?;
+        let audit = self.audit_prepared("release", &name, &[&manifest, &channels]).await?;
+        let channels_before = self.bytes_of(&channels).await?;
         let made = make::release(make::Request {
             backend: &*self.backend,
             source: self.source.path(),
-            name: &skill_name(name)?,
+            name: &name,
             version: &version,
             notes,
             author: &self.author,
@@ -137,6 +142,8 @@ impl Releases {
         })
         .await?;
         self.recorded().await;
+        let files = [(&manifest, None), (&channels, channels_before)];
+        self.audited(audit, &files).await?;
         Ok(made)
     }
 
@@ -149,6 +156,9 @@ impl Releases {
         version::check_channel(channel)?;
         let version = parse_version(version)?;
         self.require(&name, &version).await?;
+        let path = layout::channels_path(self.source.path(), &name)?;
+        let audit = self.audit_prepared("tag", &name, &[&path]).await?;
+        let before = self.bytes_of(&path).await?;
         let channels = store::update_channels(&*self.backend, self.source.path(), &name, |c| {
             if c.yanked.contains(&version) {
                 return Err(Error::ReleaseRefused(format!(
@@ -160,6 +170,7 @@ impl Releases {
         })
         .await?;
         self.recorded().await;
+        self.audited(audit, &[(&path, before)]).await?;
         Ok(channels)
     }
 
@@ -172,12 +183,16 @@ impl Releases {
         let version = parse_version(version)?;
         self.require(&name, &version).await?;
         let existing = store::versions(&*self.backend, self.source.path(), &name).await?;
+        let path = layout::channels_path(self.source.path(), &name)?;
+        let audit = self.audit_prepared("yank", &name, &[&path]).await?;
+        let before = self.bytes_of(&path).await?;
         let channels = store::update_channels(&*self.backend, self.source.path(), &name, |c| {
             c.yank(&version, &existing);
             Ok(())
         })
         .await?;
         self.recorded().await;
+        self.audited(audit, &[(&path, before)]).await?;
         Ok(channels)
     }
 
@@ -247,6 +262,69 @@ impl Releases {
     /// bytes are those the manifest hashed.
     pub async fn read_file(&self, manifest: &Manifest, relative: &str) -> Result<Bytes> {
         store::read_file(&*self.backend, self.source.path(), manifest, relative, self.limit).await
+    }
+
+    /// Before a release, tag or yank writes anything: the source's audit
+    /// log checked as the editor checks it (a log that cannot be appended
+    /// to refuses the change), with the entry to record once it landed.
+    async fn audit_prepared(
+        &self,
+        action: &str,
+        name: &str,
+        paths: &[&skillstore_backends::VPath],
+    ) -> Result<(crate::audit::AuditLog, crate::audit::Entry, crate::audit::Tail)> {
+        let log = crate::audit::AuditLog::new(Arc::clone(&self.backend), self.source.path())?;
+        let files = paths
+            .iter()
+            .map(|p| crate::audit::FileDigest::of(&self.relative(p), Some(b""), Some(b"")))
+            .collect();
+        let entry = crate::audit::Entry::now(&self.author, action, name, files);
+        let tail = log.prepare(&entry).await?;
+        Ok((log, entry, tail))
+    }
+
+    /// Appends the audit record of a release, tag or yank that landed: each
+    /// file it wrote with the digest of its bytes before (as read before
+    /// the change) and after (as stored now).
+    async fn audited(
+        &self,
+        (log, mut entry, tail): (crate::audit::AuditLog, crate::audit::Entry, crate::audit::Tail),
+        files: &[(&skillstore_backends::VPath, Option<Bytes>)],
+    ) -> Result<()> {
+        entry.files.clear();
+        for (path, before) in files {
+            let after = self.bytes_of(path).await?;
+            entry.files.push(crate::audit::FileDigest::of(
+                &self.relative(path),
+                before.as_deref(),
+                after.as_deref(),
+            ));
+        }
+        log.append(&entry, Some(tail)).await?;
+        Ok(())
+    }
+
+    /// The bytes of `path` now, or `None` when it does not exist.
+    async fn bytes_of(&self, path: &skillstore_backends::VPath) -> Result<Option<Bytes>> {
+        let options = skillstore_backends::ReadOptions {
+            limit: self.limit,
+            confinement: Some(self.source.path().segments().count()).filter(|&n| n > 0),
+            ..Default::default()
+        };
+        match self.backend.read(path, options).await {
+            Ok(blob) => Ok(Some(blob.data)),
+            Err(e) if e.kind() == skillstore_backends::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// `path` relative to the source's directory, as audit records name it.
+    fn relative(&self, path: &skillstore_backends::VPath) -> String {
+        path.as_str()
+            .strip_prefix(self.source.path().as_str())
+            .unwrap_or(path.as_str())
+            .trim_start_matches('/')
+            .to_owned()
     }
 
     /// Tells the change journal, when there is one, that the source changed.

@@ -186,6 +186,64 @@ async fn channels_ranges_and_yanks_on_s3() {
     channels_ranges_and_yanks(Kind::S3).await;
 }
 
+/// A release, a tag and a yank each append one audit record naming the
+/// files they wrote with their digests before and after, and the chain
+/// verifies; a log that cannot be appended to refuses them first.
+async fn releases_are_audited(kind: Kind) {
+    let t = tree(kind);
+    let b = &*t.backend;
+    let r = releases(&t);
+    put(b, "/team/pdf/SKILL.md", skill_md("pdf", "x", None)).await;
+    r.release("pdf", "1.0.0", None).await.unwrap();
+    r.tag("pdf", "stable", "1.0.0").await.unwrap();
+    r.yank("pdf", "1.0.0").await.unwrap();
+    let log = crate::audit::AuditLog::new(Arc::clone(&t.backend), &p("/team")).unwrap();
+    let records = log.records(None).await.unwrap();
+    let actions: Vec<(&str, &str, &str)> = records
+        .iter()
+        .map(|r| (r.action.as_str(), r.skill.as_str(), r.actor.as_str()))
+        .collect();
+    assert_eq!(
+        actions,
+        [("release", "pdf", "ana"), ("tag", "pdf", "ana"), ("yank", "pdf", "ana")]
+    );
+    let manifest = b
+        .read(&p("/team/.releases/pdf/1.0.0.json"), Default::default())
+        .await
+        .unwrap();
+    assert_eq!(records[0].files[0].path, ".releases/pdf/1.0.0.json");
+    assert_eq!(records[0].files[0].before, None);
+    assert_eq!(
+        records[0].files[0].after,
+        Some(crate::audit::record::digest(&manifest.data))
+    );
+    let channels = b
+        .read(&p("/team/.releases/pdf/channels.json"), Default::default())
+        .await
+        .unwrap();
+    assert_eq!(records[2].files[0].path, ".releases/pdf/channels.json");
+    assert_eq!(records[2].files[0].before, records[1].files[0].after);
+    assert_eq!(
+        records[2].files[0].after,
+        Some(crate::audit::record::digest(&channels.data))
+    );
+    assert!(log.verify(None).await.unwrap().breach.is_none());
+    // A log whose newest record cannot be read refuses the next change.
+    put(b, "/team/.audit/0000000000000004.json", vec![b'x'; 5 << 20]).await;
+    assert!(r.tag("pdf", "beta", "1.0.0").await.is_err());
+    assert!(!r.channels("pdf").await.unwrap().channels.contains_key("beta"));
+}
+
+#[tokio::test]
+async fn releases_are_audited_on_memory() {
+    releases_are_audited(Kind::Memory).await;
+}
+
+#[tokio::test]
+async fn releases_are_audited_on_a_directory() {
+    releases_are_audited(Kind::Fs).await;
+}
+
 #[tokio::test]
 async fn every_refusal_writes_nothing() {
     let t = tree(Kind::Memory);
