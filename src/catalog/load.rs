@@ -11,7 +11,7 @@ use skillstore_backends::{ErrorKind, SkillBackend, Version};
 use super::listing::{
     apply_index, invalid_key, list_deep_source, list_source, skill_file, slash_order, source_is_a_skill,
 };
-use super::merge::{add_claims, merge};
+use super::merge::{add_claims, merge, unserved_selections};
 use super::parse::{failed_state, outcome_of_error, run_batch, take_entry, with_file};
 use super::read::served;
 use super::state::{Candidate, Done, Job, Listing, Outcome, SourceState};
@@ -389,6 +389,7 @@ impl Catalog {
     /// source states, merged and indexed.
     pub(super) fn with_states(&self, states: Vec<Arc<SourceState>>) -> Catalog {
         let (skills, index, mut diagnostics) = merge(&self.sources, &states, &self.options.filter);
+        let unserved = unserved_selections(&self.sources, &states, &skills);
         diagnostics.splice(0..0, self.options.standing.iter().cloned());
         // Winners a check will digest show what the digested bytes hold
         // ([`Catalog::set_checked`]); the others are held to their entries.
@@ -397,7 +398,7 @@ impl Catalog {
             add_claims(&mut pins, &states, &skills, &Pins::new());
         }
         let pins = Arc::new(pins.forgetting_in(Arc::clone(&self.options.digests)));
-        Catalog {
+        let catalog = Catalog {
             storage: Arc::clone(&self.storage),
             backend: served(&self.storage, Arc::clone(&pins)),
             pins,
@@ -408,6 +409,10 @@ impl Catalog {
             index,
             diagnostics,
             cache: Arc::clone(&self.cache),
+        };
+        match unserved.is_empty() {
+            true => catalog,
+            false => catalog.withhold(unserved.into_iter().map(|name| (name, None)).collect()),
         }
     }
 

@@ -130,6 +130,38 @@ pub(super) fn merge(
     (winners, index, diagnostics)
 }
 
+/// The winners a later source's selection claims but does not serve: a
+/// skill its `select:` names with no release matching
+/// (`release_not_found`). A lower layer's skill of that name is not served
+/// in its place (a yank never brings back what a layer overrode); each is
+/// withheld, the diagnostic saying why already in the catalog.
+pub(super) fn unserved_selections(sources: &SourceList, states: &[Arc<SourceState>], skills: &[Skill]) -> Vec<String> {
+    let mut unserved = Vec::new();
+    for (position, state) in states.iter().enumerate() {
+        for candidate in &state.candidates {
+            let Outcome::Rejected { diagnostics } = &candidate.outcome else {
+                continue;
+            };
+            let unmatched = diagnostics
+                .iter()
+                .any(|d| d.kind == DiagnosticKind::Storage(skillstore_backends::ErrorKind::ReleaseNotFound));
+            let below = skills
+                .iter()
+                .find(|s| s.name() == candidate.dir_name)
+                .is_some_and(|winner| {
+                    sources
+                        .iter()
+                        .position(|s| s.name() == winner.source)
+                        .is_some_and(|at| at < position)
+                });
+            if unmatched && below {
+                unserved.push(candidate.dir_name.clone());
+            }
+        }
+    }
+    unserved
+}
+
 /// The names of the skills `state` holds, by the position a merge gives
 /// them as the first source: built once per state and shared by every
 /// catalog that merges it while one of them holds it (a shared source's

@@ -499,6 +499,48 @@ fn consumer(root: &std::path::Path, select: &str) -> crate::Namespace {
     config.open().unwrap()
 }
 
+/// A layer whose selection matches no release any more (its only match
+/// yanked) withholds the name: the lower layer it overrode is not served
+/// in its place, and comes back only when the selection matches again.
+#[tokio::test]
+async fn a_yanked_selection_never_brings_back_the_layer_below() {
+    let dir = tempfile::tempdir().unwrap();
+    let backend: Arc<dyn SkillBackend> = Arc::new(FsBackend::new(dir.path()).unwrap());
+    let b = &*backend;
+    let team = Releases::new(Arc::clone(&backend), &team());
+    put(b, "/base/changelog/SKILL.md", skill_md("changelog", "BASE", None)).await;
+    put(b, "/team/changelog/SKILL.md", skill_md("changelog", "TEAM", None)).await;
+    team.release("changelog", "1.0.0", None).await.unwrap();
+    let yaml = format!(
+        "mounts:\n  - at: /\n    location: {}\nsources:\n  - path: /base\n  - path: /team\n    select: {{changelog: \"^1\"}}\n",
+        dir.path().display()
+    );
+    let mut config = crate::Config::parse(&yaml).unwrap();
+    config.disable_cache();
+    let namespace = config.open().unwrap();
+    let catalog = namespace.load().await;
+    let served = catalog.read_skill("changelog").await.unwrap();
+    assert!(String::from_utf8_lossy(&served).contains("TEAM"));
+
+    team.yank("changelog", "1.0.0").await.unwrap();
+    let yanked = catalog.refresh().await;
+    assert!(yanked.get("changelog").is_none(), "the base's changelog came back");
+    assert!(yanked.read_skill("changelog").await.is_err());
+    assert!(
+        yanked
+            .diagnostics()
+            .iter()
+            .any(|d| d.kind.as_str() == "release_not_found"),
+        "{:?}",
+        yanked.diagnostics()
+    );
+
+    team.release("changelog", "1.0.1", None).await.unwrap();
+    let again = yanked.refresh().await;
+    let served = again.read_skill("changelog").await.unwrap();
+    assert!(String::from_utf8_lossy(&served).contains("TEAM"));
+}
+
 #[tokio::test]
 async fn a_source_serves_the_release_its_selection_picks() {
     let dir = tempfile::tempdir().unwrap();
