@@ -190,8 +190,16 @@ pub fn since_key(text: &str) -> Result<String> {
         return Err(refuse());
     };
     let number = |range: std::ops::Range<usize>| key[range].parse::<u32>().unwrap_or(99);
-    let valid = (1..=12).contains(&number(5..7))
-        && (1..=31).contains(&number(8..10))
+    let (year, month) = (number(0..4), number(5..7));
+    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    let days = match month {
+        2 if leap => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    };
+    let valid = (1..=12).contains(&month)
+        && (1..=days).contains(&number(8..10))
         && number(11..13) < 24
         && number(14..16) < 60
         && number(17..19) < 61;
@@ -263,7 +271,17 @@ mod tests {
         }
         assert_eq!(since_key("2026-11-28").unwrap(), "2026-11-28T00:00:00.000Z");
         assert_eq!(since_key("2026-11-28T18:30:00Z").unwrap(), "2026-11-28T18:30:00.000Z");
-        for bad in ["yesterday", "2026-13-01", "2026-11-28T25:00:00Z", "2026-11-28 18:30"] {
+        assert!(since_key("2028-02-29").is_ok());
+        for bad in [
+            "yesterday",
+            "2026-13-01",
+            "2026-11-28T25:00:00Z",
+            "2026-11-28 18:30",
+            "2026-02-29",
+            "2026-02-30",
+            "2026-11-31",
+            "2100-02-29",
+        ] {
             assert!(since_key(bad).is_err(), "{bad}");
         }
         assert_eq!(bounded_actor(&"é".repeat(200)).len(), MAX_ACTOR_BYTES);

@@ -257,6 +257,23 @@ impl AuditLog {
                     "the record is larger than a record may be",
                 )));
             }
+            // Something planted in a record's place that no read takes (a
+            // FIFO, a device, a link): the log was tampered with there.
+            Err(Error::Backend(e))
+                if matches!(
+                    e.kind(),
+                    skillstore_backends::ErrorKind::NotRegularFile
+                        | skillstore_backends::ErrorKind::IsADirectory
+                        | skillstore_backends::ErrorKind::SymlinkRefused
+                        | skillstore_backends::ErrorKind::SymlinkEscape
+                ) =>
+            {
+                return Ok(Err(breach(
+                    seq,
+                    BreachKind::BadFormat,
+                    format!("the record is not a file a read takes ({})", e.kind().as_str()),
+                )));
+            }
             Err(e) => return Err(e),
         };
         let record = match AuditRecord::parse(&bytes) {

@@ -138,6 +138,26 @@ fn cli_audit_names_a_record_edited_or_removed_by_hand() {
     );
     std::fs::write(&second, &original).unwrap();
 
+    // A FIFO planted in record 2's place is named too, never waited on.
+    std::fs::remove_file(&second).unwrap();
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &second,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap();
+    let planted = run(&mut in_tree(dir.path(), &["audit", "--verify"]));
+    assert_eq!(planted.code, 3, "{}", planted.stderr);
+    assert!(
+        planted.stderr.contains("record 2 ") && planted.stderr.contains("(bad_format)"),
+        "{}",
+        planted.stderr
+    );
+    std::fs::remove_file(&second).unwrap();
+    std::fs::write(&second, &original).unwrap();
+
     // The newest record cut off: only the checkpoint sees it.
     std::fs::remove_file(record_path(&dir, 3)).unwrap();
     assert_eq!(run(&mut in_tree(dir.path(), &["audit", "--verify"])).code, 0);
