@@ -138,9 +138,41 @@ fn keygen_sign(file: &Path, digest: &str) -> Result<String> {
     if let Some(mut stdin) = child.stdin.take() {
         let _ = stdin.write_all(digest.as_bytes());
     }
-    let out = child
-        .wait_with_output()
+    // Both outputs read under a bound (each on its own thread, so neither
+    // pipe fills while the other is read): a signature is a few hundred
+    // bytes, and whatever prints more is not `ssh-keygen` signing.
+    let bounded = |pipe: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut kept = Vec::new();
+            if let Some(pipe) = pipe {
+                let mut pipe = std::io::Read::take(pipe, MAX_SIGNATURE_BYTES as u64 + 1);
+                let _ = std::io::Read::read_to_end(&mut pipe, &mut kept);
+                // Drain the rest so the child is never blocked on a full pipe.
+                let _ = std::io::copy(pipe.get_mut(), &mut std::io::sink());
+            }
+            kept
+        })
+    };
+    let stdout = bounded(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
+    );
+    let stderr = bounded(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
+    );
+    let status = child
+        .wait()
         .map_err(|e| Error::Usage(format!("`ssh-keygen -Y sign` failed: {e}")))?;
+    let out = std::process::Output {
+        status,
+        stdout: stdout.join().unwrap_or_default(),
+        stderr: stderr.join().unwrap_or_default(),
+    };
     if !out.status.success() {
         let said: String = String::from_utf8_lossy(&out.stderr)
             .lines()

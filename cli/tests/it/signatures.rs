@@ -712,3 +712,36 @@ fn the_ssh_agent_signs_without_a_key_file() {
     assert!(kinds.is_empty(), "{kinds:?}");
     assert_eq!(code, Some(0));
 }
+
+/// What `ssh-keygen` prints is read under a bound: a program of that name
+/// printing without end is refused, and nothing is written.
+#[test]
+fn an_ssh_keygen_printing_without_end_signs_nothing() {
+    use std::os::unix::fs::PermissionsExt as _;
+    if ssh_keygen().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    keygen_with(root, "rsa", &["-t", "rsa", "-b", "2048", "-N", ""]);
+    let pdf = write_skill(root, "pdf", "Steps.");
+    let bin = root.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let fake = bin.join("ssh-keygen");
+    std::fs::write(&fake, "#!/bin/sh\nhead -c 50000000 /dev/zero\n").unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let out = skillstore(root)
+        .arg("sign")
+        .arg(&pdf)
+        .args(["--key", "rsa"])
+        .env("PATH", path)
+        .env_remove("SSH_AUTH_SOCK")
+        .output()
+        .unwrap();
+    assert_eq!(
+        (out.status.code(), String::from_utf8_lossy(&out.stderr).as_ref()),
+        (Some(2), "error: `ssh-keygen -Y sign` printed no signature\n")
+    );
+    assert!(!pdf.join(".skillstore/signature").exists());
+}
